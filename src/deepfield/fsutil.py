@@ -1,0 +1,113 @@
+"""File operations that never leave a torn or clobbered page behind.
+
+Every write goes to a temporary file in the same directory, is flushed to disk, and is then
+renamed over the target (``atomic_write``) or hard-linked to a name that must not exist yet
+(``create_new``): a reader, or a crash, sees the old file or the new one, never half of one,
+and two writers can never silently take the same new filename. ``field_lock`` serialises the
+writers of one field across processes so derived files (``listing.md``) stay complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: writes stay atomic, just not serialised
+    fcntl = None  # type: ignore[assignment]
+
+
+def _temp_in(directory: Path, data: bytes) -> Path:
+    fd, name = tempfile.mkstemp(prefix=".deepfield-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            Path(name).unlink()
+        raise
+    return Path(name)
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace (or create) ``path`` with ``data`` in one rename."""
+    temp = _temp_in(path.parent, data)
+    try:
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+    _fsync_dir(path.parent)
+
+
+def create_new(path: Path, data: bytes) -> bool:
+    """Create ``path`` with ``data`` only if no file has that name; False if one does."""
+    temp = _temp_in(path.parent, data)
+    try:
+        os.chmod(temp, 0o644)
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            return False
+        except OSError:
+            # File systems without hard links: reserve the name exclusively, then fill it by
+            # rename (still never torn; the empty reservation exists only for an instant).
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                return False
+            os.close(fd)
+            os.replace(temp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+    _fsync_dir(path.parent)
+    return True
+
+
+def move_new(source: Path, target: Path) -> bool:
+    """Rename ``source`` to ``target`` only if ``target`` does not exist yet."""
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        return False
+    except OSError:
+        if target.exists():
+            return False
+        os.replace(source, target)
+        return True
+    source.unlink()
+    _fsync_dir(target.parent)
+    return True
+
+
+@contextlib.contextmanager
+def field_lock(directory: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on a field directory (blocks until it is free)."""
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

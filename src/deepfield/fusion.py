@@ -1,0 +1,76 @@
+"""Rank fusion as pure functions over ``(id, score)`` lists, best first.
+
+Kept free of I/O so each formula can be tested against hand-computed results and swapped in
+benchmarks. The default for hybrid search is chosen by measurement on LoCoMo (docs/DESIGN.md):
+plain reciprocal-rank fusion with a weak dense model made BM25 worse there, so hybrid search is
+BM25-led: dense similarity adds to, and never replaces, the keyword evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import TypeVar
+
+K = TypeVar("K", bound=Hashable)
+Ranked = Sequence[tuple[K, float]]
+
+
+def rrf(
+    lists: Sequence[Ranked[K]], k: float = 60.0, weights: Sequence[float] | None = None
+) -> list[tuple[K, float]]:
+    """Reciprocal rank fusion: sum of ``weight / (k + rank)`` with ranks starting at 1."""
+    weights = weights or [1.0] * len(lists)
+    scores: dict[K, float] = {}
+    for ranked, weight in zip(lists, weights, strict=True):
+        for rank, (item, _) in enumerate(ranked, start=1):
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    return _ordered(scores)
+
+
+def max_normalized(ranked: Ranked[K]) -> dict[K, float]:
+    """Scores divided by the best one (best = 1.0); empty or non-positive lists give {}."""
+    if not ranked:
+        return {}
+    top = max(score for _, score in ranked)
+    if top <= 0:
+        return {}
+    return {item: score / top for item, score in ranked}
+
+
+def min_max_normalized(ranked: Ranked[K]) -> dict[K, float]:
+    """Scores mapped linearly to [0, 1] within the list (all equal: all 1.0)."""
+    if not ranked:
+        return {}
+    values = [score for _, score in ranked]
+    low, high = min(values), max(values)
+    if high == low:
+        return {item: 1.0 for item, _ in ranked}
+    return {item: (score - low) / (high - low) for item, score in ranked}
+
+
+def convex(
+    keyword: Ranked[K], dense: Ranked[K], dense_weight: float = 0.3
+) -> list[tuple[K, float]]:
+    """``(1 - w) * bm25/max(bm25) + w * minmax(cosine)``; a missing signal counts as 0."""
+    kw = max_normalized(keyword)
+    dn = min_max_normalized(dense)
+    scores = {
+        item: (1.0 - dense_weight) * kw.get(item, 0.0) + dense_weight * dn.get(item, 0.0)
+        for item in dict.fromkeys([*kw, *dn])
+    }
+    return _ordered(scores)
+
+
+def group_max(ranked: Ranked[K], group_of: dict[K, Hashable]) -> list[tuple[Hashable, float]]:
+    """Collapse item scores to their group (e.g. chunks to pages) by the best item's score."""
+    best: dict[Hashable, float] = {}
+    for item, score in ranked:
+        group = group_of[item]
+        if score > best.get(group, float("-inf")):
+            best[group] = score
+    return sorted(best.items(), key=lambda pair: -pair[1])
+
+
+def _ordered(scores: dict[K, float]) -> list[tuple[K, float]]:
+    """Best first; ties keep first-seen order (dicts remember insertion), so results are stable."""
+    return sorted(scores.items(), key=lambda pair: -pair[1])

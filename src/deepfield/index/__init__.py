@@ -1,0 +1,226 @@
+"""The derived search index of one field: sync from Markdown, keyword and vector retrieval.
+
+:class:`FieldIndex` owns one SQLite connection to ``<model-code>.sqlite3`` and an in-memory
+vector matrix. It never writes Markdown. Deleting the file loses nothing: ``rebuild`` (or just
+the next sync) recreates it from the pages.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..embed.base import Embedder, Vectors
+from ..errors import IndexCorruptError
+from ..scan import SourceFile
+from .db import KEYWORD_ONLY_CODE, connect, get_meta, index_filename, prepare, set_meta
+from .keyword import bm25_search
+from .sync import SyncReport, sync_files
+from .vectors import VectorMatrix, count_pending, embed_pending
+
+__all__ = ["ChunkRow", "DocRow", "FieldIndex", "SyncReport"]
+
+
+@dataclass(frozen=True)
+class DocRow:
+    id: int
+    filename: str
+    uuid: str | None
+    title: str
+    summary: str | None
+    frontmatter: dict[str, Any] | None
+    last_modified: str
+    size: int
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: int
+    doc: DocRow
+    ord: int
+    kind: str
+    heading: str
+    line_start: int
+    line_end: int
+    body: str
+
+
+_DOC_COLUMNS = "d.id, d.filename, d.uuid, d.title, d.summary, d.frontmatter, d.last_modified, " \
+    "d.size, d.warnings"
+
+
+def _doc(row: tuple[Any, ...]) -> DocRow:
+    return DocRow(
+        id=row[0], filename=row[1], uuid=row[2], title=row[3], summary=row[4],
+        frontmatter=json.loads(row[5]), last_modified=row[6], size=row[7],
+        warnings=json.loads(row[8]),
+    )
+
+
+class FieldIndex:
+    """Search index of one field directory for one embedder (None: keyword only)."""
+
+    def __init__(self, field_dir: Path, embedder: Embedder | None, index_dir: Path | None = None):
+        self.field_dir = field_dir
+        self.embedder = embedder
+        self.model_code = embedder.model_code if embedder else KEYWORD_ONLY_CODE
+        self.path = (index_dir or field_dir) / index_filename(self.model_code)
+        try:
+            self.conn = connect(self.path)
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorruptError(f"cannot open index {self.path}: {exc}") from None
+        prepare(self.conn, self.path, self.model_code, embedder.dim if embedder else None)
+        self._matrix: VectorMatrix | None = None
+
+    @property
+    def with_vectors(self) -> bool:
+        return self.embedder is not None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ------------------------------------------------------------------ maintenance
+
+    def generation(self) -> int:
+        return int(get_meta(self.conn, "generation") or 0)
+
+    def sync(
+        self,
+        files: list[SourceFile],
+        *,
+        verify: bool = False,
+        embed_budget: float | None = 0.0,
+        progress: Callable[[int], None] | None = None,
+        embed_progress: Callable[[int], None] | None = None,
+    ) -> SyncReport:
+        """Reconcile with ``files``; then embed pending vectors within ``embed_budget`` seconds
+        (None: all of them, 0: none)."""
+        started = time.time()
+        last = float(get_meta(self.conn, "synced_at") or 0.0)
+        report = sync_files(
+            self.conn, files, verify=verify, with_vectors=self.with_vectors,
+            last_sync=last, progress=progress,
+        )
+        self.conn.execute("BEGIN IMMEDIATE")
+        set_meta(self.conn, "synced_at", repr(started))
+        self.conn.execute("COMMIT")
+        if self.embedder is not None:
+            if embed_budget is None or embed_budget > 0:
+                chunks, pages = embed_pending(
+                    self.conn, self.embedder, self.field_dir,
+                    budget_seconds=embed_budget, progress=embed_progress,
+                )
+                report.chunks_embedded, report.pages_embedded = chunks, pages
+            report.pending_vectors = count_pending(self.conn)
+        report.seconds = time.time() - started
+        return report
+
+    def pending_vectors(self) -> int:
+        return count_pending(self.conn) if self.with_vectors else 0
+
+    def pending_chunk_vectors(self) -> int:
+        return count_pending(self.conn, with_pages=False) if self.with_vectors else 0
+
+    def clear(self) -> None:
+        """Drop every row (``reindex`` then rebuilds from the Markdown alone)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.execute("DELETE FROM df_chunks")
+            self.conn.execute("DELETE FROM df_docs")
+            if self.with_vectors:
+                self.conn.execute("DELETE FROM pages")
+            self.conn.execute("INSERT INTO df_chunks_fts(df_chunks_fts) VALUES ('rebuild')")
+            set_meta(self.conn, "synced_at", "0")
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self._matrix = None
+
+    def stored_warnings(self) -> list[str]:
+        warnings: list[str] = []
+        for (raw,) in self.conn.execute("SELECT warnings FROM df_docs WHERE warnings != '[]'"):
+            warnings.extend(json.loads(raw))
+        return warnings
+
+    def stats(self) -> dict[str, Any]:
+        docs = self.conn.execute("SELECT count(*) FROM df_docs").fetchone()[0]
+        chunks = self.conn.execute("SELECT count(*) FROM df_chunks").fetchone()[0]
+        return {
+            "index": self.path.name,
+            "model_code": self.model_code,
+            "dim": int(get_meta(self.conn, "dim") or 0) or None,
+            "pages": int(docs),
+            "chunks": int(chunks),
+            "pending_vectors": self.pending_vectors(),
+        }
+
+    # ------------------------------------------------------------------ lookup
+
+    def docs(self) -> list[DocRow]:
+        rows = self.conn.execute(f"SELECT {_DOC_COLUMNS} FROM df_docs d ORDER BY d.filename")
+        return [_doc(r) for r in rows]
+
+    def doc_by_filename(self, filename: str) -> DocRow | None:
+        row = self.conn.execute(
+            f"SELECT {_DOC_COLUMNS} FROM df_docs d WHERE d.filename = ?", (filename,)
+        ).fetchone()
+        return None if row is None else _doc(row)
+
+    def docs_by_uuid(self, uuid: str) -> list[DocRow]:
+        rows = self.conn.execute(
+            f"SELECT {_DOC_COLUMNS} FROM df_docs d WHERE d.uuid = ? OR d.uuid LIKE ? "
+            "ORDER BY d.filename",
+            (uuid, uuid.replace("%", "").replace("_", "") + "%"),
+        )
+        return [_doc(r) for r in rows]
+
+    def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
+        wanted = list(dict.fromkeys(ids))
+        found: dict[int, ChunkRow] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                f"SELECT c.id, c.ord, c.kind, c.heading, c.line_start, c.line_end, c.body, "
+                f"{_DOC_COLUMNS} FROM df_chunks c JOIN df_docs d ON d.id = c.doc_id "
+                f"WHERE c.id IN ({marks})",
+                part,
+            )
+            for r in rows:
+                found[r[0]] = ChunkRow(r[0], _doc(r[7:]), r[1], r[2], r[3], r[4], r[5], r[6])
+        return found
+
+    def chunk_docs(self, ids: Iterable[int]) -> dict[int, int]:
+        """chunk id -> doc id, for grouping hits by page."""
+        wanted = list(dict.fromkeys(ids))
+        mapping: dict[int, int] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            mapping.update(
+                self.conn.execute(
+                    f"SELECT id, doc_id FROM df_chunks WHERE id IN ({marks})", part
+                ).fetchall()
+            )
+        return mapping
+
+    # ------------------------------------------------------------------ retrieval
+
+    def keyword(self, query: str, limit: int) -> list[tuple[int, float]]:
+        return bm25_search(self.conn, query, limit)
+
+    def matrix(self) -> VectorMatrix:
+        generation = self.generation()
+        if self._matrix is None or self._matrix.generation != generation:
+            self._matrix = VectorMatrix.load(self.conn, generation)
+        return self._matrix
+
+    def dense(self, query_vector: Vectors, limit: int) -> list[tuple[int, float]]:
+        return self.matrix().search(query_vector, limit)

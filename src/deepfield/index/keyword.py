@@ -1,0 +1,75 @@
+"""BM25 over chunks with SQLite FTS5: turning free text into a safe MATCH expression.
+
+Users type questions, not FTS5 syntax, so every term is quoted (no operator or column can be
+injected), English stop words are dropped when something else remains, and terms are OR-ed so
+BM25 ranks partial matches instead of demanding all of them. CJK runs become bigram terms
+aimed at the ``cjk`` column (see cjk.py).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+from .cjk import cjk_query_terms, has_cjk
+
+# Column weights for bm25(): body, context (title + heading path), cjk n-grams.
+BODY_WEIGHT = 1.0
+CONTEXT_WEIGHT = 0.5
+CJK_WEIGHT = 1.0
+
+STOP_WORDS = frozenset(
+    [
+        "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
+        "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but",
+        "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for",
+        "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself",
+        "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself",
+        "just",
+        "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once",
+        "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she",
+        "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them",
+        "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too",
+        "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which",
+        "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself",
+        "yourselves", "also", "did", "does", "ever", "many", "much", "one", "ones", "s", "t", "don",
+        "didn", "doesn", "isn", "wasn", "weren", "won", "anything", "something", "thing", "things",
+        "get", "got", "like", "really", "kind", "sort",
+    ]
+)
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+
+
+def query_terms(text: str) -> list[str]:
+    """Lower-cased word terms of a query, stop words removed unless nothing else is left."""
+    words = [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+    words = [w.split("'")[0] if w.endswith(("'s", "'t")) else w for w in words]
+    words = [w for w in words if not has_cjk(w)]
+    kept = [w for w in words if w not in STOP_WORDS]
+    return list(dict.fromkeys(kept or words))
+
+
+def match_expression(text: str) -> str | None:
+    """An FTS5 MATCH string for ``text``, or None when it has no searchable term."""
+    parts = [f'"{term}"' for term in query_terms(text)]
+    parts.extend(f'cjk : "{term}"' for term in cjk_query_terms(text))
+    return " OR ".join(parts) if parts else None
+
+
+def bm25_search(
+    conn: sqlite3.Connection,
+    text: str,
+    limit: int,
+    weights: tuple[float, float, float] = (BODY_WEIGHT, CONTEXT_WEIGHT, CJK_WEIGHT),
+) -> list[tuple[int, float]]:
+    """Top chunk ids with BM25 scores (higher is better)."""
+    expression = match_expression(text)
+    if expression is None or limit <= 0:
+        return []
+    rows = conn.execute(
+        "SELECT rowid, bm25(df_chunks_fts, ?, ?, ?) AS score FROM df_chunks_fts "
+        "WHERE df_chunks_fts MATCH ? ORDER BY score LIMIT ?",
+        (*weights, expression, limit),
+    ).fetchall()
+    return [(int(rowid), -float(score)) for rowid, score in rows]

@@ -1,0 +1,280 @@
+"""Reconcile the index with the field's Markdown files: the only writer of index rows.
+
+A file is re-read only when its size or mtime changed (or always, with ``verify``), and
+re-indexed only when its sha256 changed; deleted files are dropped; running it twice changes
+nothing. Pages are parsed leniently: malformed frontmatter is indexed as text with a warning,
+undecodable files are recorded with a warning and no chunks, and nothing is ever written to
+the Markdown files. Vectors are computed afterwards, chunk by chunk, so keyword search is
+complete as soon as the text is in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..page import PAGE_LIMIT_BYTES, Page, derive_title, frontmatter_json
+from ..scan import SourceFile
+from .chunking import chunk_page
+from .cjk import cjk_index_terms
+from .db import bump_generation
+
+MAX_INDEXED_BYTES = 1 << 20
+"""Only the first MiB of a page is indexed (the spec requires only the first 8 KB)."""
+RACY_SECONDS = 2.0
+"""Files modified this close to the last sync are re-hashed even if size and mtime match."""
+BATCH_DOCS = 200
+
+
+@dataclass
+class SyncReport:
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    chunks_embedded: int = 0
+    pages_embedded: int = 0
+    pending_vectors: int = 0
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> int:
+        return self.added + self.updated + self.removed
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    sha256: bytes
+    title: str
+    uuid: str | None
+    summary: str | None
+    frontmatter: str
+    chunks: list[tuple[int, str, str, int, int, str, str, str]]
+    warnings: list[str]
+
+
+def read_source(source: SourceFile) -> tuple[bytes, bytes, bool]:
+    """(sha256 of the whole file, the first MAX_INDEXED_BYTES, whether it was truncated)."""
+    digest = hashlib.sha256()
+    head = b""
+    with source.path.open("rb") as handle:
+        while True:
+            block = handle.read(1 << 20)
+            if not block:
+                break
+            digest.update(block)
+            if len(head) < MAX_INDEXED_BYTES:
+                head += block[: MAX_INDEXED_BYTES - len(head)]
+    truncated = source.size > MAX_INDEXED_BYTES
+    return digest.digest(), head, truncated
+
+
+def parse_source(name: str, sha: bytes, head: bytes, truncated: bool) -> ParsedFile:
+    stem = name[:-3]
+    warnings: list[str] = []
+    if b"\x00" in head:
+        return ParsedFile(sha, stem, None, None, "null", [], [f"{name}: binary file, not indexed"])
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if truncated and exc.start >= len(head) - 4:
+            text = head[: exc.start].decode("utf-8")  # cut inside a multi-byte character
+        else:
+            return ParsedFile(
+                sha, stem, None, None, "null", [],
+                [f"{name}: not valid UTF-8 (byte {exc.start}), not indexed; re-save it as UTF-8"],
+            )
+    if truncated:
+        warnings.append(
+            f"{name}: larger than {MAX_INDEXED_BYTES // 1024} KiB; only the start is indexed "
+            "(split it into pages of at most 8 KB)"
+        )
+    if not text.strip():
+        warnings.append(f"{name}: empty page")
+    page = Page.parse(text.replace("\r\n", "\n"))
+    if page.frontmatter_error:
+        warnings.append(
+            f"{name}: {page.frontmatter_error}; indexed as plain text, the file was not changed"
+        )
+    title = derive_title(page, fallback=stem)
+    rows = []
+    for chunk in chunk_page(page):
+        heading = " > ".join(chunk.heading_path)
+        context = f"{title}\n{heading}" if heading else title
+        rows.append(
+            (
+                chunk.ord, chunk.kind, heading, chunk.line_start, chunk.line_end,
+                chunk.text, context, cjk_index_terms(f"{context}\n{chunk.text}"),
+            )
+        )
+    return ParsedFile(
+        sha, title, page.uuid, page.summary, frontmatter_json(page.frontmatter), rows, warnings
+    )
+
+
+Progress = Callable[[int], None]
+
+
+def sync_files(
+    conn: sqlite3.Connection,
+    files: list[SourceFile],
+    *,
+    verify: bool = False,
+    with_vectors: bool = True,
+    last_sync: float = 0.0,
+    progress: Progress | None = None,
+) -> SyncReport:
+    """Bring the index rows in line with ``files``; returns what changed."""
+    started = time.monotonic()
+    report = SyncReport()
+    known = {
+        row[0]: (row[1], row[2], row[3], bytes(row[4]))
+        for row in conn.execute("SELECT filename, id, mtime_ns, size, sha256 FROM df_docs")
+    }
+    present = {f.name for f in files}
+    racy_ns = int((last_sync - RACY_SECONDS) * 1e9)
+    todo: list[tuple[SourceFile, int | None]] = []
+    for source in files:
+        entry = known.get(source.name)
+        if entry is None:
+            todo.append((source, None))
+            continue
+        doc_id, mtime_ns, size, _ = entry
+        fresh = mtime_ns == source.mtime_ns and size == source.size and mtime_ns < racy_ns
+        if fresh and not verify:
+            report.unchanged += 1
+            if progress:
+                progress(1)
+        else:
+            todo.append((source, doc_id))
+    removed = [known[name][0] for name in known if name not in present]
+
+    changed = False
+    for start in range(0, len(todo), BATCH_DOCS):
+        batch = todo[start : start + BATCH_DOCS]
+        prepared: list[tuple[SourceFile, int | None, ParsedFile | None]] = []
+        for source, doc_id in batch:
+            try:
+                sha, head, truncated = read_source(source)
+            except OSError as exc:  # vanished or unreadable between scan and read
+                report.warnings.append(f"{source.name}: could not be read ({exc.strerror})")
+                continue
+            if doc_id is not None and known[source.name][3] == sha:
+                prepared.append((source, doc_id, None))
+            else:
+                prepared.append((source, doc_id, parse_source(source.name, sha, head, truncated)))
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for source, doc_id, parsed in prepared:
+                if parsed is None:
+                    conn.execute(
+                        "UPDATE df_docs SET mtime_ns = ?, size = ?, last_modified = ? WHERE id = ?",
+                        (source.mtime_ns, source.size, source.last_modified, doc_id),
+                    )
+                    if with_vectors:
+                        conn.execute(
+                            "UPDATE pages SET last_modified = ? WHERE filename = ?",
+                            (source.last_modified, source.name),
+                        )
+                    report.unchanged += 1
+                    continue
+                _write_doc(conn, source, doc_id, parsed, with_vectors)
+                report.warnings.extend(parsed.warnings)
+                if doc_id is None:
+                    report.added += 1
+                else:
+                    report.updated += 1
+                changed = True
+            if progress:
+                progress(len(batch))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    if removed:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for doc_id in removed:
+                row = conn.execute(
+                    "SELECT filename FROM df_docs WHERE id = ?", (doc_id,)
+                ).fetchone()
+                conn.execute("DELETE FROM df_docs WHERE id = ?", (doc_id,))
+                if with_vectors and row is not None:
+                    conn.execute("DELETE FROM pages WHERE filename = ?", (row[0],))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        report.removed = len(removed)
+        changed = True
+    if changed:
+        conn.execute("BEGIN IMMEDIATE")
+        bump_generation(conn)
+        conn.execute("COMMIT")
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _write_doc(
+    conn: sqlite3.Connection,
+    source: SourceFile,
+    doc_id: int | None,
+    parsed: ParsedFile,
+    with_vectors: bool,
+) -> None:
+    values = (
+        parsed.uuid, parsed.title, parsed.summary, parsed.frontmatter, parsed.sha256,
+        source.mtime_ns, source.size, source.last_modified, json.dumps(parsed.warnings),
+    )
+    if doc_id is None:
+        # Another process may have added it since we looked: upsert by filename.
+        cursor = conn.execute(
+            """INSERT INTO df_docs(uuid, title, summary, frontmatter, sha256, mtime_ns, size,
+                                   last_modified, warnings, filename)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+               ON CONFLICT(filename) DO UPDATE SET
+                 uuid = excluded.uuid, title = excluded.title, summary = excluded.summary,
+                 frontmatter = excluded.frontmatter, sha256 = excluded.sha256,
+                 mtime_ns = excluded.mtime_ns, size = excluded.size,
+                 last_modified = excluded.last_modified, warnings = excluded.warnings,
+                 page_embedded = 0
+               RETURNING id""",
+            (*values, source.name),
+        )
+        doc_id = int(cursor.fetchone()[0])
+    else:
+        conn.execute(
+            """UPDATE df_docs SET uuid = ?, title = ?, summary = ?, frontmatter = ?, sha256 = ?,
+                 mtime_ns = ?, size = ?, last_modified = ?, warnings = ?, page_embedded = 0
+               WHERE id = ?""",
+            (*values, doc_id),
+        )
+    # Unchanged chunks keep their vectors: editing one paragraph re-embeds one paragraph.
+    kept = {
+        (row[0], row[1]): row[2]
+        for row in conn.execute(
+            "SELECT body, context, embedding FROM df_chunks "
+            "WHERE doc_id = ? AND embedding IS NOT NULL",
+            (doc_id,),
+        )
+    }
+    conn.execute("DELETE FROM df_chunks WHERE doc_id = ?", (doc_id,))
+    conn.executemany(
+        """INSERT INTO df_chunks(doc_id, ord, kind, heading, line_start, line_end, body,
+                                 context, cjk, embedding)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        [(doc_id, *row, kept.get((row[5], row[6]))) for row in parsed.chunks],
+    )
+    if with_vectors:
+        # The spec row reappears once the page's new embedding is computed.
+        conn.execute("DELETE FROM pages WHERE filename = ?", (source.name,))
+
+
+def page_embedding_text(data: bytes) -> str:
+    """The spec's embedding input: the whole file, truncated to 8 KB at a character boundary."""
+    return data[:PAGE_LIMIT_BYTES].decode("utf-8", "ignore")

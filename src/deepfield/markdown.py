@@ -1,0 +1,219 @@
+"""Markdown structure without a full parser: sections by heading, blocks, sentences.
+
+Just enough CommonMark to be right about what matters for memory pages: ATX and setext
+headings, fenced code (whose ``#`` lines are not headings), paragraphs split at blank lines, and
+"record" paragraphs (lists, tables, ``Speaker: text`` transcripts) whose lines stand alone.
+Line numbers are 1-based and refer to the page file, so citations can point at them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_RECORD = re.compile(
+    r"^\s*(?:[-*+]\s|\d{1,3}[.)]\s|\||>|\[[^\]]{1,40}\]\s|[^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s)"
+)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A heading and the text up to the next heading of any level (level 0: text before any)."""
+
+    level: int
+    title: str
+    path: tuple[str, ...]
+    line: int
+    """Line of the heading (or of the first body line for the preamble)."""
+    text_lines: tuple[tuple[int, str], ...]
+    """The section's own lines (not its subsections'), each with its line number."""
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line for _, line in self.text_lines)
+
+    @property
+    def end_line(self) -> int:
+        return self.text_lines[-1][0] if self.text_lines else self.line
+
+
+@dataclass(frozen=True)
+class Block:
+    """A paragraph, a record line, or a code block, with its first and last line numbers."""
+
+    text: str
+    line_start: int
+    line_end: int
+    kind: str  # "prose" | "record" | "code"
+
+
+def _heading_text(raw: str | None) -> str:
+    return _ATX_CLOSING.sub("", raw or "").strip()
+
+
+def parse_sections(body: str, first_line: int = 1) -> list[Section]:
+    """Split a Markdown body into sections in document order."""
+    lines = body.split("\n")
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    current: tuple[int, str, int] = (0, "", first_line)
+    own: list[tuple[int, str]] = []
+    fence: str | None = None
+
+    def close() -> None:
+        level, title, line = current
+        path = tuple(t for _, t in stack) if level else ()
+        if level or any(text.strip() for _, text in own):
+            sections.append(Section(level, title, path, line, tuple(own)))
+
+    def open_heading(level: int, title: str, line: int) -> None:
+        nonlocal current, own
+        close()
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+        current = (level, title, line)
+        own = []
+
+    for offset, line in enumerate(lines):
+        number = first_line + offset
+        fence_match = _FENCE.match(line)
+        if fence_match:
+            marker = fence_match.group(1)
+            if fence is None:
+                fence = marker[0] * 3
+            elif marker.startswith(fence):
+                fence = None
+            own.append((number, line))
+            continue
+        if fence is not None:
+            own.append((number, line))
+            continue
+        atx = _ATX.match(line)
+        if atx:
+            open_heading(len(atx.group(1)), _heading_text(atx.group(2)), number)
+            continue
+        setext = _SETEXT.match(line)
+        if setext and own and own[-1][1].strip() and not _RECORD.match(own[-1][1]):
+            # Setext: the paragraph line above becomes the heading (only a one-line paragraph).
+            prev_blank = len(own) < 2 or not own[-2][1].strip()
+            if prev_blank and (setext.group(1)[0] == "=" or len(setext.group(1)) >= 2):
+                title_number, title = own.pop()
+                open_heading(1 if setext.group(1)[0] == "=" else 2, title.strip(), title_number)
+                continue
+        own.append((number, line))
+    close()
+    return sections
+
+
+def split_blocks(lines: tuple[tuple[int, str], ...] | list[tuple[int, str]]) -> list[Block]:
+    """Paragraphs at blank lines; code fences whole; record paragraphs one block per line."""
+    blocks: list[Block] = []
+    paragraph: list[tuple[int, str]] = []
+    code: list[tuple[int, str]] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        if not paragraph:
+            return
+        texts = [text for _, text in paragraph]
+        records = sum(1 for text in texts if _RECORD.match(text))
+        if len(texts) > 1 and records >= max(2, int(0.8 * len(texts))):
+            for number, text in paragraph:
+                blocks.append(Block(text.strip(), number, number, "record"))
+        else:
+            blocks.append(
+                Block("\n".join(texts).strip(), paragraph[0][0], paragraph[-1][0], "prose")
+            )
+        paragraph.clear()
+
+    for number, line in lines:
+        fence_match = _FENCE.match(line)
+        if fence is not None:
+            code.append((number, line))
+            if fence_match and fence_match.group(1).startswith(fence):
+                fence = None
+                blocks.append(Block("\n".join(t for _, t in code), code[0][0], number, "code"))
+                code = []
+            continue
+        if fence_match:
+            flush()
+            fence = fence_match.group(1)[0] * 3
+            code = [(number, line)]
+            continue
+        if line.strip():
+            paragraph.append((number, line))
+        else:
+            flush()
+    flush()
+    if code:  # an unclosed fence runs to the end of the section
+        blocks.append(Block("\n".join(t for _, t in code), code[0][0], code[-1][0], "code"))
+    return blocks
+
+
+# Abbreviations after which a period does not end a sentence.
+_ABBREV = re.compile(
+    r"(?:\b(?:e\.g|i\.e|etc|vs|cf|al|Dr|Mr|Mrs|Ms|Prof|Sr|Jr|St|No|Fig|Eq|approx|incl)\.|"
+    r"\b[A-Z]\.|\d\.)$"
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|(?<=[。！？])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a block of prose (Latin and CJK punctuation); never returns empty strings."""
+    flat = " ".join(text.split())
+    if not flat:
+        return []
+    sentences: list[str] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(flat):
+        end = match.end()
+        candidate = flat[start:match.start()].rstrip()
+        if not candidate or _ABBREV.search(candidate):
+            continue
+        if end < len(flat) and flat[end].islower():
+            continue  # "… e.g. foo" or a mid-sentence stop: the next word keeps going
+        sentences.append(flat[start:end].strip())
+        start = end
+    tail = flat[start:].strip()
+    if tail:
+        sentences.append(tail)
+    return [s for s in sentences if s]
+
+
+_INLINE_NOISE = re.compile(r"!\[([^\]]*)\]\([^)]*\)|\[([^\]]+)\]\([^)]*\)|[*_`]{1,3}")
+
+
+def plain(text: str) -> str:
+    """Markdown inline markup removed (links keep their text), for snippets and sentences."""
+
+    def keep(match: re.Match[str]) -> str:
+        return match.group(1) or match.group(2) or ""
+
+    return _INLINE_NOISE.sub(keep, text)
+
+
+def first_sentences(section: Section, count: int) -> list[str]:
+    """The first ``count`` sentences of a section's own text, skipping code blocks."""
+    if count <= 0:
+        return []
+    found: list[str] = []
+    for block in split_blocks(section.text_lines):
+        if block.kind == "code":
+            continue
+        for sentence in split_sentences(plain(block.text)):
+            found.append(sentence)
+            if len(found) >= count:
+                return found
+    return found
+
+
+def iter_text_blocks(sections: list[Section]) -> Iterator[tuple[Section, Block]]:
+    for section in sections:
+        for block in split_blocks(section.text_lines):
+            yield section, block

@@ -1,0 +1,331 @@
+"""A memoryfield page in memory: YAML frontmatter + Markdown body, parsed and rendered without I/O.
+
+The spec's rules live here: filename syntax, debris names, quoted ISO 8601 datetimes. Rendering
+keeps what a person wrote: keys stay in their order and keys deepfield did not change are written
+back byte for byte (comments and quoting included), so rewrites make small git diffs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import unicodedata
+import uuid as uuidlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from .errors import InvalidNameError, InvalidPageError
+from .markdown import parse_sections
+
+PAGE_LIMIT_BYTES = 8192
+"""The spec's soft cap: pages above it are split by producers, and indexes may truncate."""
+
+CANONICAL_KEYS: tuple[str, ...] = ("title", "uuid", "summary", "created", "updated")
+INTRO_FILE = "index.md"
+LISTING_FILE = "listing.md"
+SPECIAL_FILES = frozenset({INTRO_FILE, LISTING_FILE})
+
+_NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$")
+_DEBRIS_NAMES = frozenset({".ds_store", "desktop.ini", "thumbs.db"})
+_OPEN_FENCE = re.compile(r"^---[ \t]*\r?$")
+_CLOSE_FENCE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$")
+_TOP_KEY = re.compile(r"""^(?:"[^"]*"|'[^']*'|[^\s#\-?:][^:]*?|-[^\s:][^:]*?)\s*:(?:[ \t]|\r?$)""")
+
+
+# --------------------------------------------------------------------------- names
+
+
+def is_valid_name(stem: str) -> bool:
+    """True if ``stem`` (no ``.md``) follows the spec: ``[a-z0-9-]``, letter/digit at both ends."""
+    return bool(_NAME_RE.match(stem))
+
+
+def is_debris(name: str) -> bool:
+    """Files that sync tools, editors and operating systems leave behind (never pages)."""
+    return name.lower() in _DEBRIS_NAMES or ".sync-conflict-" in name or name.endswith("~")
+
+
+def check_name(name: str, what: str = "page") -> str:
+    """Return the stem of a valid page or field name (``.md`` optional), else raise."""
+    stem = name[:-3] if name.endswith(".md") else name
+    if not is_valid_name(stem):
+        suggestion = slugify(stem)
+        hint = InvalidNameError.default_hint + (f"; try `{suggestion}`" if suggestion else "")
+        raise InvalidNameError(f"{what} name {name!r} is not a spec filename", hint)
+    return stem
+
+
+def slugify(text: str, max_len: int = 60) -> str:
+    """Fold ``text`` to a spec filename stem; ``''`` when nothing ASCII is left (e.g. pure CJK)."""
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^a-z0-9]+", "-", folded.lower()).strip("-")
+    if len(slug) > max_len:
+        cut = slug[:max_len]
+        # Cut at a word boundary when one is near, so names stay readable.
+        slug = cut.rsplit("-", 1)[0] if "-" in cut[max_len // 2 :] else cut
+        slug = slug.strip("-")
+    return slug
+
+
+# --------------------------------------------------------------------------- time and ids
+
+
+def now_iso() -> str:
+    """The current UTC time as the spec's ISO 8601 string, to the second."""
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def iso_from_timestamp(seconds: float) -> str:
+    moment = dt.datetime.fromtimestamp(seconds, dt.UTC).replace(microsecond=0)
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def new_uuid() -> str:
+    return str(uuidlib.uuid4())
+
+
+# --------------------------------------------------------------------------- frontmatter
+
+
+def _jsonable(value: Any) -> Any:
+    """YAML 1.1 turns unquoted dates into datetime objects; JSON and comparisons want strings."""
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def frontmatter_json(frontmatter: Mapping[str, Any] | None) -> str:
+    """The frontmatter as compact JSON (the spec's ``pages.frontmatter`` column)."""
+    if frontmatter is None:
+        return "null"
+    return json.dumps(_jsonable(frontmatter), ensure_ascii=False, sort_keys=False)
+
+
+def dump_entry(key: str, value: Any) -> str:
+    """One top-level YAML entry; strings that look like dates come out quoted (spec rule)."""
+    text = yaml.safe_dump(
+        {key: value}, allow_unicode=True, sort_keys=False, default_flow_style=False, width=10**6
+    )
+    return text
+
+
+def _segments(raw: str) -> dict[str, str] | None:
+    """Split a YAML mapping's text into one raw text block per top-level key.
+
+    Comment and blank lines at column 0 travel with the key that follows them. Returns None
+    when the split does not reproduce the full parse, so callers fall back to re-dumping.
+    """
+    blocks: list[tuple[str | None, list[str]]] = []
+    pending: list[str] = []
+    for line in raw.splitlines(keepends=True):
+        if _TOP_KEY.match(line):
+            blocks.append((None, [*pending, line]))
+            pending = []
+        elif not line.strip() or (line.startswith("#")):
+            pending.append(line)
+        elif blocks:
+            blocks[-1][1].extend(pending)
+            blocks[-1][1].append(line)
+            pending = []
+        else:
+            return None
+    if pending:
+        blocks.append(("", pending))  # trailing comments keep their place at the end
+    result: dict[str, str] = {}
+    for marker, lines in blocks:
+        text = "".join(lines)
+        if not text.endswith("\n"):
+            text += "\n"
+        if marker == "":
+            result["\0trailer"] = text
+            continue
+        try:
+            parsed = yaml.safe_load(text)
+        except yaml.YAMLError:
+            return None
+        if not isinstance(parsed, dict) or len(parsed) != 1:
+            return None
+        (key,) = parsed.keys()
+        if not isinstance(key, str) or key in result:
+            return None
+        result[key] = text
+    return result
+
+
+@dataclass
+class Page:
+    """A page's frontmatter (None when the file has none) and Markdown body."""
+
+    body: str
+    frontmatter: dict[str, Any] | None = None
+    frontmatter_error: str | None = None
+    """Why the frontmatter block could not be read; the whole file is then treated as body."""
+    body_line: int = 1
+    """1-based line number in the file where ``body`` starts."""
+    _original: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    _raw_blocks: dict[str, str] | None = field(default=None, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ parsing
+
+    @classmethod
+    def parse(cls, text: str) -> Page:
+        """Parse page text. Malformed frontmatter never raises: see ``frontmatter_error``."""
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        lines = text.splitlines(keepends=True)
+        if not lines or not _OPEN_FENCE.match(lines[0].rstrip("\n")):
+            return cls(body=text)
+        for end in range(1, len(lines)):
+            if _CLOSE_FENCE.match(lines[end].rstrip("\n")):
+                break
+        else:
+            unclosed = "frontmatter block opened by '---' never closes"
+            return cls(body=text, frontmatter_error=unclosed)
+        raw = "".join(lines[1:end])
+        body = "".join(lines[end + 1 :])
+        try:
+            loaded = yaml.safe_load(raw) if raw.strip() else {}
+        except yaml.YAMLError as exc:
+            reason = " ".join(str(exc).split())
+            return cls(body=text, frontmatter_error=f"malformed YAML frontmatter: {reason}")
+        if not isinstance(loaded, dict):
+            kind = type(loaded).__name__
+            return cls(body=text, frontmatter_error=f"frontmatter is a YAML {kind}, not a mapping")
+        frontmatter = {str(k): v for k, v in loaded.items()}
+        page = cls(body=body, frontmatter=frontmatter, body_line=end + 2)
+        page._original = dict(frontmatter)
+        page._raw_blocks = _segments(raw)
+        return page
+
+    # ------------------------------------------------------------------ accessors
+
+    def get(self, key: str) -> Any:
+        return None if self.frontmatter is None else self.frontmatter.get(key)
+
+    def get_str(self, key: str) -> str | None:
+        value = self.get(key)
+        if value is None:
+            return None
+        text = str(_jsonable(value)).strip()
+        return text or None
+
+    @property
+    def title(self) -> str | None:
+        return self.get_str("title")
+
+    @property
+    def uuid(self) -> str | None:
+        return self.get_str("uuid")
+
+    @property
+    def summary(self) -> str | None:
+        return self.get_str("summary")
+
+    def set(self, key: str, value: Any) -> None:
+        """Set a key, placing a new canonical key next to its canonical neighbours."""
+        if self.frontmatter is None:
+            self.frontmatter = {}
+        if key in self.frontmatter or key not in CANONICAL_KEYS:
+            self.frontmatter[key] = value
+            return
+        rank = CANONICAL_KEYS.index(key)
+        items = list(self.frontmatter.items())
+        position = 0
+        for i, (existing, _) in enumerate(items):
+            if existing in CANONICAL_KEYS and CANONICAL_KEYS.index(existing) < rank:
+                position = i + 1
+        items.insert(position, (key, value))
+        self.frontmatter = dict(items)
+
+    def remove(self, key: str) -> None:
+        if self.frontmatter is not None:
+            self.frontmatter.pop(key, None)
+
+    # ------------------------------------------------------------------ rendering
+
+    def render_frontmatter(self) -> str:
+        if self.frontmatter is None:
+            return ""
+        parts = ["---\n"]
+        blocks = self._raw_blocks or {}
+        original = self._original or {}
+        for key, value in self.frontmatter.items():
+            unchanged = key in original and _same(original[key], value)
+            if unchanged and key in blocks:
+                parts.append(blocks[key])
+            else:
+                parts.append(dump_entry(key, value))
+        if "\0trailer" in blocks:
+            parts.append(blocks["\0trailer"])
+        parts.append("---\n")
+        return "".join(parts)
+
+    def render(self) -> str:
+        """The page file's text: frontmatter block (if any) then the body."""
+        return self.render_frontmatter() + self.body
+
+    def copy(self) -> Page:
+        clone = Page.parse(self.render()) if self.frontmatter_error is None else Page(self.body)
+        return clone
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def check_text(data: bytes, what: str, max_bytes: int) -> str:
+    """Decode page bytes; binary, non-UTF-8, empty and oversized input get clear errors."""
+    if len(data) > max_bytes:
+        raise InvalidPageError(
+            f"{what} is {len(data):,} bytes; deepfield writes pages up to {max_bytes:,} bytes",
+            "split it into smaller documents first (pages over 8 KB are split automatically)",
+        )
+    if b"\x00" in data:
+        raise InvalidPageError(f"{what} looks binary (contains NUL bytes), not Markdown text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidPageError(
+            f"{what} is not valid UTF-8 (bad byte at offset {exc.start})",
+            "re-save it as UTF-8 (e.g. `iconv -t UTF-8`)",
+        ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        raise InvalidPageError(f"{what} is empty")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def first_heading(body: str) -> str | None:
+    """Text of the first heading outside code fences (an H1 is preferred over deeper levels)."""
+    headings = [(s.level, s.title) for s in parse_sections(body) if s.level and s.title]
+    for level, title in headings:
+        if level == 1:
+            return title
+    return headings[0][1] if headings else None
+
+
+def derive_title(page: Page, fallback: str | None = None) -> str:
+    """A page's title: frontmatter ``title``, else its first heading, else its first line."""
+    if page.title:
+        return page.title
+    heading = first_heading(page.body)
+    if heading:
+        return heading
+    if fallback:
+        return fallback
+    for line in page.body.splitlines():
+        text = line.strip().lstrip("#>*-+ ").strip()
+        if text:
+            return text if len(text) <= 80 else text[:77].rsplit(" ", 1)[0] + "…"
+    return "Untitled"

@@ -1,0 +1,146 @@
+"""Progressive reading: a page's outline, one of its sections, or the whole page.
+
+The outline lists headings down to ``depth`` with the first ``sentences`` sentences of each
+section's own text, so an agent can decide what to open before paying for the whole page.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any
+
+from .errors import SectionNotFoundError
+from .markdown import Section, first_sentences, parse_sections
+from .page import Page, slugify
+
+
+@dataclass(frozen=True)
+class OutlineEntry:
+    level: int
+    title: str
+    path: tuple[str, ...]
+    line: int
+    sentences: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "level": self.level, "title": self.title, "path": list(self.path),
+            "line": self.line, "sentences": self.sentences,
+        }
+
+
+@dataclass
+class PageView:
+    """What ``read`` returns; ``text`` is always ready to print or hand to an agent."""
+
+    field: str
+    filename: str
+    title: str
+    uuid: str | None
+    summary: str | None
+    frontmatter: dict[str, Any] | None
+    view: str  # "full" | "outline" | "section"
+    text: str
+    bytes: int
+    outline: list[OutlineEntry] | None = None
+    section: list[str] | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    warnings: list[str] = dc_field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "filename": self.filename,
+            "uuid": self.uuid,
+            "title": self.title,
+            "summary": self.summary,
+            "frontmatter": self.frontmatter,
+            "view": self.view,
+            "text": self.text,
+            "bytes": self.bytes,
+            "outline": None if self.outline is None else [e.to_json() for e in self.outline],
+            "section": self.section,
+            "line_start": self.line_start,
+            "line_end": self.line_end,
+            "warnings": self.warnings,
+        }
+
+
+def outline(page: Page, depth: int = 2, sentences: int = 1) -> list[OutlineEntry]:
+    """Headings down to ``depth`` (the text before the first heading counts as level 0)."""
+    entries = []
+    for section in parse_sections(page.body, page.body_line):
+        if section.level > depth:
+            continue
+        entries.append(
+            OutlineEntry(
+                section.level, section.title, section.path, section.line,
+                first_sentences(section, sentences),
+            )
+        )
+    return entries
+
+
+def render_outline(title: str, summary: str | None, entries: list[OutlineEntry]) -> str:
+    lines: list[str] = []
+    has_h1 = any(e.level == 1 for e in entries)
+    if not has_h1:
+        lines += [f"# {title}", ""]
+    if summary:
+        lines += [f"> {summary}", ""]
+    for entry in entries:
+        if entry.level:
+            lines.append(f"{'#' * entry.level} {entry.title}")
+        if entry.sentences:
+            lines.append(" ".join(entry.sentences))
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def find_section(page: Page, heading: str) -> tuple[Section, str, int]:
+    """The section named ``heading`` with its subsections: (section, text, last line).
+
+    ``heading`` matches a heading's text (any case), its slug, or a path written
+    ``Parent > Child`` or ``Parent/Child``.
+    """
+    sections = [s for s in parse_sections(page.body, page.body_line) if s.level]
+    wanted = [_normal(part) for part in re.split(r"\s*(?:>|/)\s*", heading) if part.strip()]
+    if not wanted:
+        raise SectionNotFoundError("no heading given")
+
+    def matches(section: Section) -> bool:
+        tail = section.path[-len(wanted) :]
+        if len(tail) != len(wanted):
+            return False
+        return all(
+            _normal(t) == w or slugify(t) == slugify(w) for t, w in zip(tail, wanted, strict=True)
+        )
+
+    found = [s for s in sections if matches(s)]
+    if not found:
+        known = "; ".join(" > ".join(s.path) for s in sections[:20]) or "the page has no headings"
+        raise SectionNotFoundError(f"no section {heading!r} (headings: {known})")
+    if len(found) > 1:
+        paths = "; ".join(f"{' > '.join(s.path)} (line {s.line})" for s in found)
+        raise SectionNotFoundError(
+            f"{heading!r} matches {len(found)} sections: {paths}",
+            "give the full path, e.g. `Parent > Child`",
+        )
+    target = found[0]
+    index = sections.index(target)
+    last = target.end_line
+    for later in sections[index + 1 :]:
+        if later.level <= target.level:
+            break
+        last = later.end_line
+    lines = (page.body_line, page.body.split("\n"))
+    start = target.line - lines[0]
+    text = "\n".join(lines[1][start : last - lines[0] + 1]).rstrip("\n") + "\n"
+    return target, text, last

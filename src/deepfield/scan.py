@@ -1,0 +1,84 @@
+"""Which files of a field folder are pages, following the spec's container rules.
+
+Pages are the ``*.md`` files at the field root, except the introduction (``index.md``) and the
+catalogue (``listing.md``). Debris from sync tools and editors, dot-files, non-Markdown files
+and everything in sub-folders is ignored; a sub-folder that holds pages earns a warning, since
+the spec forbids indexing it and its author may not know.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .page import SPECIAL_FILES, is_debris, is_valid_name, iso_from_timestamp, slugify
+
+# Sub-folders deepfield itself keeps inside a field; they never hold pages to warn about.
+OWN_SUBDIRS = frozenset({"archive", ".deepfield"})
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A page file as the index sees it; ``last_modified`` is the transport's timestamp."""
+
+    name: str
+    path: Path
+    mtime_ns: int
+    size: int
+    last_modified: str
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    files: list[SourceFile]
+    warnings: list[str]
+
+
+def scan_field(directory: Path) -> ScanResult:
+    """List a field's pages (sorted by name) and what is wrong with the folder's layout."""
+    files: list[SourceFile] = []
+    warnings: list[str] = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or is_debris(name):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if name not in OWN_SUBDIRS and _holds_pages(Path(entry.path)):
+                    warnings.append(
+                        f"{name}/: sub-folder holds .md pages, which memoryfields never index; "
+                        "move them to the field root or into a field of their own"
+                    )
+                continue
+            if not name.endswith(".md") or name in SPECIAL_FILES:
+                continue
+            if entry.is_symlink():
+                warnings.append(f"{name}: symbolic link skipped (pages must be regular files)")
+                continue
+            if not entry.is_file():
+                continue
+            stem = name[:-3]
+            if not is_valid_name(stem):
+                better = slugify(stem) or "a-valid-name"
+                warnings.append(
+                    f"{name}: not a spec filename (lowercase letters, digits, hyphens); "
+                    f"indexed anyway, rename it to {better}.md"
+                )
+            stat = entry.stat()
+            files.append(
+                SourceFile(
+                    name, Path(entry.path), stat.st_mtime_ns, stat.st_size,
+                    iso_from_timestamp(stat.st_mtime),
+                )
+            )
+    files.sort(key=lambda f: f.name)
+    return ScanResult(files, warnings)
+
+
+def _holds_pages(directory: Path) -> bool:
+    try:
+        with os.scandir(directory) as entries:
+            return any(e.name.endswith(".md") and e.is_file() for e in entries)
+    except OSError:
+        return False

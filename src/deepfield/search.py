@@ -1,0 +1,238 @@
+"""Search over one or more fields: keyword, vector or hybrid, returning stubs or chunk hits.
+
+Candidates come from each field's index (BM25 over chunks, cosine over chunk vectors), are fused
+across all requested fields at once (so scores are comparable between fields), and are returned
+either per page (a stub: title, summary, best snippet with its heading path) or per chunk (the
+unit an agent can quote with its line numbers). The JSON shape extends the spec's ``/search``
+response: ``{"results": [{"filename", "frontmatter", "score", ...}]}``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import TYPE_CHECKING, Any, Literal
+
+from .errors import DeepfieldError
+from .fusion import convex, max_normalized
+from .index.keyword import query_terms
+
+if TYPE_CHECKING:
+    from .field import Field
+
+Mode = Literal["bm25", "vector", "hybrid"]
+Unit = Literal["page", "chunk"]
+MODES: tuple[str, ...] = ("bm25", "vector", "hybrid")
+UNITS: tuple[str, ...] = ("page", "chunk")
+
+DENSE_WEIGHT = 0.3
+"""Weight of the dense signal in hybrid fusion (docs/DESIGN.md has the measurement)."""
+SNIPPET_CHARS = 280
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: a page stub (unit=page) or a single chunk (unit=chunk)."""
+
+    field: str
+    filename: str
+    uuid: str | None
+    title: str
+    summary: str | None
+    frontmatter: dict[str, Any] | None
+    score: float
+    snippet: str
+    heading: str
+    line_start: int
+    line_end: int
+    text: str
+    """The whole matching chunk (the snippet is cut from it)."""
+    matches: int = 1
+    """How many of the page's chunks matched (page results)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "filename": self.filename,
+            "frontmatter": self.frontmatter,
+            "score": round(self.score, 6),
+            "field": self.field,
+            "uuid": self.uuid,
+            "title": self.title,
+            "summary": self.summary,
+            "snippet": self.snippet,
+            "heading": self.heading,
+            "line_start": self.line_start,
+            "line_end": self.line_end,
+            "matches": self.matches,
+        }
+
+
+@dataclass
+class SearchResponse:
+    query: str
+    mode: str
+    unit: str
+    k: int
+    results: list[Hit]
+    took_ms: float
+    warnings: list[str] = dc_field(default_factory=list)
+    pending_vectors: int = 0
+
+    def to_json(self, with_text: bool = False) -> dict[str, Any]:
+        results = []
+        for hit in self.results:
+            item = hit.to_json()
+            if with_text:
+                item["text"] = hit.text
+            results.append(item)
+        return {
+            "results": results,
+            "count": len(results),
+            "query": self.query,
+            "mode": self.mode,
+            "unit": self.unit,
+            "k": self.k,
+            "took_ms": round(self.took_ms, 2),
+            "pending_vectors": self.pending_vectors,
+            "warnings": self.warnings,
+        }
+
+
+def make_snippet(text: str, terms: Sequence[str], width: int = SNIPPET_CHARS) -> str:
+    """A window of ``text`` around the first query term, whitespace collapsed."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    lower = flat.lower()
+    positions = [lower.find(t[:6]) for t in terms if t and lower.find(t[:6]) >= 0]
+    centre = min(positions) if positions else 0
+    start = max(0, min(centre - width // 3, len(flat) - width))
+    if start:
+        space = flat.find(" ", start)
+        start = space + 1 if 0 <= space < start + 20 else start
+    end = start + width
+    if end < len(flat):
+        space = flat.rfind(" ", start, end)
+        end = space if space > start + width // 2 else end
+    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
+
+
+def check_mode(mode: str, unit: str, k: int) -> None:
+    if mode not in MODES:
+        raise DeepfieldError(f"unknown search mode {mode!r}", "use bm25, vector or hybrid")
+    if unit not in UNITS:
+        raise DeepfieldError(f"unknown result unit {unit!r}", "use page or chunk")
+    if k < 1:
+        raise DeepfieldError(f"k must be at least 1, not {k}")
+
+
+def search_fields(
+    fields: Sequence[Field],
+    query: str,
+    *,
+    k: int = 10,
+    mode: str = "hybrid",
+    unit: str = "page",
+    sync: bool = True,
+) -> SearchResponse:
+    """Search ``fields`` together; see :meth:`deepfield.Field.search`."""
+    check_mode(mode, unit, k)
+    started = time.perf_counter()
+    warnings: list[str] = []
+    pending = 0
+    indexes = []
+    for fld in fields:
+        if sync:
+            report = fld.ensure_synced(embed=mode != "bm25")
+            warnings.extend(f"{fld.name}/{w}" for w in report.warnings)
+        index = fld.index_handle()
+        if mode != "bm25" and index.embedder is None:
+            raise DeepfieldError(
+                f"field {fld.name!r} has no embedding model, so {mode} search is impossible",
+                "use --mode bm25, or configure an embedder and run `deepfield reindex`",
+            )
+        pending += index.pending_chunk_vectors() if mode != "bm25" else 0
+        indexes.append((fld, index))
+    if pending and mode != "bm25":
+        warnings.append(
+            f"{pending} chunks have no vector yet and are found by keywords only; "
+            "run `deepfield index` to embed them"
+        )
+    candidates = max(50, 5 * k)
+    keyword: list[tuple[tuple[int, int], float]] = []
+    dense: list[tuple[tuple[int, int], float]] = []
+    query_vector = None
+    for position, (_fld, index) in enumerate(indexes):
+        if mode in ("bm25", "hybrid"):
+            keyword += [((position, cid), s) for cid, s in index.keyword(query, candidates)]
+        if mode in ("vector", "hybrid") and index.embedder is not None:
+            if query_vector is None:
+                query_vector = index.embedder.embed_query(query)
+            dense += [((position, cid), s) for cid, s in index.dense(query_vector, candidates)]
+    keyword.sort(key=lambda pair: -pair[1])
+    dense.sort(key=lambda pair: -pair[1])
+    if mode == "bm25":
+        fused = list(max_normalized(keyword[:candidates]).items())
+    elif mode == "vector":
+        fused = dense[:candidates]
+    else:
+        fused = convex(keyword[:candidates], dense[:candidates], DENSE_WEIGHT)
+    hits = _collect(indexes, fused, k, unit, query)
+    took = (time.perf_counter() - started) * 1000
+    return SearchResponse(query, mode, unit, k, hits, took, warnings, pending)
+
+
+def _collect(
+    indexes: list[tuple[Field, Any]],
+    fused: list[tuple[tuple[int, int], float]],
+    k: int,
+    unit: str,
+    query: str,
+) -> list[Hit]:
+    """Turn fused chunk scores into page stubs or chunk hits, best first."""
+    terms = query_terms(query) or re.findall(r"\w+", query.lower())
+    chosen: list[tuple[tuple[int, int], float]] = []
+    counts: dict[tuple[int, int], int] = {}
+    if unit == "chunk":
+        chosen = fused[:k]
+    else:
+        by_doc: dict[tuple[int, int], tuple[tuple[int, int], float]] = {}
+        doc_of: dict[tuple[int, int], tuple[int, int]] = {}
+        for position, (_fld, index) in enumerate(indexes):
+            ids = [cid for (pos, cid), _ in fused if pos == position]
+            for cid, doc in index.chunk_docs(ids).items():
+                doc_of[(position, cid)] = (position, doc)
+        for key, score in fused:
+            doc = doc_of.get(key)
+            if doc is None:
+                continue  # removed by a concurrent sync
+            counts[doc] = counts.get(doc, 0) + 1
+            if doc not in by_doc:
+                by_doc[doc] = (key, score)
+        chosen = list(by_doc.values())[:k]
+        counts = {by_doc[d][0]: n for d, n in counts.items() if d in by_doc}
+    rows: dict[tuple[int, int], Any] = {}
+    for position, (_fld, index) in enumerate(indexes):
+        ids = [cid for (pos, cid), _ in chosen if pos == position]
+        for cid, row in index.chunks(ids).items():
+            rows[(position, cid)] = row
+    hits = []
+    for key, score in chosen:
+        row = rows.get(key)
+        if row is None:
+            continue
+        fld = indexes[key[0]][0]
+        doc = row.doc
+        hits.append(
+            Hit(
+                field=fld.name, filename=doc.filename, uuid=doc.uuid, title=doc.title,
+                summary=doc.summary, frontmatter=doc.frontmatter, score=score,
+                snippet=make_snippet(row.body, terms), heading=row.heading,
+                line_start=row.line_start, line_end=row.line_end, text=row.body,
+                matches=counts.get(key, 1),
+            )
+        )
+    return hits

@@ -1,0 +1,198 @@
+"""Split a page over the spec's 8,192-byte limit into linked parts (pure: names are given).
+
+Cuts prefer section boundaries, then paragraphs, lines, sentences, and only as a last resort a
+character boundary. A part that starts inside a section repeats that section's heading marked
+"(continued)". A small sources section (Sources, References, Citations, Bibliography) is copied
+into every part, and all frontmatter keys travel with every part, so no part loses its
+citations. Each part gets a fresh uuid, ``split_from`` (the original uuid), ``part`` and
+``parts`` (all part filenames in order), and a footer linking its neighbours.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .markdown import parse_sections, split_blocks, split_sentences
+from .page import PAGE_LIMIT_BYTES, Page, new_uuid
+
+_SOURCES_TITLE = re.compile(r"^(sources?|references?|citations?|bibliography|links)$", re.I)
+
+
+@dataclass(frozen=True)
+class _Atom:
+    text: str
+    line_start: int
+    line_end: int
+    heading: tuple[int, str] | None  # the innermost heading this atom sits under
+    opens_section: int  # level of the heading this atom starts with, 0 if none
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def _hard_cut(text: str, budget: int) -> list[str]:
+    pieces: list[str] = []
+    data = text.encode("utf-8")
+    while data:
+        cut = data[:budget].decode("utf-8", "ignore")
+        pieces.append(cut)
+        data = data[len(cut.encode("utf-8")) :]
+    return pieces
+
+
+def _fit(text: str, budget: int) -> list[str]:
+    """Pieces of ``text`` no larger than ``budget`` bytes: lines, sentences, characters."""
+    if _size(text) <= budget:
+        return [text]
+    if "\n" in text.strip("\n"):
+        units, sep = text.split("\n"), "\n"
+    else:
+        units, sep = split_sentences(text) or [text], " "
+    pieces: list[str] = []
+    current = ""
+    for unit in units:
+        for small in ([unit] if _size(unit) <= budget else _fit_unit(unit, budget)):
+            candidate = f"{current}{sep}{small}" if current else small
+            if _size(candidate) <= budget:
+                current = candidate
+            else:
+                pieces.append(current)
+                current = small
+    if current:
+        pieces.append(current)
+    return [p for p in pieces if p.strip()]
+
+
+def _fit_unit(unit: str, budget: int) -> list[str]:
+    sentences = split_sentences(unit)
+    if len(sentences) > 1:
+        return _fit(" ".join(sentences), budget)
+    return _hard_cut(unit, budget)
+
+
+def _atoms(body: str, budget: int) -> tuple[list[_Atom], str]:
+    """Body atoms in order (heading glued to its first block) and the copied sources text."""
+    lines = body.split("\n")
+    atoms: list[_Atom] = []
+    sources = ""
+    for section in parse_sections(body):
+        heading = (section.level, section.title) if section.level else None
+        heading_line = lines[section.line - 1] if section.level else ""
+        blocks = split_blocks(section.text_lines)
+        section_text = "\n".join([heading_line, section.text]).strip("\n")
+        if heading and _SOURCES_TITLE.match(section.title) and _size(section_text) <= budget // 4:
+            sources += ("\n\n" if sources else "") + section_text
+            continue
+        pending_heading = heading_line if section.level else ""
+        for block in blocks:
+            raw = "\n".join(lines[block.line_start - 1 : block.line_end])
+            start = block.line_start
+            if pending_heading:
+                raw = f"{pending_heading}\n\n{raw}" if start > section.line + 1 else \
+                    f"{pending_heading}\n{raw}"
+                start = section.line
+            for index, piece in enumerate(_fit(raw, budget)):
+                opens = section.level if pending_heading and index == 0 else 0
+                atoms.append(_Atom(piece, start, block.line_end, heading, opens))
+            pending_heading = ""
+        if pending_heading:  # a heading with no text of its own
+            atoms.append(_Atom(pending_heading, section.line, section.line, heading, section.level))
+    return atoms, sources
+
+
+def split_body(body: str, budget: int) -> list[str]:
+    """Cut a Markdown body into pieces of at most ``budget`` bytes each."""
+    atoms, sources = _atoms(body, budget)
+    tail = f"\n\n{sources}" if sources else ""
+    room = budget - _size(tail)
+    if room < 256:
+        raise ValueError("page budget too small to split into parts")
+    if tail:
+        atoms = [piece for atom in atoms for piece in _refit(atom, room)]
+    parts: list[str] = []
+    current = ""
+    previous: _Atom | None = None
+    for atom in atoms:
+        sep = "\n" if previous and previous.line_end + 1 == atom.line_start else "\n\n"
+        candidate = f"{current}{sep}{atom.text}" if current else atom.text
+        heading_break = atom.opens_section in (1, 2) and _size(current) >= 0.6 * room
+        if current and (_size(candidate) > room or heading_break):
+            parts.append(current)
+            current = atom.text
+            if not atom.opens_section and atom.heading:
+                level, title = atom.heading
+                continued = f"{'#' * level} {title} (continued)\n\n"
+                if _size(continued + current) <= room:
+                    current = continued + current
+        else:
+            current = candidate
+        previous = atom
+    if current:
+        parts.append(current)
+    return [part.rstrip("\n") + tail + "\n" for part in parts]
+
+
+def _refit(atom: _Atom, room: int) -> list[_Atom]:
+    if _size(atom.text) <= room:
+        return [atom]
+    return [
+        _Atom(piece, atom.line_start, atom.line_end, atom.heading, atom.opens_section if i == 0
+              else 0)
+        for i, piece in enumerate(_fit(atom.text, room))
+    ]
+
+
+def part_title(title: str, index: int, count: int) -> str:
+    return f"{title} (part {index} of {count})"
+
+
+def _footer(index: int, filenames: list[str], titles: list[str]) -> str:
+    links = [f"Part {index} of {len(filenames)}"]
+    if index > 1:
+        links.append(f"previous: [{titles[index - 2]}]({filenames[index - 2]})")
+    if index < len(filenames):
+        links.append(f"next: [{titles[index]}]({filenames[index]})")
+    return "\n---\n" + " · ".join(links) + "\n"
+
+
+def split_page(
+    page: Page,
+    title: str,
+    names_for: Callable[[int], list[str]],
+    uuid_for: Callable[[int, str], str],
+    *,
+    limit: int = PAGE_LIMIT_BYTES,
+) -> list[tuple[str, Page]]:
+    """Split ``page`` into parts that each render to at most ``limit`` bytes.
+
+    ``names_for(n)`` returns n free filenames (the first is the original page's);
+    ``uuid_for(i, filename)`` the uuid of part i (1-based). Returns (filename, part) pairs.
+    """
+    original_uuid = page.uuid or new_uuid()
+    # Room for each part's frontmatter (title, uuid, part keys, filenames) and footer links.
+    overhead = _size(page.render_frontmatter()) + 2 * _size(title) + 700
+    for _attempt in range(6):
+        bodies = split_body(page.body, limit - overhead)
+        count = len(bodies)
+        filenames = names_for(count)
+        titles = [part_title(title, i, count) for i in range(1, count + 1)]
+        parts: list[tuple[str, Page]] = []
+        for index, (filename, body) in enumerate(zip(filenames, bodies, strict=True), start=1):
+            part = Page(body=body, frontmatter=dict(page.frontmatter or {}))
+            part.set("title", titles[index - 1])
+            part.set("uuid", uuid_for(index, filename))
+            fm = part.frontmatter or {}
+            fm["split_from"] = original_uuid
+            fm["part"] = index
+            fm["parts"] = list(filenames)
+            part.frontmatter = fm
+            part.body = body.rstrip("\n") + "\n" + _footer(index, filenames, titles)
+            parts.append((filename, part))
+        worst = max(_size(p.render()) for _, p in parts)
+        if worst <= limit:
+            return parts
+        overhead += worst - limit + 128
+    raise ValueError("could not split the page under the size limit")

@@ -1,0 +1,138 @@
+"""A store: a folder of fields plus ``deepfield.toml``. The entry point of the Python API.
+
+    store = deepfield.open("memory", create=True)
+    notes = store.create_field("notes")
+    notes.add("Carbon fibre woks", "They heat unevenly …")
+    store.search("wok heat").results
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .config import CONFIG_FILE, EmbeddingConfig, StoreConfig, load_config, render_config
+from .embed.base import NO_EMBEDDER, Embedder, create_embedder
+from .errors import FieldExistsError, StoreNotFoundError, UnknownFieldError
+from .field import Field
+from .fsutil import atomic_write
+from .page import INTRO_FILE, check_name
+from .search import SearchResponse, search_fields
+
+
+class Store:
+    """A folder whose sub-folders are fields. Use :func:`open` to get one."""
+
+    def __init__(self, root: Path, config: StoreConfig, embedder: Embedder | None) -> None:
+        self.root = root
+        self.config = config
+        self.embedder = embedder
+        self._fields: dict[str, Field] = {}
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.root)!r})"
+
+    def field_names(self) -> list[str]:
+        """Names of the fields (sub-folders that are not hidden and not deepfield's own)."""
+        return sorted(
+            p.name for p in self.root.iterdir()
+            if p.is_dir() and not p.name.startswith((".", "_"))
+        )
+
+    def fields(self) -> list[Field]:
+        return [self.field(name) for name in self.field_names()]
+
+    def field(self, name: str) -> Field:
+        """The field called ``name``; raises UnknownFieldError if there is none."""
+        if name in self._fields:
+            return self._fields[name]
+        folder = self.root / name
+        if "/" in name or name.startswith(".") or not folder.is_dir():
+            known = ", ".join(self.field_names()) or "none yet"
+            raise UnknownFieldError(f"no field {name!r} in store {self.root} (fields: {known})")
+        field = Field(folder, self.embedder, name=name)
+        self._fields[name] = field
+        return field
+
+    def create_field(self, name: str, *, intro: str | None = None, exist_ok: bool = False) -> Field:
+        """Create a field folder, with ``index.md`` holding ``intro`` when given."""
+        check_name(name, "field")
+        folder = self.root / name
+        if folder.exists():
+            if not exist_ok:
+                raise FieldExistsError(f"field {name!r} already exists in {self.root}")
+        else:
+            folder.mkdir()
+        if intro and not (folder / INTRO_FILE).exists():
+            text = intro if intro.lstrip().startswith("#") else f"# {name}\n\n{intro}"
+            atomic_write(folder / INTRO_FILE, (text.rstrip("\n") + "\n").encode("utf-8"))
+        return self.field(name)
+
+    def search(
+        self,
+        query: str,
+        *,
+        fields: Sequence[str] | None = None,
+        k: int = 10,
+        mode: str = "hybrid",
+        unit: str = "page",
+    ) -> SearchResponse:
+        """Search several fields at once (all of them by default)."""
+        chosen = [self.field(n) for n in fields] if fields else self.fields()
+        return search_fields(chosen, query, k=k, mode=mode, unit=unit)
+
+    def close(self) -> None:
+        for field in self._fields.values():
+            field.close()
+        self._fields.clear()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+
+def build_embedder(config: EmbeddingConfig) -> Embedder | None:
+    """The embedder a configuration names (None for keyword-only stores). Loads lazily."""
+    if config.backend == NO_EMBEDDER:
+        return None
+    return create_embedder(config.backend, **config.options)
+
+
+def init(path: str | Path, embedding: EmbeddingConfig | None = None) -> Store:
+    """Create a store folder (or adopt an existing folder) and write its ``deepfield.toml``."""
+    root = Path(path)
+    root.mkdir(parents=True, exist_ok=True)
+    config_path = root / CONFIG_FILE
+    if not config_path.exists():
+        config = StoreConfig(embedding or EmbeddingConfig())
+        atomic_write(config_path, render_config(config).encode("utf-8"))
+    return open(root)
+
+
+def open(
+    path: str | Path,
+    *,
+    create: bool = False,
+    embedder: Embedder | str | None = "config",
+) -> Store:
+    """Open the store at ``path``.
+
+    ``embedder`` overrides the configured backend: an :class:`Embedder`, or None for
+    keyword-only access. ``create=True`` initialises a missing store.
+    """
+    root = Path(path)
+    if not (root / CONFIG_FILE).exists():
+        if create:
+            return init(root)
+        if not root.is_dir():
+            raise StoreNotFoundError(f"no store at {root}")
+        if not any(p.is_dir() for p in root.iterdir()):
+            raise StoreNotFoundError(f"{root} is not a deepfield store (no {CONFIG_FILE})")
+    config = load_config(root)
+    chosen = build_embedder(config.embedding) if embedder == "config" else embedder
+    if isinstance(chosen, str):
+        chosen = build_embedder(EmbeddingConfig(chosen))
+    return Store(root, config, chosen)
