@@ -119,36 +119,38 @@ def dump_entry(key: str, value: Any) -> str:
     return text
 
 
-def _segments(raw: str) -> dict[str, str] | None:
-    """Split a YAML mapping's text into one raw text block per top-level key.
+def _segments(raw: str) -> dict[str, tuple[str, str]] | None:
+    """Split a YAML mapping's text into (leading comments, entry text) per top-level key.
 
-    Comment and blank lines at column 0 travel with the key that follows them. Returns None
-    when the split does not reproduce the full parse, so callers fall back to re-dumping.
+    Comment and blank lines at column 0 belong to the key that follows them, so they survive
+    even when that key's value is rewritten. Returns None when the split does not reproduce
+    the full parse, so callers fall back to re-dumping.
     """
-    blocks: list[tuple[str | None, list[str]]] = []
+    blocks: list[tuple[str, list[str], list[str]]] = []  # (kind, leading lines, entry lines)
     pending: list[str] = []
     for line in raw.splitlines(keepends=True):
         if _TOP_KEY.match(line):
-            blocks.append((None, [*pending, line]))
+            blocks.append(("key", pending, [line]))
             pending = []
-        elif not line.strip() or (line.startswith("#")):
+        elif not line.strip() or line.startswith("#"):
             pending.append(line)
         elif blocks:
-            blocks[-1][1].extend(pending)
-            blocks[-1][1].append(line)
+            blocks[-1][2].extend(pending)
+            blocks[-1][2].append(line)
             pending = []
         else:
             return None
     if pending:
-        blocks.append(("", pending))  # trailing comments keep their place at the end
-    result: dict[str, str] = {}
-    for marker, lines in blocks:
+        blocks.append(("trailer", pending, []))  # trailing comments keep their place at the end
+    result: dict[str, tuple[str, str]] = {}
+    for kind, leading, lines in blocks:
+        lead = "".join(leading)
+        if kind == "trailer":
+            result["\0trailer"] = (lead if lead.endswith("\n") else lead + "\n", "")
+            continue
         text = "".join(lines)
         if not text.endswith("\n"):
             text += "\n"
-        if marker == "":
-            result["\0trailer"] = text
-            continue
         try:
             parsed = yaml.safe_load(text)
         except yaml.YAMLError:
@@ -158,7 +160,7 @@ def _segments(raw: str) -> dict[str, str] | None:
         (key,) = parsed.keys()
         if not isinstance(key, str) or key in result:
             return None
-        result[key] = text
+        result[key] = (lead, text)
     return result
 
 
@@ -173,7 +175,9 @@ class Page:
     body_line: int = 1
     """1-based line number in the file where ``body`` starts."""
     _original: dict[str, Any] | None = field(default=None, repr=False, compare=False)
-    _raw_blocks: dict[str, str] | None = field(default=None, repr=False, compare=False)
+    _raw_blocks: dict[str, tuple[str, str]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     # ------------------------------------------------------------------ parsing
 
@@ -260,13 +264,11 @@ class Page:
         blocks = self._raw_blocks or {}
         original = self._original or {}
         for key, value in self.frontmatter.items():
+            lead, raw = blocks.get(key, ("", ""))
             unchanged = key in original and _same(original[key], value)
-            if unchanged and key in blocks:
-                parts.append(blocks[key])
-            else:
-                parts.append(dump_entry(key, value))
+            parts.append(lead + (raw if unchanged and raw else dump_entry(key, value)))
         if "\0trailer" in blocks:
-            parts.append(blocks["\0trailer"])
+            parts.append(blocks["\0trailer"][0])
         parts.append("---\n")
         return "".join(parts)
 

@@ -33,44 +33,52 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def _hard_cut(text: str, budget: int) -> list[str]:
-    pieces: list[str] = []
-    data = text.encode("utf-8")
-    while data:
-        cut = data[:budget].decode("utf-8", "ignore")
-        pieces.append(cut)
-        data = data[len(cut.encode("utf-8")) :]
-    return pieces
+def _take(unit: str, room: int) -> tuple[str, str]:
+    """The longest head of ``unit`` within ``room`` bytes: whole sentences, else characters.
+
+    Cutting at sentences collapses runs of whitespace inside the line, which Markdown renders
+    the same way anyway.
+    """
+    sentences = split_sentences(unit)
+    count = 0
+    while count < len(sentences) and _size(" ".join(sentences[: count + 1])) <= room:
+        count += 1
+    if 0 < count < len(sentences):
+        return " ".join(sentences[:count]), " ".join(sentences[count:])
+    cut = unit.encode("utf-8")[:room].decode("utf-8", "ignore")
+    return cut, unit[len(cut) :]
 
 
 def _fit(text: str, budget: int) -> list[str]:
-    """Pieces of ``text`` no larger than ``budget`` bytes: lines, sentences, characters."""
+    """Pieces of ``text`` no larger than ``budget`` bytes: lines, sentences, characters.
+
+    An oversized line fills the rest of the current piece before spilling over, so a heading
+    stays with the start of its text.
+    """
     if _size(text) <= budget:
         return [text]
-    if "\n" in text.strip("\n"):
-        units, sep = text.split("\n"), "\n"
-    else:
-        units, sep = split_sentences(text) or [text], " "
+    multiline = "\n" in text.strip("\n")
+    units = text.split("\n") if multiline else [text]
+    sep = "\n" if multiline else " "
     pieces: list[str] = []
     current = ""
     for unit in units:
-        for small in ([unit] if _size(unit) <= budget else _fit_unit(unit, budget)):
-            candidate = f"{current}{sep}{small}" if current else small
+        while True:
+            candidate = f"{current}{sep}{unit}" if current else unit
             if _size(candidate) <= budget:
                 current = candidate
-            else:
-                pieces.append(current)
-                current = small
+                break
+            room = budget - _size(current) - _size(sep) if current else budget
+            if room >= min(200, budget // 4):
+                head, unit = _take(unit, room)
+                current = f"{current}{sep}{head}" if current else head
+            pieces.append(current)
+            current = ""
+            if not unit:
+                break
     if current:
         pieces.append(current)
     return [p for p in pieces if p.strip()]
-
-
-def _fit_unit(unit: str, budget: int) -> list[str]:
-    sentences = split_sentences(unit)
-    if len(sentences) > 1:
-        return _fit(" ".join(sentences), budget)
-    return _hard_cut(unit, budget)
 
 
 def _atoms(body: str, budget: int) -> tuple[list[_Atom], str]:
@@ -105,9 +113,9 @@ def _atoms(body: str, budget: int) -> tuple[list[_Atom], str]:
 
 def split_body(body: str, budget: int) -> list[str]:
     """Cut a Markdown body into pieces of at most ``budget`` bytes each."""
-    atoms, sources = _atoms(body, budget)
+    atoms, sources = _atoms(body, budget - 1)
     tail = f"\n\n{sources}" if sources else ""
-    room = budget - _size(tail)
+    room = budget - _size(tail) - 1  # each part ends with a newline
     if room < 256:
         raise ValueError("page budget too small to split into parts")
     if tail:

@@ -46,6 +46,11 @@ class Settings:
             self._store = open_store(self.store_path, embedder=self.embedder())
         return self._store
 
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
     def field(self, name: str) -> Field:
         """A field of the store by name, or any memoryfield folder given as a path."""
         if ("/" in name or name.startswith(".")) and Path(name).is_dir():
@@ -88,6 +93,7 @@ def app(ctx: click.Context, store_path: Path, embedder_name: str | None) -> None
     Start with `deepfield demo`, or `deepfield init` then `deepfield new FIELD`.
     """
     ctx.obj = Settings(store_path, embedder_name, _env_options())
+    ctx.call_on_close(ctx.obj.close)
 
 
 def settings(ctx: click.Context) -> Settings:

@@ -118,37 +118,41 @@ def _print_response(response: SearchResponse) -> None:
 
 
 def _batch(fields: list[Field], path: str, k: int, mode: str, unit: str) -> None:
-    source = click.open_file(path, "r", encoding="utf-8")
-    for number, raw in enumerate(source, start=1):
-        line = raw.strip()
-        if not line:
-            continue
-        request: dict[str, Any]
-        if line.startswith("{"):
-            try:
-                request = json.loads(line)
-            except json.JSONDecodeError as exc:
-                print_json({"line": number, "error": f"invalid JSON: {exc.msg}"})
-                continue
-        else:
-            request = {"query": line}
-        query = request.get("query")
-        if not isinstance(query, str) or not query.strip():
-            print_json({"line": number, "id": request.get("id"), "error": "no query"})
-            continue
+    with click.open_file(path, "r", encoding="utf-8") as source:
+        for number, raw in enumerate(source, start=1):
+            _batch_line(fields, number, raw, k, mode, unit)
+
+
+def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str, unit: str) -> None:
+    """Answer one line of a batch file with one JSON line (errors included, never raised)."""
+    line = raw.strip()
+    if not line:
+        return
+    request: dict[str, Any] = {"query": line}
+    if line.startswith("{"):
         try:
-            response = search_fields(
-                fields, query, k=int(request.get("k", k)), mode=str(request.get("mode", mode)),
-                unit=str(request.get("unit", unit)),
-            )
-        except DeepfieldError as exc:
-            print_json({"line": number, "id": request.get("id"), "error": str(exc)})
-            continue
-        out = response.to_json(with_text=unit == "chunk")
-        out["line"] = number
-        if "id" in request:
-            out["id"] = request["id"]
-        print_json(out)
+            request = json.loads(line)
+        except json.JSONDecodeError as exc:
+            print_json({"line": number, "error": f"invalid JSON: {exc.msg}"})
+            return
+    query = request.get("query")
+    if not isinstance(query, str) or not query.strip():
+        print_json({"line": number, "id": request.get("id"), "error": "no query"})
+        return
+    unit = str(request.get("unit", unit))
+    try:
+        response = search_fields(
+            fields, query, k=int(request.get("k", k)), mode=str(request.get("mode", mode)),
+            unit=unit,
+        )
+    except (DeepfieldError, ValueError) as exc:
+        print_json({"line": number, "id": request.get("id"), "error": str(exc)})
+        return
+    out = response.to_json(with_text=unit == "chunk")
+    out["line"] = number
+    if "id" in request:
+        out["id"] = request["id"]
+    print_json(out)
 
 
 @app.command("search")

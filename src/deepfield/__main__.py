@@ -1,0 +1,5 @@
+"""``python -m deepfield`` runs the CLI."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,32 @@
+"""The public Python API: complete, sorted exports and the README's example."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import deepfield
+
+
+def test_all_is_complete_and_sorted() -> None:
+    public = {name for name in dir(deepfield) if not name.startswith("_")}
+    modules = {"cli", "config", "embed", "errors", "field", "fsutil", "fusion", "importers",
+               "index", "markdown", "page", "read", "scan", "search", "split", "store"}
+    assert set(deepfield.__all__) == (public - modules) | {"__version__"}
+    assert deepfield.__all__ == sorted(deepfield.__all__)
+
+
+def test_quickstart_from_the_docstring(tmp_path: Path) -> None:
+    store = deepfield.open(tmp_path / "memory", create=True, embedder="fake")
+    field = store.create_field("notes", exist_ok=True)
+    field.add("Carbon fibre woks", "Carbon fibre woks heat unevenly.")
+    hits = field.search("wok").results
+    assert hits[0].filename == "carbon-fibre-woks.md"
+    assert "Carbon fibre woks" in field.read("carbon-fibre-woks", outline_only=True).text
+    store.close()
+
+
+def test_errors_carry_hints() -> None:
+    error = deepfield.UnknownFieldError("no field 'x'")
+    assert error.hint and str(error).startswith("no field 'x' (")
+    assert issubclass(deepfield.ModelMismatchError, deepfield.IndexStateError)
+    assert issubclass(deepfield.IndexStateError, deepfield.DeepfieldError)

@@ -1,0 +1,168 @@
+"""The CLI: every command in text and --json, and one clear line for every error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+
+import deepfield
+from deepfield.cli import app
+from deepfield.config import EmbeddingConfig
+
+from .conftest import Cli, run_deepfield
+
+
+def test_pages_round_trip(cli: Cli, tmp_path: Path) -> None:
+    assert cli.json("new", "notes", "--intro", "Kitchen notes.")["field"] == "notes"
+    added = cli.json("add", "notes", "--title", "Woks", "--summary", "About woks",
+                     "Carbon fibre woks heat unevenly.")
+    assert added["pages"][0]["filename"] == "woks.md" and not added["split"]
+    source = tmp_path / "page.md"
+    source.write_text("# Knives\n\n## Care\n\nHone weekly. Sharpen yearly.\n")
+    assert cli.json("write", "notes", str(source))["pages"][0]["filename"] == "knives.md"
+    assert cli.json("write", "notes", "-", input="# Pans\n\nCast iron.\n")["pages"][0][
+        "filename"] == "pans.md"
+    listing = cli.json("ls", "notes")
+    assert [p["filename"] for p in listing["pages"]] == ["knives.md", "pans.md", "woks.md"]
+    assert cli.json("ls")["fields"] == ["notes"]
+    outline = cli.json("read", "notes", "knives", "--outline", "--sentences", "1")
+    assert outline["view"] == "outline" and "Hone weekly." in outline["text"]
+    section = cli.json("read", "notes", "knives.md", "--section", "Care")
+    assert section["text"].startswith("## Care")
+    text = cli("read", "notes", "woks")
+    assert text.exit_code == 0 and "Carbon fibre woks" in text.output
+    assert cli.json("rm", "notes", "pans")["archived"] == "archive/pans.md"
+    assert cli.json("ls", "notes", "--archived")["archived"] == ["pans.md"]
+    assert cli.json("restore", "notes", "pans")["restored"] == "pans.md"
+
+
+def test_search_and_index(cli: Cli) -> None:
+    cli("new", "notes")
+    cli("add", "notes", "--title", "Woks", "Carbon fibre woks heat unevenly.")
+    cli("add", "notes", "--title", "Tea", "Green tea at 80 degrees.")
+    report = cli.json("index")
+    assert report["fields"][0]["pages"] == 2 and report["fields"][0]["pending_vectors"] == 0
+    found = cli.json("search", "woks heat", "-k", "1")
+    assert [r["filename"] for r in found["results"]] == ["woks.md"]
+    assert found["results"][0]["frontmatter"]["title"] == "Woks"
+    chunks = cli.json("search", "tea", "--unit", "chunk", "--mode", "bm25")
+    assert chunks["results"][0]["text"] == "Green tea at 80 degrees."
+    human = cli("search", "tea")
+    assert human.exit_code == 0 and "notes/tea.md" in human.output
+    rebuilt = cli.json("reindex")
+    assert rebuilt["fields"][0]["added"] == 2
+    status = cli.json("status")
+    assert status["fields"][0]["pages"] == 2
+
+
+def test_batch_search(cli: Cli, tmp_path: Path) -> None:
+    cli("new", "notes")
+    cli("add", "notes", "--title", "Woks", "Carbon fibre woks heat unevenly.")
+    batch = tmp_path / "queries.jsonl"
+    batch.write_text('{"id": "q1", "query": "woks", "k": 1}\nplain text query tea\n'
+                     '{"query": ""}\n{broken\n')
+    result = cli("search", "--batch", str(batch))
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines[0]["id"] == "q1" and lines[0]["results"][0]["filename"] == "woks.md"
+    assert lines[1]["query"] == "plain text query tea"
+    assert lines[2]["error"] == "no query" and "invalid JSON" in lines[3]["error"]
+
+
+def test_import_locomo_slice(cli: Cli, tmp_path: Path) -> None:
+    data = [{
+        "sample_id": "conv-x",
+        "conversation": {
+            "speaker_a": "Ann", "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy named Rex."},
+                {"speaker": "Ben", "dia_id": "D1:2", "text": "Cute!", "blip_caption": "a dog"},
+            ],
+            "session_2_date_time": "2:00 pm on 9 May, 2023",
+            "session_2": [],
+        },
+    }]
+    source = tmp_path / "locomo.json"
+    source.write_text(json.dumps(data))
+    report = cli.json("import", "locomo", str(source))
+    assert report["fields"] == ["conv-x"] and report["pages_written"] == 1
+    assert report["sessions_skipped"] == 1
+    page = cli.json("read", "conv-x", "session-01")
+    assert "Ann (D1:1): I adopted a puppy named Rex." in page["text"]
+    assert "Ben (D1:2): Cute! [image: a dog]" in page["text"]
+    assert page["frontmatter"]["created"] == "2023-05-08T13:56:00"
+    again = cli.json("import", "locomo", str(source))
+    assert again["pages_written"] == 0 and again["pages_unchanged"] == 1
+
+
+def test_every_command_has_help_and_json() -> None:
+    def walk(command: click.Command, path: list[str]) -> list[tuple[list[str], click.Command]]:
+        found = [(path, command)]
+        if isinstance(command, click.Group):
+            for name, sub in command.commands.items():
+                found += walk(sub, [*path, name])
+        return found
+
+    docs = (Path(__file__).parent.parent / "docs" / "CLI.md").read_text()
+    for path, command in walk(app, []):
+        assert command.help, f"{path} has no help text"
+        if path and not isinstance(command, click.Group):
+            options = {o for p in command.params for o in getattr(p, "opts", [])}
+            assert "--json" in options, f"deepfield {' '.join(path)} lacks --json"
+            assert f"deepfield {' '.join(path)}" in docs, f"{path} missing from docs/CLI.md"
+
+
+# ---------------------------------------------------------------- errors, in a real process
+
+
+@pytest.fixture
+def kstore(tmp_path: Path) -> Path:
+    path = tmp_path / "k"
+    deepfield.init(path, EmbeddingConfig("none"))
+    deepfield.open(path).create_field("notes").add("Woks", "Carbon fibre woks.")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "expected"),
+    [
+        (["read", "nope", "x"], None, "no field 'nope'"),
+        (["read", "notes", "missing"], None, "no page 'missing'"),
+        (["read", "notes", "woks", "--section", "Nowhere"], None, "no section 'Nowhere'"),
+        (["new", "Bad Name"], None, "is not a spec filename"),
+        (["write", "notes", "-"], b"", "standard input is empty"),
+        (["write", "notes", "-"], b"caf\xe9", "not valid UTF-8"),
+        (["write", "notes", "-"], b"---\ntitle: [x\n---\nbody\n", "malformed YAML"),
+        (["write", "notes", "-", "--name", "Bad_Name"], b"text", "is not a spec filename"),
+        (["write", "notes", "/no/such/file.md"], None, "No such file"),
+        (["search", "woks", "--mode", "hybrid"], None, "no embedding model"),
+        (["--embedder", "bogus", "search", "woks"], None, "no embedding backend named 'bogus'"),
+    ],
+)
+def test_errors_are_one_clear_line(kstore: Path, args: list[str], stdin: bytes | None,
+                                   expected: str) -> None:
+    result = run_deepfield("--store", str(kstore), *args, input=stdin)
+    err = result.stderr.decode()
+    assert result.returncode == 1, err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert expected in err and "Traceback" not in err
+
+
+def test_json_errors(kstore: Path) -> None:
+    result = run_deepfield("--store", str(kstore), "read", "notes", "missing", "--json")
+    assert result.returncode == 1
+    error = json.loads(result.stdout)["error"]
+    assert error["type"] == "PageNotFoundError" and "missing" in error["message"]
+
+
+def test_missing_store(tmp_path: Path) -> None:
+    result = run_deepfield("--store", str(tmp_path / "nowhere"), "ls")
+    assert result.returncode == 1 and "deepfield init" in result.stderr.decode()
+
+
+def test_usage_errors_exit_2(kstore: Path) -> None:
+    result = run_deepfield("--store", str(kstore), "search", "x", "--mode", "wrong")
+    assert result.returncode == 2 and "Traceback" not in result.stderr.decode()

@@ -1,0 +1,203 @@
+"""Writing, updating, splitting, archiving pages and keeping listing.md, on real files."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import deepfield
+from deepfield.errors import (
+    InvalidNameError,
+    InvalidPageError,
+    PageConflictError,
+    PageNotFoundError,
+)
+from deepfield.page import PAGE_LIMIT_BYTES, Page
+
+ISO = re.compile(r"^'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ'$")
+
+
+def frontmatter_lines(path: Path) -> dict[str, str]:
+    text = path.read_text()
+    block = text.split("---\n")[1]
+    return dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+
+
+def test_write_fills_missing_frontmatter(field: deepfield.Field) -> None:
+    result = field.write("# Carbon Fibre Woks\n\nThey heat unevenly.\n")
+    (page,) = result.pages
+    assert page.filename == "carbon-fibre-woks.md" and page.action == "created"
+    path = field.path / page.filename
+    lines = frontmatter_lines(path)
+    assert list(lines) == ["title", "uuid", "created", "updated"]
+    assert lines["title"] == "Carbon Fibre Woks"
+    assert ISO.match(lines["created"]) and ISO.match(lines["updated"])
+    assert lines["uuid"] == page.uuid
+    assert path.read_text().endswith("# Carbon Fibre Woks\n\nThey heat unevenly.\n")
+
+
+def test_unknown_keys_kept_and_title_from_first_line(field: deepfield.Field) -> None:
+    text = "---\nmood: calm   # keep me\nweird_Key: [1, 2]\n---\nplain text first line\n"
+    (page,) = field.write(text).pages
+    written = (field.path / page.filename).read_text()
+    assert "mood: calm   # keep me\n" in written and "weird_Key: [1, 2]\n" in written
+    assert page.title == "plain text first line"
+
+
+def test_same_title_never_overwrites(field: deepfield.Field) -> None:
+    names = [field.add("Same title", f"text {i}").pages[0].filename for i in range(3)]
+    assert names == ["same-title.md", "same-title-2.md", "same-title-3.md"]
+    assert {(field.path / n).read_text().split("---\n")[2] for n in names} == {
+        "text 0\n", "text 1\n", "text 2\n"}
+
+
+def test_update_by_uuid_touches_updated_only_on_change(field: deepfield.Field) -> None:
+    first = field.add("Plan", "version one", summary="the plan").pages[0]
+    path = field.path / first.filename
+    original = path.read_text()
+    again = field.write(original).pages[0]
+    assert again.action == "unchanged" and path.read_text() == original
+    page = Page.parse(original)
+    page.body = "version two\n"
+    page.set("updated", "2000-01-01T00:00:00Z")  # ignored: deepfield stamps the change itself
+    changed = field.write(page.render()).pages[0]
+    assert changed.action == "updated" and changed.filename == first.filename
+    after = Page.parse(path.read_text())
+    assert after.uuid == first.uuid and after.body == "version two\n"
+    assert after.get_str("created") == Page.parse(original).get_str("created")
+    assert after.get_str("updated") != "2000-01-01T00:00:00Z"
+
+
+def test_named_write_keeps_stored_uuid_and_rejects_another(field: deepfield.Field) -> None:
+    first = field.add("Doc", "one", name="doc").pages[0]
+    replaced = field.write("# Doc\n\ntwo\n", name="doc").pages[0]
+    assert replaced.action == "updated" and replaced.uuid == first.uuid
+    with pytest.raises(PageConflictError):
+        field.write("---\nuuid: 11111111-2222-4333-8444-555555555555\n---\nthree\n", name="doc")
+    other = field.add("Other", "x").pages[0]
+    with pytest.raises(PageConflictError):
+        field.write(f"---\nuuid: {first.uuid}\n---\nsteal\n", name=other.filename[:-3])
+    assert "two" in (field.path / "doc.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        (b"", InvalidPageError),
+        (b"   \n\n", InvalidPageError),
+        (b"caf\xe9 au lait", InvalidPageError),
+        (b"\x00\x01binary", InvalidPageError),
+        (b"---\ntitle: [broken\n---\nbody\n", InvalidPageError),
+    ],
+)
+def test_bad_input_writes_nothing(field: deepfield.Field, data: bytes, error: type) -> None:
+    before = sorted(p.name for p in field.path.iterdir())
+    with pytest.raises(error):
+        field.write(data)
+    assert sorted(p.name for p in field.path.iterdir()) == before
+
+
+def test_invalid_name_rejected(field: deepfield.Field) -> None:
+    with pytest.raises(InvalidNameError):
+        field.write("text", name="Bad Name")
+
+
+def test_too_large_rejected(field: deepfield.Field) -> None:
+    with pytest.raises(InvalidPageError, match="bytes"):
+        field.write(b"a" * (17 << 20))
+
+
+def test_large_page_is_split_and_rewrite_is_idempotent(field: deepfield.Field) -> None:
+    body = "# Report\n\n" + "\n\n".join(
+        f"## Part {i}\n\n" + " ".join(f"Finding {i}.{j} is important." for j in range(40))
+        for i in range(12)
+    )
+    result = field.write(body, name="report")
+    names = result.filenames
+    assert len(names) >= 2 and names[0] == "report.md"
+    assert all((field.path / n).stat().st_size <= PAGE_LIMIT_BYTES for n in names)
+    uuids = {p.uuid for p in result.pages}
+    assert len(uuids) == len(names)
+    again = field.write(body, name="report")
+    assert again.filenames == names and {p.action for p in again.pages} == {"unchanged"}
+    assert {p.uuid for p in again.pages} == uuids
+    shorter = field.write("# Report\n\nNow short.\n", name="report")
+    assert shorter.filenames == ["report.md"]
+    assert sorted(field.archived()) == sorted(names[1:])  # old parts archived, not deleted
+    assert not (field.path / names[1]).exists()
+
+
+def test_archive_and_restore(field: deepfield.Field) -> None:
+    name = field.add("Temp", "short lived").pages[0].filename
+    where = field.archive(name)
+    assert where == f"archive/{name}" and not (field.path / name).exists()
+    assert (field.path / where).read_text().endswith("short lived\n")
+    assert [d.filename for d in field.pages()] == []
+    assert field.search("short lived", mode="bm25").results == []
+    field.add("Temp", "a new page with the same name")
+    second = field.archive(name)
+    assert second != where and (field.path / second).exists()
+    field.add("Temp", "third page, live")
+    with pytest.raises(PageConflictError):
+        field.restore(name)  # a live page already has its name
+    assert field.restore(name, as_name="temp-old") == "temp-old.md"
+    field.archive(name)
+    assert field.restore(second.removeprefix("archive/")) == name
+    with pytest.raises(PageNotFoundError):
+        field.restore("never-existed")
+
+
+def test_listing_is_kept_up_to_date(field: deepfield.Field) -> None:
+    field.add("Alpha", "a", summary="first memo")
+    field.add("Beta", "b")
+    listing = (field.path / "listing.md").read_text()
+    assert "- [Alpha](alpha.md) — first memo" in listing and "- [Beta](beta.md)" in listing
+    (field.path / "gamma.md").write_text("# Gamma\n\nhand written\n")
+    field.index()
+    assert "- [Gamma](gamma.md)" in (field.path / "listing.md").read_text()
+    field.archive("beta")
+    assert "beta.md" not in (field.path / "listing.md").read_text()
+
+
+def test_hand_written_listing_is_left_alone(field: deepfield.Field) -> None:
+    (field.path / "listing.md").write_text("# My own catalogue\n")
+    report = field.write("# New\n\ntext\n")
+    assert (field.path / "listing.md").read_text() == "# My own catalogue\n"
+    assert report.pages[0].action == "created"
+    assert any("listing.md" in w for w in field.index().warnings)
+
+
+def test_resolve_by_name_stem_and_uuid(field: deepfield.Field) -> None:
+    page = field.add("Lookup me", "x").pages[0]
+    assert field.resolve("lookup-me") == field.resolve("lookup-me.md") == page.filename
+    assert field.resolve(page.uuid) == page.filename
+    assert field.resolve(page.uuid[:8]) == page.filename
+    with pytest.raises(PageNotFoundError):
+        field.resolve("nope")
+    with pytest.raises(PageNotFoundError):
+        field.resolve("../etc/passwd")
+
+
+def test_foreign_field_opens_as_is(tmp_path: Path, embedder: object) -> None:
+    folder = tmp_path / "someone-elses"
+    folder.mkdir()
+    (folder / "index.md").write_text("# Intro\n\nNot a page.\n")
+    (folder / "plain.md").write_text("No frontmatter, just words about tomatoes.\n")
+    (folder / "with-fm.md").write_text("---\ntitle: Tomatoes\nx-custom: 1\n---\nRed fruit.\n")
+    (folder / ".DS_Store").write_bytes(b"\x00\x01")
+    (folder / "plain.md~").write_text("editor backup about tomatoes\n")
+    (folder / "image.png").write_bytes(b"\x89PNG")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "hidden.md").write_text("tomatoes in a sub-folder\n")
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    field = deepfield.open_field(folder, embedder)  # type: ignore[arg-type]
+    report = field.index()
+    assert sorted(d.filename for d in field.pages()) == ["plain.md", "with-fm.md"]
+    assert any("sub/" in w for w in report.warnings)
+    hits = field.search("tomatoes", mode="bm25").results
+    assert {h.filename for h in hits} == {"plain.md", "with-fm.md"}
+    for name, data in before.items():  # indexing changed none of the author's files
+        assert (folder / name).read_bytes() == data
+    assert field.intro() == "# Intro\n\nNot a page.\n"

@@ -1,0 +1,35 @@
+"""Fusion functions against hand-computed results."""
+
+from __future__ import annotations
+
+import pytest
+
+from deepfield.fusion import convex, group_max, max_normalized, min_max_normalized, rrf
+
+
+def test_rrf_hand_computed() -> None:
+    fused = dict(rrf([[(1, 9.0), (2, 5.0)], [(2, 0.9), (3, 0.8)]], k=60))
+    assert fused[2] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused[1] == pytest.approx(1 / 61)
+    assert fused[3] == pytest.approx(1 / 62)
+    assert list(dict(rrf([[(1, 9.0), (2, 5.0)], [(2, 0.9), (3, 0.8)]]))) == [2, 1, 3]
+
+
+def test_normalisations() -> None:
+    assert max_normalized([(1, 4.0), (2, 2.0)]) == {1: 1.0, 2: 0.5}
+    assert max_normalized([]) == {}
+    assert min_max_normalized([(1, 0.9), (2, 0.5), (3, 0.7)]) == pytest.approx(
+        {1: 1.0, 2: 0.0, 3: 0.5})
+    assert min_max_normalized([(1, 0.3), (2, 0.3)]) == {1: 1.0, 2: 1.0}
+
+
+def test_convex_hand_computed() -> None:
+    fused = dict(convex([(1, 10.0), (2, 5.0)], [(2, 0.9), (3, 0.5)], dense_weight=0.25))
+    assert fused[1] == pytest.approx(0.75)
+    assert fused[2] == pytest.approx(0.75 * 0.5 + 0.25)
+    assert fused[3] == pytest.approx(0.0)
+
+
+def test_group_max() -> None:
+    assert group_max([(1, 0.9), (2, 0.8), (3, 0.7)], {1: "a", 2: "b", 3: "a"}) == [
+        ("a", 0.9), ("b", 0.8)]

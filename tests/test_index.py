@@ -1,0 +1,169 @@
+"""The derived index: incremental sync, the spec's pages table, bad files, rebuilds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import deepfield
+from deepfield.errors import ModelMismatchError
+from deepfield.index.sync import MAX_INDEXED_BYTES
+
+from .fakes import FakeEmbedder
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_sync_is_incremental_and_idempotent(field: deepfield.Field, embedder: FakeEmbedder) -> None:
+    for i in range(5):
+        write(field.path, f"page-{i}.md", f"# Page {i}\n\nContent number {i} about apples.\n")
+    first = field.index()
+    assert (first.added, first.updated, first.removed) == (5, 0, 0)
+    embedded = embedder.texts_embedded
+    second = field.index()
+    assert (second.added, second.updated, second.removed, second.unchanged) == (0, 0, 0, 5)
+    assert embedder.texts_embedded == embedded  # nothing re-embedded
+    write(field.path, "page-1.md", "# Page 1\n\nContent number 1 about pears now.\n")
+    (field.path / "page-2.md").unlink()
+    third = field.index()
+    assert (third.added, third.updated, third.removed) == (0, 1, 1)
+    assert embedder.texts_embedded - embedded <= 3  # the changed chunk and the page, no more
+    hits = field.search("pears", mode="bm25").results
+    assert [h.filename for h in hits] == ["page-1.md"]
+    assert field.search("number 2", mode="bm25").results[0].filename != "page-2.md"
+
+
+def test_touch_without_change_rehashes_but_does_not_reindex(field: deepfield.Field) -> None:
+    path = write(field.path, "a.md", "# A\n\nalpha\n")
+    field.index()
+    os.utime(path, (time.time() + 5, time.time() + 5))
+    report = field.index()
+    assert report.updated == 0 and report.unchanged == 1
+
+
+def test_spec_pages_table(field: deepfield.Field, embedder: FakeEmbedder) -> None:
+    text = "---\ntitle: Woks\nuuid: 6aa615f0-486f-48a7-a210-ba4f5ff18c8b\n---\nCarbon woks.\n"
+    path = write(field.path, "woks.md", text)
+    field.index()
+    db = field.path / f"{embedder.model_code}.sqlite3"
+    assert db.exists()
+    conn = sqlite3.connect(db)
+    row = conn.execute(
+        "SELECT filename, frontmatter, last_modified, sha256_hash, embedding FROM pages"
+    ).fetchone()
+    assert row[0] == "woks.md"
+    assert json.loads(row[1]) == {"title": "Woks", "uuid": "6aa615f0-486f-48a7-a210-ba4f5ff18c8b"}
+    assert row[2].startswith(time.strftime("%Y-", time.gmtime(path.stat().st_mtime)))
+    assert bytes(row[3]) == hashlib.sha256(path.read_bytes()).digest()
+    vector = np.frombuffer(row[4], dtype="<f4")
+    assert vector.shape == (embedder.dim,)
+    expected = embedder.embed([text])[0]  # the whole file, frontmatter included (spec)
+    assert np.allclose(vector, expected)
+
+
+def test_reindex_rebuilds_from_markdown_alone(field: deepfield.Field) -> None:
+    for i in range(3):
+        field.add(f"Note {i}", f"text about item {i}")
+    before = [(h.filename, round(h.score, 6)) for h in field.search("item", mode="hybrid").results]
+    db = field.index_handle().path
+    field.close()
+    db.unlink()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    field.index()
+    after = [(h.filename, round(h.score, 6)) for h in field.search("item", mode="hybrid").results]
+    assert after == before
+    assert field.reindex().added == 3
+
+
+def test_model_code_mismatch_is_a_clear_error(field: deepfield.Field, tmp_path: Path) -> None:
+    field.add("A", "alpha")
+    field.index()
+    field.close()
+    db = field.index_handle().path
+    field.close()
+    impostor = FakeEmbedder(dim=64, model_code="other-model-v2")
+    (field.path / "other-model-v2.sqlite3").write_bytes(db.read_bytes())
+    with pytest.raises(ModelMismatchError) as info:
+        deepfield.open_field(field.path, impostor).index()
+    assert "fake-hash-64-v1" in info.value.message and "reindex" in info.value.hint
+    wider = FakeEmbedder(dim=32, model_code="fake-hash-64-v1")
+    with pytest.raises(ModelMismatchError, match="dimensional"):
+        deepfield.open_field(field.path, wider).index()
+
+
+def test_bad_files_are_indexed_leniently_and_never_touched(field: deepfield.Field) -> None:
+    broken = "---\ntitle: [oops\n---\nThe kiwi text survives.\n"
+    files = {
+        "broken-yaml.md": broken.encode(),
+        "latin1.md": "café crème".encode("latin-1"),
+        "binary.md": b"\x89PNG\r\n\x1a\n\x00\x00",
+        "empty.md": b"",
+        "Bad Name.md": b"kiwi in a badly named file\n",
+    }
+    for name, data in files.items():
+        (field.path / name).write_bytes(data)
+    report = field.index()
+    warnings = "\n".join(report.warnings)
+    assert "broken-yaml.md: malformed YAML frontmatter" in warnings
+    assert "latin1.md: not valid UTF-8" in warnings
+    assert "binary.md: binary file" in warnings
+    assert "empty.md: empty page" in warnings
+    assert "Bad Name.md: not a spec filename" in warnings and "bad-name.md" in warnings
+    hits = {h.filename for h in field.search("kiwi", mode="bm25").results}
+    assert hits == {"broken-yaml.md", "Bad Name.md"}
+    for name, data in files.items():
+        assert (field.path / name).read_bytes() == data
+    assert field.read("broken-yaml").warnings
+
+
+def test_huge_file_is_indexed_up_to_the_cap(field: deepfield.Field) -> None:
+    path = field.path / "huge.md"
+    with path.open("w") as handle:
+        handle.write("# Huge\n\nneedle at the start.\n\n")
+        filler = ("lorem ipsum dolor sit amet " * 40 + "\n\n") * 100
+        while handle.tell() < 100 * (1 << 20):
+            handle.write(filler)
+        handle.write("needle2 at the very end.\n")
+    started = time.monotonic()
+    report = field.index(embed=False)
+    assert time.monotonic() - started < 60
+    assert any("huge.md" in w and "KiB" in w for w in report.warnings)
+    assert field.search("needle", mode="bm25").results[0].filename == "huge.md"
+    assert field.search("needle2", mode="bm25").results == []
+    chunks = field.index_handle().conn.execute("SELECT sum(length(body)) FROM df_chunks")
+    assert chunks.fetchone()[0] <= MAX_INDEXED_BYTES
+
+
+def test_keyword_only_store(keyword_store: deepfield.Store) -> None:
+    field = keyword_store.create_field("plain")
+    field.add("Kiwi", "kiwi fruit notes")
+    assert field.search("kiwi", mode="bm25").results[0].filename == "kiwi.md"
+    assert (field.path / "bm25-only.sqlite3").exists()
+    tables = {r[0] for r in field.index_handle().conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "pages" not in tables  # no vectors, so no spec vector table
+    with pytest.raises(deepfield.DeepfieldError, match="no embedding model"):
+        field.search("kiwi", mode="hybrid")
+
+
+def test_vectors_can_be_pending(field: deepfield.Field) -> None:
+    for i in range(4):
+        write(field.path, f"n{i}.md", f"# N{i}\n\nmango {i}\n")
+    field.index(embed=False)
+    index = field.index_handle()
+    assert index.pending_chunk_vectors() > 0
+    assert field.search("mango", mode="bm25").results
+    chunks, pages = field.embed()
+    assert chunks > 0 and pages == 4 and index.pending_vectors() == 0

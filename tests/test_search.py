@@ -1,0 +1,108 @@
+"""Search: modes, stubs, the spec's JSON shape, CJK, chunk hits, hostile queries."""
+
+from __future__ import annotations
+
+import pytest
+
+import deepfield
+from deepfield.search import make_snippet
+
+
+@pytest.fixture
+def filled(field: deepfield.Field) -> deepfield.Field:
+    field.add("Battery decision", "# Battery\n\n## Choice\n\nWe chose LiFePO4 cells for heat "
+              "tolerance.\n\n## Cost\n\nNine dollars more per unit.\n",
+              summary="LiFePO4 over NMC for heat.")
+    field.add("Sensor calibration", "Hold the probe in dry air, then in wet soil.\n\n"
+              "- press once\n- press twice\n")
+    field.add("Meeting", "Alice (D1:1): the valve stuck open\nBob (D1:2): grit in the seat\n")
+    field.write("---\ntitle: 深圳供应商\n---\n深圳的外壳供应商报价每个四美元，防护等级很高。\n")
+    field.add("Filler", "Nothing relevant here at all, only words about weather.")
+    return field
+
+
+@pytest.mark.parametrize("mode", ["bm25", "vector", "hybrid"])
+def test_modes_find_the_right_page(filled: deepfield.Field, mode: str) -> None:
+    results = filled.search("LiFePO4 heat", mode=mode).results
+    assert results[0].filename == "battery-decision.md"
+
+
+def test_stub_fields_and_spec_json(filled: deepfield.Field) -> None:
+    response = filled.search("valve stuck", k=3)
+    data = response.to_json()
+    assert set(data) >= {"results", "count", "query", "mode", "took_ms"}
+    top = data["results"][0]
+    assert top["filename"] == "meeting.md"
+    assert isinstance(top["frontmatter"], dict) and top["frontmatter"]["title"] == "Meeting"
+    assert isinstance(top["score"], float)
+    assert top["snippet"] == "Alice (D1:1): the valve stuck open"
+    assert top["line_start"] == top["line_end"] == 7  # the exact line of the file
+    scores = [r["score"] for r in data["results"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_heading_path_in_results(filled: deepfield.Field) -> None:
+    hit = filled.search("nine dollars", mode="bm25").results[0]
+    assert hit.heading == "Battery > Cost" and hit.snippet == "Nine dollars more per unit."
+
+
+def test_summary_is_searchable(filled: deepfield.Field) -> None:
+    hit = filled.search("NMC", mode="bm25").results[0]
+    assert hit.filename == "battery-decision.md"
+
+
+def test_chunk_unit_returns_lines(filled: deepfield.Field) -> None:
+    hits = filled.search("press", unit="chunk", mode="bm25", k=5).results
+    assert [h.text for h in hits[:2]] == ["- press once", "- press twice"]
+    assert len({h.filename for h in hits[:2]}) == 1
+
+
+@pytest.mark.parametrize("query", ["深圳", "外壳供应商", "防护等级", "四美元"])
+def test_chinese_is_findable(filled: deepfield.Field, query: str) -> None:
+    results = filled.search(query, mode="bm25").results
+    assert results and results[0].title == "深圳供应商"
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"unbalanced', "AND OR NOT", "NEAR(a b)", "col:value", "*", "-minus", "a' OR 1=1 --",
+     "^start", "{x}", "", "   ", "😀"],
+)
+def test_hostile_queries_never_crash(filled: deepfield.Field, query: str) -> None:
+    for mode in ("bm25", "hybrid"):
+        filled.search(query, mode=mode)
+
+
+def test_bad_arguments(filled: deepfield.Field) -> None:
+    with pytest.raises(deepfield.DeepfieldError, match="mode"):
+        filled.search("x", mode="magic")
+    with pytest.raises(deepfield.DeepfieldError, match="k must"):
+        filled.search("x", k=0)
+
+
+def test_store_search_across_fields(store: deepfield.Store) -> None:
+    a = store.create_field("alpha")
+    b = store.create_field("beta")
+    a.add("Kiwi notes", "kiwi kiwi kiwi orchard")
+    b.add("Kiwi birds", "the kiwi is a bird")
+    results = store.search("kiwi", k=5).results
+    assert {r.field for r in results} == {"alpha", "beta"}
+    only_b = store.search("kiwi", fields=["beta"]).results
+    assert [r.field for r in only_b] == ["beta"]
+    with pytest.raises(deepfield.UnknownFieldError):
+        store.search("kiwi", fields=["gamma"])
+
+
+def test_edits_by_hand_are_noticed(field: deepfield.Field) -> None:
+    field.add("Plain", "papaya")
+    (field.path / "plain.md").write_text("---\ntitle: Plain\n---\nguava now\n")
+    field._dirty = True  # another process edited it; a new process or 1 s later would notice
+    assert field.search("guava", mode="bm25").results[0].filename == "plain.md"
+    assert field.search("papaya", mode="bm25").results == []
+
+
+def test_snippet_window() -> None:
+    text = ("word " * 100) + "needle here " + ("tail " * 100)
+    snippet = make_snippet(text, ["needle"], width=80)
+    assert "needle" in snippet and snippet.startswith("…") and snippet.endswith("…")
+    assert len(snippet) <= 82

@@ -1,0 +1,86 @@
+"""Splitting pages over 8 KB into linked parts that keep every word and every source."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from deepfield.page import PAGE_LIMIT_BYTES, Page
+from deepfield.split import split_body, split_page
+
+
+def _names(count: int) -> list[str]:
+    return ["doc.md"] + [f"doc-part-{i}.md" for i in range(2, count + 1)]
+
+
+def _uuid(index: int, _filename: str) -> str:
+    return f"00000000-0000-4000-8000-{index:012d}"
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text)
+
+
+def long_page() -> Page:
+    sections = []
+    for i in range(18):
+        paragraph = " ".join(f"Sentence {i}-{j} about topic {i} with detail {j}." for j in range(12))
+        sections.append(f"## Section {i}\n\n{paragraph}\n\n- point {i}a\n- point {i}b\n")
+    body = "# Long page\n\nIntro paragraph.\n\n" + "\n".join(sections)
+    body += "\n## Sources\n\n- https://example.org/paper\n- Interview, 3 May 2026\n"
+    return Page(body=body, frontmatter={"title": "Long page", "uuid": "orig-uuid",
+                                        "source": "https://example.org/paper", "tags": ["x"]})
+
+
+def test_parts_fit_link_and_keep_sources() -> None:
+    page = long_page()
+    assert len(page.render().encode()) > PAGE_LIMIT_BYTES
+    parts = split_page(page, "Long page", _names, _uuid)
+    assert len(parts) >= 2
+    filenames = [name for name, _ in parts]
+    for index, (name, part) in enumerate(parts, start=1):
+        text = part.render()
+        assert len(text.encode()) <= PAGE_LIMIT_BYTES
+        fm = part.frontmatter or {}
+        assert fm["title"] == f"Long page (part {index} of {len(parts)})"
+        assert fm["uuid"] == _uuid(index, name)
+        assert fm["split_from"] == "orig-uuid" and fm["part"] == index
+        assert fm["parts"] == filenames
+        assert fm["source"] == "https://example.org/paper" and fm["tags"] == ["x"]
+        assert "https://example.org/paper" in part.body  # sources section in every part
+        if index > 1:
+            assert f"]({filenames[index - 2]})" in part.body
+        if index < len(parts):
+            assert f"]({filenames[index]})" in part.body
+
+
+def test_no_word_is_lost_and_order_is_kept() -> None:
+    page = long_page()
+    parts = split_page(page, "Long page", _names, _uuid)
+    original = _words(page.body.split("## Sources")[0])
+    joined = []
+    for _, part in parts:
+        body = part.body.split("## Sources")[0]
+        body = re.sub(r"^#+ .*\(continued\)$", "", body, flags=re.M)
+        joined += _words(body)
+    assert joined == original
+
+
+def test_cuts_prefer_section_boundaries() -> None:
+    parts = split_page(long_page(), "Long page", _names, _uuid)
+    for _, part in parts[1:]:
+        assert part.body.lstrip().startswith("## ")
+
+
+def test_giant_line_and_cjk_are_cut_at_character_boundaries() -> None:
+    body = "# Big\n\n" + ("机器学习是人工智能的一个分支" * 900) + "\n"
+    pieces = split_body(body, 3000)
+    assert all(len(p.encode()) <= 3000 for p in pieces)
+    text = "".join(re.sub(r"^# Big.*$", "", p, flags=re.M).replace("\n", "") for p in pieces)
+    assert text.count("机器学习") == 900 and len(pieces) > 5
+
+
+def test_budget_too_small() -> None:
+    with pytest.raises(ValueError):
+        split_body("x" * 1000, 100)
