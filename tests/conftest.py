@@ -20,6 +20,7 @@ import deepfield
 from deepfield.cli import app
 from deepfield.config import EmbeddingConfig
 
+from .fake_openai import openai_server  # noqa: F401 (the shared fixture)
 from .fakes import FakeEmbedder, register
 
 register()
@@ -90,8 +91,13 @@ def cli(tmp_path: Path) -> Cli:
     return Cli(path)
 
 
-def run_deepfield(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-                  input: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+def run_deepfield(
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    input: bytes | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[bytes]:
     """The installed console script in a real subprocess (for exit codes and stderr)."""
     return subprocess.run(
         [sys.executable, "-m", "deepfield", *args], cwd=cwd, env={**os.environ, **(env or {})},

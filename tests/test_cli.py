@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -107,6 +109,9 @@ def test_every_command_has_help_and_json() -> None:
         return found
 
     docs = (Path(__file__).parent.parent / "docs" / "CLI.md").read_text()
+    check = subprocess.run([sys.executable, str(Path(__file__).parent.parent / "scripts" /
+                                                 "cli_docs.py"), "--check"], check=False)
+    assert check.returncode == 0, "docs/CLI.md is stale: run python scripts/cli_docs.py"
     for path, command in walk(app, []):
         assert command.help, f"{path} has no help text"
         if path and not isinstance(command, click.Group):

@@ -83,5 +83,9 @@ def test_kill_9_never_leaves_a_torn_page(tmp_path: Path) -> None:
         assert body in ("# Page\n\n" + "A" * 7000 + "\n", "# Page\n\n" + "B" * 7000 + "\n")
     visible = [p.name for p in (store / "shared").iterdir() if not p.name.startswith(".")]
     assert sorted(n for n in visible if n.endswith(".md")) == ["listing.md", "page.md"]
+    (store / "shared" / ".deepfield-killed.tmp").write_text("half a page")
+    for temp in (store / "shared").glob(".deepfield-*.tmp"):  # debris of the killed writers
+        os.utime(temp, (time.time() - 7200, time.time() - 7200))
     report = deepfield.open(store).field("shared").index()
     assert report.warnings == [] and len(field.pages()) == 1
+    assert not list((store / "shared").glob(".deepfield-*.tmp"))

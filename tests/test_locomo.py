@@ -62,7 +62,8 @@ def test_evidence_turns_are_found(store: deepfield.Store, conv26: Path) -> None:
 def test_date_parsing_and_lines() -> None:
     assert parse_when("10:37 am on 27 June, 2023") == "2023-06-27T10:37:00"
     assert parse_when("sometime") is None
-    assert turn_line({"speaker": "A", "dia_id": "D1:1", "text": " hi\nthere "}) == "A (D1:1): hi there"
+    line = turn_line({"speaker": "A", "dia_id": "D1:1", "text": " hi\nthere "})
+    assert line == "A (D1:1): hi there"
     sessions = list(iter_sessions({"sample_id": "x", "conversation": {"session_2": [],
                                                                       "session_1": [{}]}}))
     assert [s.number for s in sessions] == [1, 2]

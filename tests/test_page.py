@@ -42,7 +42,8 @@ def test_unknown_keys_are_written_back_byte_for_byte() -> None:
     page.set("updated", "2026-08-22T14:30:00Z")
     text = page.render()
     for verbatim in ("# why this page exists\ntitle: Carbon Fibre Woks\n",
-                     "- cookware   # the main one\n", "note: |\n  first line\n\n  second paragraph\n",
+                     "- cookware   # the main one\n",
+                     "note: |\n  first line\n\n  second paragraph\n",
                      "custom:   {a: 1, b: [x, y]}\n"):
         assert verbatim in text
     # new canonical keys go next to their canonical neighbours, others keep their order

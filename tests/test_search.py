@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import deepfield
 from deepfield.search import make_snippet
+
+from .fake_openai import FakeOpenAIServer
 
 
 @pytest.fixture
@@ -106,3 +110,25 @@ def test_snippet_window() -> None:
     snippet = make_snippet(text, ["needle"], width=80)
     assert "needle" in snippet and snippet.startswith("…") and snippet.endswith("…")
     assert len(snippet) <= 82
+
+
+def test_dead_embedding_endpoint_degrades_to_keywords(
+    tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    config = deepfield.EmbeddingConfig(
+        "openai", {"url": openai_server.url, "model": "m", "max_retries": 0})
+    store = deepfield.init(tmp_path / "s", config)
+    field = store.create_field("notes")
+    field.add("Kiwi", "kiwi fruit notes")
+    field.index()
+    openai_server.stop()
+    response = field.search("kiwi", mode="hybrid")
+    assert response.mode == "bm25" and response.results[0].filename == "kiwi.md"
+    assert any("keyword results only" in w for w in response.warnings)
+    with pytest.raises(deepfield.EmbeddingServiceError):
+        field.search("kiwi", mode="vector")
+    field.add("Pear", "pear notes")  # new chunks cannot be embedded: still findable by keyword
+    later = field.search("pear", mode="hybrid")
+    assert later.results[0].filename == "pear.md"
+    assert any("could not be embedded" in w for w in later.warnings)
+    store.close()

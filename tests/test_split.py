@@ -25,7 +25,9 @@ def _words(text: str) -> list[str]:
 def long_page() -> Page:
     sections = []
     for i in range(18):
-        paragraph = " ".join(f"Sentence {i}-{j} about topic {i} with detail {j}." for j in range(12))
+        paragraph = " ".join(
+            f"Sentence {i}-{j} about topic {i} with detail {j}." for j in range(12)
+        )
         sections.append(f"## Section {i}\n\n{paragraph}\n\n- point {i}a\n- point {i}b\n")
     body = "# Long page\n\nIntro paragraph.\n\n" + "\n".join(sections)
     body += "\n## Sources\n\n- https://example.org/paper\n- Interview, 3 May 2026\n"

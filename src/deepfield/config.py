@@ -47,6 +47,10 @@ def load_config(root: Path) -> StoreConfig:
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [embedding] must be a table")
     options = {k: v for k, v in section.items() if k != "backend"}
+    model = options.get("model")
+    if isinstance(model, str) and not Path(model).is_absolute() and (root / model).exists():
+        # A model folder written relative to the store travels with the store.
+        options["model"] = str((root / model).resolve())
     backend = section.get("backend", DEFAULT_EMBEDDER)
     if not isinstance(backend, str) or not backend:
         raise ConfigError(f"{path}: embedding.backend must be a backend name")

@@ -18,11 +18,12 @@ from typing import Any
 
 from .embed.base import Embedder
 from .errors import (
+    EmbeddingError,
     InvalidPageError,
     PageConflictError,
     PageNotFoundError,
 )
-from .fsutil import atomic_write, create_new, field_lock, move_new
+from .fsutil import atomic_write, create_new, field_lock, move_new, remove_stale_temp_files
 from .index import DocRow, FieldIndex, SyncReport
 from .index.vectors import embed_pending
 from .page import (
@@ -135,6 +136,7 @@ class Field:
     ) -> SyncReport:
         """Bring the index up to date with the folder (and compute all pending vectors)."""
         scan = scan_field(self.path)
+        remove_stale_temp_files(self.path)
         report = self.index_handle().sync(
             scan.files, verify=verify, embed_budget=None if embed else 0.0,
             progress=progress, embed_progress=embed_progress,
@@ -161,13 +163,23 @@ class Field:
         return self.index(**options)
 
     def ensure_synced(self, *, embed: bool = True) -> SyncReport:
-        """Sync cheaply before a search: at most every SYNC_INTERVAL seconds unless written to."""
+        """Sync cheaply before a search: at most every SYNC_INTERVAL seconds unless written to.
+
+        New chunks are embedded for up to AUTO_EMBED_SECONDS; if the embedder fails (an
+        endpoint down), the text is still indexed and the failure becomes a warning.
+        """
         if not self._dirty and time.monotonic() - self._last_sync < SYNC_INTERVAL:
             return SyncReport()
-        scan = scan_field(self.path)
-        report = self.index_handle().sync(
-            scan.files, embed_budget=AUTO_EMBED_SECONDS if embed else 0.0
-        )
+        index = self.index_handle()
+        report = index.sync(scan_field(self.path).files)
+        if embed and index.embedder is not None and index.pending_chunk_vectors():
+            try:
+                report.chunks_embedded, _ = embed_pending(
+                    index.conn, index.embedder, self.path, budget_seconds=AUTO_EMBED_SECONDS,
+                    include_pages=False,
+                )
+            except EmbeddingError as exc:
+                report.warnings.append(f"new chunks could not be embedded: {exc.message}")
         self._refresh_listing(report)
         self._last_sync, self._dirty = time.monotonic(), False
         return report

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,8 +22,13 @@ except ImportError:  # pragma: no cover - Windows: writes stay atomic, just not 
     fcntl = None  # type: ignore[assignment]
 
 
+TEMP_PREFIX = ".deepfield-"
+TEMP_SUFFIX = ".tmp"
+STALE_TEMP_SECONDS = 3600
+
+
 def _temp_in(directory: Path, data: bytes) -> Path:
-    fd, name = tempfile.mkstemp(prefix=".deepfield-", suffix=".tmp", dir=directory)
+    fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -111,3 +117,19 @@ def field_lock(directory: Path) -> Iterator[None]:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def remove_stale_temp_files(directory: Path) -> int:
+    """Delete our own temporary files left by a killed writer (older than an hour).
+
+    Only names deepfield itself creates are touched; a writer that is still running finishes
+    long before its temporary file is an hour old.
+    """
+    removed = 0
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    for path in directory.glob(f"{TEMP_PREFIX}*{TEMP_SUFFIX}"):
+        with contextlib.suppress(OSError):
+            if path.is_file() and path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+    return removed

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import DeepfieldError
+from .errors import DeepfieldError, EmbeddingError
 from .fusion import convex, max_normalized
 from .index.keyword import query_terms
 
@@ -165,12 +165,20 @@ def search_fields(
     keyword: list[tuple[tuple[int, int], float]] = []
     dense: list[tuple[tuple[int, int], float]] = []
     query_vector = None
+    if mode != "bm25":
+        embedder = indexes[0][1].embedder if indexes else None
+        try:
+            query_vector = embedder.embed_query(query) if embedder is not None else None
+        except EmbeddingError as exc:
+            if mode == "vector":
+                raise
+            # Keyword results beat no results: a dead endpoint degrades hybrid to BM25.
+            warnings.append(f"vector search unavailable, keyword results only: {exc.message}")
+            mode = "bm25"
     for position, (_fld, index) in enumerate(indexes):
         if mode in ("bm25", "hybrid"):
             keyword += [((position, cid), s) for cid, s in index.keyword(query, candidates)]
-        if mode in ("vector", "hybrid") and index.embedder is not None:
-            if query_vector is None:
-                query_vector = index.embedder.embed_query(query)
+        if query_vector is not None and mode != "bm25":
             dense += [((position, cid), s) for cid, s in index.dense(query_vector, candidates)]
     keyword.sort(key=lambda pair: -pair[1])
     dense.sort(key=lambda pair: -pair[1])

