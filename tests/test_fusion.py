@@ -24,10 +24,14 @@ def test_normalisations() -> None:
 
 
 def test_convex_hand_computed() -> None:
-    fused = dict(convex([(1, 10.0), (2, 5.0)], [(2, 0.9), (3, 0.5)], dense_weight=0.25))
-    assert fused[1] == pytest.approx(0.75)
-    assert fused[2] == pytest.approx(0.75 * 0.5 + 0.25)
-    assert fused[3] == pytest.approx(0.0)
+    keyword = [(1, 10.0), (2, 6.0), (4, 2.0)]
+    dense = [(2, 0.9), (3, 0.5), (1, 0.7), (4, 0.3)]  # cosines of the whole candidate union
+    fused = dict(convex(keyword, dense, keyword_weight=0.25))
+    assert fused[1] == pytest.approx(0.25 * 1.0 + 0.75 * (0.4 / 0.6))
+    assert fused[2] == pytest.approx(0.25 * 0.5 + 0.75 * 1.0)
+    assert fused[3] == pytest.approx(0.75 * (0.2 / 0.6))
+    assert fused[4] == pytest.approx(0.0)
+    assert [item for item, _ in convex(keyword, dense, 0.25)] == [2, 1, 3, 4]
 
 
 def test_group_max() -> None:

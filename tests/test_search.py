@@ -40,7 +40,8 @@ def test_stub_fields_and_spec_json(filled: deepfield.Field) -> None:
     assert isinstance(top["frontmatter"], dict) and top["frontmatter"]["title"] == "Meeting"
     assert isinstance(top["score"], float)
     assert top["snippet"] == "Alice (D1:1): the valve stuck open"
-    assert top["line_start"] == top["line_end"] == 7  # the exact line of the file
+    assert top["snippet_line"] == 7  # the exact line of the file
+    assert (top["line_start"], top["line_end"]) == (7, 8)  # the chunk: the turn and its neighbour
     scores = [r["score"] for r in data["results"]]
     assert scores == sorted(scores, reverse=True)
 
@@ -56,9 +57,9 @@ def test_summary_is_searchable(filled: deepfield.Field) -> None:
 
 
 def test_chunk_unit_returns_lines(filled: deepfield.Field) -> None:
-    hits = filled.search("press", unit="chunk", mode="bm25", k=5).results
-    assert [h.text for h in hits[:2]] == ["- press once", "- press twice"]
-    assert len({h.filename for h in hits[:2]}) == 1
+    hits = filled.search("press twice", unit="chunk", mode="bm25", k=5).results
+    assert hits[0].text == "- press once\n- press twice"  # record lines come with a neighbour
+    assert hits[0].snippet == "- press twice" and hits[0].snippet_line == hits[0].line_end
 
 
 @pytest.mark.parametrize("query", ["深圳", "外壳供应商", "防护等级", "四美元"])

@@ -1,9 +1,10 @@
 """Rank fusion as pure functions over ``(id, score)`` lists, best first.
 
 Kept free of I/O so each formula can be tested against hand-computed results and swapped in
-benchmarks. The default for hybrid search is chosen by measurement on LoCoMo (docs/DESIGN.md):
-plain reciprocal-rank fusion with a weak dense model made BM25 worse there, so hybrid search is
-BM25-led: dense similarity adds to, and never replaces, the keyword evidence.
+benchmarks. The default for hybrid search was chosen by measurement on LoCoMo (docs/DESIGN.md):
+plain reciprocal-rank fusion with a weak dense model made BM25 worse there, while a convex
+combination of min-max normalised scores over the union of both candidate lists beat BM25 alone
+in every question category, for any keyword weight from 0.2 to 0.5 (default 0.35).
 """
 
 from __future__ import annotations
@@ -49,13 +50,18 @@ def min_max_normalized(ranked: Ranked[K]) -> dict[K, float]:
 
 
 def convex(
-    keyword: Ranked[K], dense: Ranked[K], dense_weight: float = 0.3
+    keyword: Ranked[K], dense: Ranked[K], keyword_weight: float = 0.35
 ) -> list[tuple[K, float]]:
-    """``(1 - w) * bm25/max(bm25) + w * minmax(cosine)``; a missing signal counts as 0."""
-    kw = max_normalized(keyword)
+    """``w * minmax(bm25) + (1 - w) * minmax(cosine)`` over the union of both candidate lists.
+
+    ``dense`` should hold the cosine of every candidate (the dense top list plus the keyword
+    candidates), so a chunk found only by keywords is still placed by its similarity; a chunk
+    missing from a list scores 0 for that signal.
+    """
+    kw = min_max_normalized(keyword)
     dn = min_max_normalized(dense)
     scores = {
-        item: (1.0 - dense_weight) * kw.get(item, 0.0) + dense_weight * dn.get(item, 0.0)
+        item: keyword_weight * kw.get(item, 0.0) + (1.0 - keyword_weight) * dn.get(item, 0.0)
         for item in dict.fromkeys([*kw, *dn])
     }
     return _ordered(scores)

@@ -28,8 +28,10 @@ Unit = Literal["page", "chunk"]
 MODES: tuple[str, ...] = ("bm25", "vector", "hybrid")
 UNITS: tuple[str, ...] = ("page", "chunk")
 
-DENSE_WEIGHT = 0.3
-"""Weight of the dense signal in hybrid fusion (docs/DESIGN.md has the measurement)."""
+KEYWORD_WEIGHT = 0.35
+"""Weight of BM25 in hybrid fusion; the rest is dense similarity (docs/DESIGN.md)."""
+CANDIDATES = 200
+"""Chunks taken from each retriever before fusion (100-200 measured equal to unlimited)."""
 SNIPPET_CHARS = 280
 
 
@@ -45,6 +47,10 @@ class Hit:
     frontmatter: dict[str, Any] | None
     score: float
     snippet: str
+    """The best part of the chunk: a window around the first query term, or for a window of
+    record lines (transcript turns, list items) the line that matches the query best."""
+    snippet_line: int
+    """Line of the page file where the snippet starts."""
     heading: str
     line_start: int
     line_end: int
@@ -63,6 +69,7 @@ class Hit:
             "title": self.title,
             "summary": self.summary,
             "snippet": self.snippet,
+            "snippet_line": self.snippet_line,
             "heading": self.heading,
             "line_start": self.line_start,
             "line_end": self.line_end,
@@ -99,6 +106,17 @@ class SearchResponse:
             "pending_vectors": self.pending_vectors,
             "warnings": self.warnings,
         }
+
+
+def best_line(lines: Sequence[str], terms: Sequence[str]) -> int:
+    """Index of the line with the most distinct query terms (ties: nearest the middle)."""
+    middle = (len(lines) - 1) / 2
+
+    def rank(index: int) -> tuple[int, float]:
+        lower = lines[index].lower()
+        return (sum(1 for t in terms if t[:6] in lower), -abs(index - middle))
+
+    return max(range(len(lines)), key=rank)
 
 
 def make_snippet(text: str, terms: Sequence[str], width: int = SNIPPET_CHARS) -> str:
@@ -156,12 +174,19 @@ def search_fields(
             )
         pending += index.pending_chunk_vectors() if mode != "bm25" else 0
         indexes.append((fld, index))
+    codes = {index.model_code for _, index in indexes}
+    if mode != "bm25" and len(codes) > 1:
+        raise DeepfieldError(
+            f"these fields use different embedding models ({', '.join(sorted(codes))}), "
+            "so their vectors cannot be compared",
+            "search them one at a time, or with --mode bm25",
+        )
     if pending and mode != "bm25":
         warnings.append(
             f"{pending} chunks have no vector yet and are found by keywords only; "
             "run `deepfield index` to embed them"
         )
-    candidates = max(50, 5 * k)
+    candidates = max(CANDIDATES, 5 * k)
     keyword: list[tuple[tuple[int, int], float]] = []
     dense: list[tuple[tuple[int, int], float]] = []
     query_vector = None
@@ -176,18 +201,20 @@ def search_fields(
             warnings.append(f"vector search unavailable, keyword results only: {exc.message}")
             mode = "bm25"
     for position, (_fld, index) in enumerate(indexes):
-        if mode in ("bm25", "hybrid"):
-            keyword += [((position, cid), s) for cid, s in index.keyword(query, candidates)]
+        found = index.keyword(query, candidates) if mode != "vector" else []
+        keyword += [((position, cid), s) for cid, s in found]
         if query_vector is not None and mode != "bm25":
-            dense += [((position, cid), s) for cid, s in index.dense(query_vector, candidates)]
+            include = [cid for cid, _ in found]
+            dense += [((position, cid), s)
+                      for cid, s in index.dense(query_vector, candidates, include)]
     keyword.sort(key=lambda pair: -pair[1])
-    dense.sort(key=lambda pair: -pair[1])
     if mode == "bm25":
         fused = list(max_normalized(keyword[:candidates]).items())
     elif mode == "vector":
+        dense.sort(key=lambda pair: -pair[1])
         fused = dense[:candidates]
     else:
-        fused = convex(keyword[:candidates], dense[:candidates], DENSE_WEIGHT)
+        fused = convex(keyword, dense, KEYWORD_WEIGHT)
     hits = _collect(indexes, fused, k, unit, query)
     took = (time.perf_counter() - started) * 1000
     return SearchResponse(query, mode, unit, k, hits, took, warnings, pending)
@@ -234,11 +261,17 @@ def _collect(
             continue
         fld = indexes[key[0]][0]
         doc = row.doc
+        snippet_text, snippet_line = row.body, row.line_start
+        if row.kind == "record" and "\n" in row.body:
+            lines = row.body.split("\n")
+            best = best_line(lines, terms)
+            snippet_text, snippet_line = lines[best], row.line_start + best
         hits.append(
             Hit(
                 field=fld.name, filename=doc.filename, uuid=doc.uuid, title=doc.title,
                 summary=doc.summary, frontmatter=doc.frontmatter, score=score,
-                snippet=make_snippet(row.body, terms), heading=row.heading,
+                snippet=make_snippet(snippet_text, terms), snippet_line=snippet_line,
+                heading=row.heading,
                 line_start=row.line_start, line_end=row.line_end, text=row.body,
                 matches=counts.get(key, 1),
             )

@@ -222,5 +222,8 @@ class FieldIndex:
             self._matrix = VectorMatrix.load(self.conn, generation)
         return self._matrix
 
-    def dense(self, query_vector: Vectors, limit: int) -> list[tuple[int, float]]:
-        return self.matrix().search(query_vector, limit)
+    def dense(
+        self, query_vector: Vectors, limit: int, include: list[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """Top ``limit`` chunks by cosine, plus the cosine of each chunk in ``include``."""
+        return self.matrix().search(query_vector, limit, include)

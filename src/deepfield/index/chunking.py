@@ -1,9 +1,11 @@
 """Cut a page into the chunks the index searches: small, self-contained, with a heading path.
 
-A chunk never crosses a heading. Record lines (list items, table rows, ``Speaker: text``
-transcript turns) are one chunk each, so a search can point at the exact line; prose paragraphs
-are one chunk each, short ones merged with their neighbours, long ones cut at sentences. When a
-page has a ``summary`` it becomes chunk 0 so memos are searchable on their own.
+A chunk never crosses a heading. Prose paragraphs are one chunk each, short ones merged with
+their neighbours, long ones cut at sentences. Record lines (list items, table rows,
+``Speaker: text`` transcript turns) get one chunk per line made of that line and its neighbours
+in the same run (a sliding window of three lines): a turn is rarely understandable alone, and on
+LoCoMo these windows raised BM25 turn recall@10 from 0.63 to 0.72 (docs/DESIGN.md). When a page
+has a ``summary`` it becomes chunk 0 so memos are searchable on their own.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ MAX_CHUNK_CHARS = 1000
 """Longer blocks are cut at sentence (or line) boundaries; keeps BM25 and vectors focused."""
 MERGE_BELOW_CHARS = 160
 """Prose paragraphs shorter than this are merged with the next one of the same section."""
+RECORD_WINDOW = 1
+"""Lines of context on each side of a record line (1: windows of three lines)."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,17 @@ def chunk_page(
         path = section.path
         before = len(chunks)
         pending: Block | None = None
+        run: list[Block] = []  # consecutive record lines, windowed when the run ends
         for block in split_blocks(section.text_lines):
+            if run and not (block.kind == "record" and block.line_start == run[-1].line_end + 1):
+                chunks.extend(_windows(run, len(chunks), path, max_chars))
+                run = []
+            if block.kind == "record" and len(block.text) <= max_chars:
+                if pending is not None:
+                    chunks.append(_make(len(chunks), path, pending))
+                    pending = None
+                run.append(block)
+                continue
             for piece in _cut(block, max_chars):
                 if pending is not None:
                     if piece.kind == "prose" and len(pending.text) + len(piece.text) < max_chars:
@@ -94,6 +108,7 @@ def chunk_page(
                     pending = piece
                 else:
                     chunks.append(_make(len(chunks), path, piece))
+        chunks.extend(_windows(run, len(chunks), path, max_chars))
         if pending is not None:
             chunks.append(_make(len(chunks), path, pending))
         if len(chunks) == before and section.title:
@@ -101,6 +116,31 @@ def chunk_page(
             heading = Block(section.title, section.line, section.line, "prose")
             chunks.append(_make(len(chunks), path, heading))
     return chunks
+
+
+def _windows(run: list[Block], first: int, path: tuple[str, ...], max_chars: int) -> list[Chunk]:
+    """One chunk per record line: the line with RECORD_WINDOW neighbours each side, in order,
+    dropping neighbours that would push the chunk over ``max_chars``; identical windows (a run
+    of two lines) are kept once."""
+    windows: list[Chunk] = []
+    for i in range(len(run)):
+        low = high = i
+        for _ in range(RECORD_WINDOW):
+            for step in (-1, 1):
+                lo, hi = (low - 1, high) if step < 0 else (low, high + 1)
+                if lo < 0 or hi >= len(run):
+                    continue
+                if sum(len(b.text) + 1 for b in run[lo : hi + 1]) <= max_chars + 1:
+                    low, high = lo, hi
+        span = run[low : high + 1]
+        if windows and (windows[-1].line_start, windows[-1].line_end) == (
+            span[0].line_start, span[-1].line_end
+        ):
+            continue
+        text = "\n".join(b.text for b in span)
+        windows.append(Chunk(first + len(windows), path, text, span[0].line_start,
+                             span[-1].line_end, "record"))
+    return windows
 
 
 def _make(ord_: int, path: tuple[str, ...], block: Block) -> Chunk:

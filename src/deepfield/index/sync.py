@@ -105,7 +105,7 @@ def parse_source(name: str, sha: bytes, head: bytes, truncated: bool) -> ParsedF
     rows = []
     for chunk in chunk_page(page):
         heading = " > ".join(chunk.heading_path)
-        context = f"{title}\n{heading}" if heading else title
+        context = chunk_context(title, chunk.heading_path)
         rows.append(
             (
                 chunk.ord, chunk.kind, heading, chunk.line_start, chunk.line_end,
@@ -115,6 +115,17 @@ def parse_source(name: str, sha: bytes, head: bytes, truncated: bool) -> ParsedF
     return ParsedFile(
         sha, title, page.uuid, page.summary, frontmatter_json(page.frontmatter), rows, warnings
     )
+
+
+def chunk_context(title: str, path: tuple[str, ...]) -> str:
+    """The page title and the chunk's heading path, searched and embedded with the chunk.
+
+    The first heading usually repeats the title; it is dropped so the title's words do not
+    count twice in BM25.
+    """
+    if path and path[0].strip().lower() == title.strip().lower():
+        path = path[1:]
+    return "\n".join([title, " > ".join(path)]) if path else title
 
 
 Progress = Callable[[int], None]

@@ -12,6 +12,7 @@ index to drift out of step with the pages.
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -29,9 +30,17 @@ from .sync import page_embedding_text
 EMBED_BATCH = 32
 
 
+_LABEL_MARKER = re.compile(r"^(\S[^:(\n]{0,60}?) \([^)\n]{1,30}\):", re.M)
+
+
 def chunk_embedding_text(context: str, body: str) -> str:
-    """What a chunk's vector is computed from: its title/heading context, then its text."""
-    return f"{context}\n{body}"
+    """What a chunk's vector is computed from: its title/heading context, then its text.
+
+    Reference markers in record labels (``Caroline (D1:3): …`` → ``Caroline: …``) carry no
+    meaning for a sentence encoder and are dropped; BM25 still indexes them verbatim.
+    """
+    cleaned = _LABEL_MARKER.sub(r"\1:", body)
+    return f"{context}\n{cleaned}"
 
 
 def count_pending(conn: sqlite3.Connection, with_pages: bool = True) -> int:
@@ -158,18 +167,36 @@ class VectorMatrix:
         flat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
         return cls(generation, ids, flat.reshape(len(rows), -1))
 
-    def search(self, query: Vectors, limit: int) -> list[tuple[int, float]]:
-        if not len(self.ids) or limit <= 0:
-            return []
+    def similarities(self, query: Vectors) -> Vectors:
+        """Cosine similarity of ``query`` to every vector, in ``ids`` order."""
         if query.shape[0] != self.matrix.shape[1]:
             raise ModelMismatchError(
                 f"query vector has {query.shape[0]} dimensions, the index {self.matrix.shape[1]}",
                 "the embedder changed; run `deepfield reindex`",
             )
-        scores = self.matrix @ query
-        if limit < len(scores):
+        result: Vectors = self.matrix @ query
+        return result
+
+    def search(
+        self, query: Vectors, limit: int, include: list[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``limit`` most similar chunks, best first, then the cosine of every id in
+        ``include`` not already listed (hybrid fusion needs it for keyword-only candidates)."""
+        if not len(self.ids) or (limit <= 0 and not include):
+            return []
+        scores = self.similarities(query)
+        limit = min(limit, len(scores))
+        if 0 < limit < len(scores):
             top = np.argpartition(-scores, limit)[:limit]
             top = top[np.argsort(-scores[top], kind="stable")]
         else:
-            top = np.argsort(-scores, kind="stable")
-        return [(int(self.ids[i]), float(scores[i])) for i in top]
+            top = np.argsort(-scores, kind="stable")[:limit]
+        found = [(int(self.ids[i]), float(scores[i])) for i in top]
+        if include:
+            listed = {item for item, _ in found}
+            wanted = np.asarray(sorted(set(include) - listed), dtype=np.int64)
+            rows = np.clip(np.searchsorted(self.ids, wanted), 0, len(self.ids) - 1)
+            for item, row in zip(wanted, rows, strict=True):
+                if self.ids[row] == item:  # chunks still waiting for a vector are skipped
+                    found.append((int(item), float(scores[row])))
+        return found
