@@ -133,3 +133,10 @@ def test_dead_embedding_endpoint_degrades_to_keywords(
     assert later.results[0].filename == "pear.md"
     assert any("could not be embedded" in w for w in later.warnings)
     store.close()
+
+
+def test_new_files_are_noticed_at_once(field: deepfield.Field) -> None:
+    field.add("Plain", "papaya")
+    assert field.search("papaya", mode="bm25").results
+    (field.path / "fresh.md").write_text("# Fresh\n\nfeijoa\n")  # another program adds a page
+    assert field.search("feijoa", mode="bm25").results[0].filename == "fresh.md"

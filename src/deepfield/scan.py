@@ -76,6 +76,20 @@ def scan_field(directory: Path) -> ScanResult:
     return ScanResult(files, warnings)
 
 
+def source_files(directory: Path, names: set[str]) -> list[SourceFile]:
+    """The SourceFile of each named page that exists (for syncing just what was written)."""
+    found = []
+    for name in sorted(names):
+        path = directory / name
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        found.append(SourceFile(name, path, stat.st_mtime_ns, stat.st_size,
+                                iso_from_timestamp(stat.st_mtime)))
+    return found
+
+
 def _holds_pages(directory: Path) -> bool:
     try:
         with os.scandir(directory) as entries:

@@ -121,6 +121,13 @@ class FieldIndex:
         report.seconds = time.time() - started
         return report
 
+    def sync_names(self, files: list[SourceFile], names: set[str]) -> SyncReport:
+        """Sync just ``names`` (``files``: those of them that exist), without embedding."""
+        return sync_files(
+            self.conn, files, with_vectors=self.with_vectors, only=names,
+            last_sync=float(get_meta(self.conn, "synced_at") or 0.0),
+        )
+
     def pending_vectors(self) -> int:
         return count_pending(self.conn) if self.with_vectors else 0
 

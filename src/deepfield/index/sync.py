@@ -139,8 +139,14 @@ def sync_files(
     with_vectors: bool = True,
     last_sync: float = 0.0,
     progress: Progress | None = None,
+    only: set[str] | None = None,
 ) -> SyncReport:
-    """Bring the index rows in line with ``files``; returns what changed."""
+    """Bring the index rows in line with ``files``; returns what changed.
+
+    ``files`` is the whole folder, unless ``only`` names the files to look at (a partial
+    sync after a write): then ``files`` lists those that still exist, and rows of the other
+    names in ``only`` are dropped.
+    """
     started = time.monotonic()
     report = SyncReport()
     known = {
@@ -163,7 +169,8 @@ def sync_files(
                 progress(1)
         else:
             todo.append((source, doc_id))
-    removed = [known[name][0] for name in known if name not in present]
+    scope = known if only is None else {n: known[n] for n in only if n in known}
+    removed = [scope[name][0] for name in scope if name not in present]
 
     changed = False
     for start in range(0, len(todo), BATCH_DOCS):
