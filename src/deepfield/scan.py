@@ -23,10 +23,21 @@ class SourceFile:
     """A page file as the index sees it; ``last_modified`` is the transport's timestamp."""
 
     name: str
-    path: Path
+    folder: str
     mtime_ns: int
     size: int
-    last_modified: str
+    timestamp: str | None = None
+    """The transport's own last-modified time (git committer date, S3 Last-Modified);
+    None means the file's mtime, the rule for local folders."""
+
+    @property
+    def path(self) -> Path:
+        return Path(self.folder, self.name)
+
+    @property
+    def last_modified(self) -> str:
+        # Computed on demand: formatting a timestamp per file doubled the cost of a scan.
+        return self.timestamp or iso_from_timestamp(self.mtime_ns // 1_000_000_000)
 
 
 @dataclass(frozen=True)
@@ -39,6 +50,7 @@ def scan_field(directory: Path) -> ScanResult:
     """List a field's pages (sorted by name) and what is wrong with the folder's layout."""
     files: list[SourceFile] = []
     warnings: list[str] = []
+    folder = os.fspath(directory)
     with os.scandir(directory) as entries:
         for entry in entries:
             name = entry.name
@@ -66,12 +78,7 @@ def scan_field(directory: Path) -> ScanResult:
                     f"indexed anyway, rename it to {better}.md"
                 )
             stat = entry.stat()
-            files.append(
-                SourceFile(
-                    name, Path(entry.path), stat.st_mtime_ns, stat.st_size,
-                    iso_from_timestamp(stat.st_mtime),
-                )
-            )
+            files.append(SourceFile(name, folder, stat.st_mtime_ns, stat.st_size))
     files.sort(key=lambda f: f.name)
     return ScanResult(files, warnings)
 
@@ -85,8 +92,7 @@ def source_files(directory: Path, names: set[str]) -> list[SourceFile]:
             stat = path.stat()
         except FileNotFoundError:
             continue
-        found.append(SourceFile(name, path, stat.st_mtime_ns, stat.st_size,
-                                iso_from_timestamp(stat.st_mtime)))
+        found.append(SourceFile(name, os.fspath(directory), stat.st_mtime_ns, stat.st_size))
     return found
 
 

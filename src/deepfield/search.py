@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any, Literal
@@ -201,6 +202,18 @@ def search_fields(
             warnings.append(f"vector search unavailable, keyword results only: {exc.message}")
             mode = "bm25"
     for position, (_fld, index) in enumerate(indexes):
+        if mode == "hybrid" and query_vector is not None:
+            # SQLite and numpy both release the GIL: BM25 runs while the vectors are scored.
+            vectors = index.vectors()  # reads the index generation before the worker takes conn
+            future = _pool().submit(index.keyword, query, candidates)
+            top = vectors.search(query_vector, candidates) if len(vectors.ids) else []
+            found = future.result()
+            keyword += [((position, cid), s) for cid, s in found]
+            if len(vectors.ids):
+                listed = {cid for cid, _ in top}
+                extra = vectors.search(query_vector, 0, [c for c, _ in found if c not in listed])
+                dense += [((position, cid), s) for cid, s in top + extra]
+            continue
         found = index.keyword(query, candidates) if mode != "vector" else []
         keyword += [((position, cid), s) for cid, s in found]
         if query_vector is not None and mode != "bm25":
@@ -218,6 +231,16 @@ def search_fields(
     hits = _collect(indexes, fused, k, unit, query)
     took = (time.perf_counter() - started) * 1000
     return SearchResponse(query, mode, unit, k, hits, took, warnings, pending)
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deepfield-search")
+    return _POOL
 
 
 def _collect(

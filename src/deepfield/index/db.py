@@ -14,6 +14,7 @@ Connections use WAL and a busy timeout so several processes can read and write a
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -108,8 +109,23 @@ def _m001_initial(conn: sqlite3.Connection, with_vectors: bool) -> None:
         conn.execute(statement)
 
 
+def _m002_pending_indexes(conn: sqlite3.Connection, with_vectors: bool) -> None:
+    # embed_pending and count_pending read only the rows still waiting for a vector; without
+    # these every batch of 32 (and every pre-search sync) walks all the embedded rows again.
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS df_chunks_pending_order ON df_chunks(doc_id DESC, ord) "
+        "WHERE embedding IS NULL"
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS df_docs_page_pending ON df_docs(id) WHERE page_embedded = 0"
+    )
+
+
 Migration = Callable[[sqlite3.Connection, bool], None]
-MIGRATIONS: list[tuple[str, Migration]] = [("m001_initial", _m001_initial)]
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("m001_initial", _m001_initial),
+    ("m002_pending_indexes", _m002_pending_indexes),
+]
 
 
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
@@ -119,7 +135,10 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
             f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000
         )
     else:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+        # check_same_thread=False: search hands the connection to one worker at a time.
+        conn = sqlite3.connect(
+            str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+        )
     conn.isolation_level = None  # explicit BEGIN/COMMIT: we decide where transactions end
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
@@ -175,6 +194,8 @@ def prepare(conn: sqlite3.Connection, path: Path, model_code: str, dim: int | No
                     "INSERT INTO df_migrations(name, applied_at) VALUES (?, datetime('now'))",
                     (name,),
                 )
+        if get_meta(conn, "instance") is None:  # tells this file from a rebuilt one
+            set_meta(conn, "instance", uuid.uuid4().hex)
         if stored is None:
             set_meta(conn, "model_code", model_code)
             set_meta(conn, "schema_version", str(SCHEMA_VERSION))

@@ -190,6 +190,10 @@ def sync_files(
         try:
             for source, doc_id, parsed in prepared:
                 if parsed is None:
+                    _, old_mtime, old_size, _ = known[source.name]
+                    if (old_mtime, old_size) == (source.mtime_ns, source.size):
+                        report.unchanged += 1  # re-hashed and identical: nothing to write
+                        continue
                     conn.execute(
                         "UPDATE df_docs SET mtime_ns = ?, size = ?, last_modified = ? WHERE id = ?",
                         (source.mtime_ns, source.size, source.last_modified, doc_id),

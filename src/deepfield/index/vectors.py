@@ -1,12 +1,9 @@
-"""Dense vectors: computing the pending ones and brute-force cosine search over a field.
+"""Computing vectors: the pending chunks first, then the spec's whole-page vectors.
 
 Chunks whose vector is NULL are embedded in batches, newest pages first, optionally within a
 time budget so a search never waits long; what is left stays pending and keyword search still
 covers it. The spec's ``pages`` rows (whole-file embeddings) are filled after the chunks.
-
-Search is an exact dot product over unit vectors held in one float32 matrix, reloaded only
-when the index generation changes: 3-8 ms at 10k x 384 on one core (dependencies.md), no ANN
-index to drift out of step with the pages.
+Searching the vectors is dense.py's job.
 """
 
 from __future__ import annotations
@@ -16,16 +13,16 @@ import re
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from ..embed.base import Embedder, Vectors
 from ..errors import ModelMismatchError
 from .db import bump_generation, get_meta, set_meta
 from .sync import page_embedding_text
+
+if TYPE_CHECKING:
+    pass
 
 EMBED_BATCH = 32
 
@@ -74,6 +71,8 @@ def embed_pending(
     progress: Callable[[int], None] | None = None,
 ) -> tuple[int, int]:
     """Embed pending chunks, then pending pages; returns (chunks, pages) embedded."""
+    import numpy as np
+
     deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
     chunks_done = pages_done = 0
     while deadline is None or time.monotonic() < deadline:
@@ -138,6 +137,8 @@ def embed_pending(
                     "UPDATE df_docs SET page_embedded = 1 WHERE id = ? AND sha256 = ?",
                     (doc[0], doc[4]),
                 )
+            if ready:
+                bump_generation(conn)  # page vectors feed the dense prefilter (dense.py)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -146,57 +147,3 @@ def embed_pending(
         if progress:
             progress(len(ready))
     return chunks_done, pages_done
-
-
-@dataclass
-class VectorMatrix:
-    """All embedded chunk vectors of one index, as one matrix for exact cosine search."""
-
-    generation: int
-    ids: npt.NDArray[np.int64]
-    matrix: Vectors
-
-    @classmethod
-    def load(cls, conn: sqlite3.Connection, generation: int) -> VectorMatrix:
-        rows = conn.execute(
-            "SELECT id, embedding FROM df_chunks WHERE embedding IS NOT NULL ORDER BY id"
-        ).fetchall()
-        if not rows:
-            return cls(generation, np.zeros(0, np.int64), np.zeros((0, 0), np.float32))
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        flat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-        return cls(generation, ids, flat.reshape(len(rows), -1))
-
-    def similarities(self, query: Vectors) -> Vectors:
-        """Cosine similarity of ``query`` to every vector, in ``ids`` order."""
-        if query.shape[0] != self.matrix.shape[1]:
-            raise ModelMismatchError(
-                f"query vector has {query.shape[0]} dimensions, the index {self.matrix.shape[1]}",
-                "the embedder changed; run `deepfield reindex`",
-            )
-        result: Vectors = self.matrix @ query
-        return result
-
-    def search(
-        self, query: Vectors, limit: int, include: list[int] | None = None
-    ) -> list[tuple[int, float]]:
-        """The ``limit`` most similar chunks, best first, then the cosine of every id in
-        ``include`` not already listed (hybrid fusion needs it for keyword-only candidates)."""
-        if not len(self.ids) or (limit <= 0 and not include):
-            return []
-        scores = self.similarities(query)
-        limit = min(limit, len(scores))
-        if 0 < limit < len(scores):
-            top = np.argpartition(-scores, limit)[:limit]
-            top = top[np.argsort(-scores[top], kind="stable")]
-        else:
-            top = np.argsort(-scores, kind="stable")[:limit]
-        found = [(int(self.ids[i]), float(scores[i])) for i in top]
-        if include:
-            listed = {item for item, _ in found}
-            wanted = np.asarray(sorted(set(include) - listed), dtype=np.int64)
-            rows = np.clip(np.searchsorted(self.ids, wanted), 0, len(self.ids) - 1)
-            for item, row in zip(wanted, rows, strict=True):
-                if self.ids[row] == item:  # chunks still waiting for a vector are skipped
-                    found.append((int(item), float(scores[row])))
-        return found
