@@ -65,11 +65,14 @@ def test_cache_round_trip(index: DenseIndex, tmp_path: Path) -> None:
 def test_search_matches_after_reload_and_change(field: deepfield.Field) -> None:
     for i in range(6):
         field.add(f"Note {i}", f"topic {i} " * 5 + "shared words here")
-    first = [(h.filename, round(h.score, 5)) for h in field.search("topic 3", mode="vector").results]
+    def ranking() -> list[tuple[str, float]]:
+        hits = field.search("topic 3", mode="vector").results
+        return [(h.filename, round(h.score, 5)) for h in hits]
+
+    first = ranking()
     cache = field.path / ".deepfield" / f"{field.index_handle().model_code}.vectors"
     assert cache.exists()
     field.close()  # a new process maps the cache instead of reading SQLite
-    again = [(h.filename, round(h.score, 5)) for h in field.search("topic 3", mode="vector").results]
-    assert again == first
+    assert ranking() == first
     field.add("Note 7", "topic 3 " * 8)  # new vectors: a new generation, the cache is rebuilt
     assert field.search("topic 3", mode="vector").results[0].filename == "note-7.md"
