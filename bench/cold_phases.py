@@ -62,7 +62,7 @@ def main() -> None:
     vector_mode = args.mode != "bm25" and store.embedder is not None
     if vector_mode:
         for fld in fields:
-            fld.index_handle().matrix()
+            fld.index_handle().vectors()
         lap("load_vector_matrix")
         load = getattr(store.embedder, "_load", None)
         if load is not None:

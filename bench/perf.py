@@ -421,10 +421,10 @@ def bench_search(store_dir: Path, queries: list[Query], args: argparse.Namespace
     index = fld.index_handle()
     loads = []
     for _ in range(2 if size > 10_000 else 3):
-        index._matrix = None
+        index._dense = None
         gc.collect()
-        loads.append(timed(index.matrix)[0])
-    matrix = index.matrix()
+        loads.append(timed(index.vectors)[0])
+    matrix = index.vectors()
     out["vector_matrix"] = {
         "rows": len(matrix.ids), "dim": int(matrix.matrix.shape[1]),
         "megabytes": matrix.matrix.nbytes / 1e6,

@@ -68,6 +68,17 @@ def test_chinese_is_findable(filled: deepfield.Field, query: str) -> None:
     assert results and results[0].title == "深圳供应商"
 
 
+@pytest.mark.parametrize(("query", "title"), [("東京", "会議メモ"), ("バルブ", "会議メモ"),
+                                              ("서울", "회의록"), ("밸브 교체", "회의록")])
+def test_japanese_and_korean_are_findable(filled: deepfield.Field, query: str, title: str
+                                          ) -> None:
+    filled.write("---\ntitle: 会議メモ\n---\n東京の工場でバルブの故障について話し合った。\n")
+    filled.write("---\ntitle: 회의록\n---\n서울 사무소에서 밸브 교체 일정을 논의했다.\n")
+    assert filled.search(query, mode="bm25").results[0].title == title
+    # The hashing test embedder knows no Korean or Japanese; hybrid must still keep the match.
+    assert title in [h.title for h in filled.search(query, mode="hybrid", k=3).results]
+
+
 @pytest.mark.parametrize(
     "query",
     ['"unbalanced', "AND OR NOT", "NEAR(a b)", "col:value", "*", "-minus", "a' OR 1=1 --",

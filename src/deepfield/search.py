@@ -22,7 +22,9 @@ from .fusion import convex, max_normalized
 from .index.keyword import query_terms
 
 if TYPE_CHECKING:
+    from .embed.base import Vectors
     from .field import Field
+    from .index import FieldIndex
 
 Mode = Literal["bm25", "vector", "hybrid"]
 Unit = Literal["page", "chunk"]
@@ -202,24 +204,9 @@ def search_fields(
             warnings.append(f"vector search unavailable, keyword results only: {exc.message}")
             mode = "bm25"
     for position, (_fld, index) in enumerate(indexes):
-        if mode == "hybrid" and query_vector is not None:
-            # SQLite and numpy both release the GIL: BM25 runs while the vectors are scored.
-            vectors = index.vectors()  # reads the index generation before the worker takes conn
-            future = _pool().submit(index.keyword, query, candidates)
-            top = vectors.search(query_vector, candidates) if len(vectors.ids) else []
-            found = future.result()
-            keyword += [((position, cid), s) for cid, s in found]
-            if len(vectors.ids):
-                listed = {cid for cid, _ in top}
-                extra = vectors.search(query_vector, 0, [c for c, _ in found if c not in listed])
-                dense += [((position, cid), s) for cid, s in top + extra]
-            continue
-        found = index.keyword(query, candidates) if mode != "vector" else []
+        found, near = _retrieve(index, query, query_vector, candidates, mode)
         keyword += [((position, cid), s) for cid, s in found]
-        if query_vector is not None and mode != "bm25":
-            include = [cid for cid, _ in found]
-            dense += [((position, cid), s)
-                      for cid, s in index.dense(query_vector, candidates, include)]
+        dense += [((position, cid), s) for cid, s in near]
     keyword.sort(key=lambda pair: -pair[1])
     if mode == "bm25":
         fused = list(max_normalized(keyword[:candidates]).items())
@@ -231,6 +218,24 @@ def search_fields(
     hits = _collect(indexes, fused, k, unit, query)
     took = (time.perf_counter() - started) * 1000
     return SearchResponse(query, mode, unit, k, hits, took, warnings, pending)
+
+
+def _retrieve(
+    index: FieldIndex, query: str, query_vector: Vectors | None, candidates: int, mode: str
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """One field's BM25 and dense candidates (with the cosine of every BM25 candidate)."""
+    if query_vector is None or mode == "bm25":
+        return index.keyword(query, candidates), []
+    if mode == "vector":
+        return [], index.dense(query_vector, candidates)
+    vectors = index.vectors()  # reads the index generation before the worker takes conn
+    # SQLite and numpy both release the GIL: BM25 runs while the vectors are scored.
+    future = _pool().submit(index.keyword, query, candidates)
+    near = vectors.search(query_vector, candidates)
+    found: list[tuple[int, float]] = future.result()
+    listed = {cid for cid, _ in near}
+    extra = vectors.search(query_vector, 0, [cid for cid, _ in found if cid not in listed])
+    return found, near + extra
 
 
 _POOL: ThreadPoolExecutor | None = None
