@@ -10,11 +10,12 @@ adds one at run time (tests use it for their fake embedder).
 from __future__ import annotations
 
 import importlib
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from ..errors import EmbeddingServiceError, UnknownEmbedderError
+from ..errors import ConfigError, EmbeddingServiceError, UnknownEmbedderError
 
 if TYPE_CHECKING:
     import importlib.metadata
@@ -97,6 +98,21 @@ def normalize(vectors: Vectors) -> Vectors:
     norms[norms == 0] = 1.0
     result: Vectors = (vectors / norms).astype(np.float32, copy=False)
     return result
+
+
+UNSAFE_CODE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+"""Characters a model code may not contain: it names the index file."""
+
+
+def check_model_code(code: str) -> str:
+    """A model code usable as an index filename, or ConfigError."""
+    code = str(code).strip()
+    if not code or code.startswith(".") or UNSAFE_CODE_CHARS.search(code):
+        raise ConfigError(
+            f"model_code {code!r} cannot name an index file",
+            "use letters, digits, '.', '_' and '-' only, e.g. nomic-embed-text-v1.5",
+        )
+    return code
 
 
 EmbedderFactory = Callable[..., Embedder]

@@ -25,7 +25,6 @@ import email.utils
 import math
 import os
 import random
-import re
 import time
 import weakref
 from collections.abc import Callable, Mapping
@@ -36,7 +35,7 @@ import httpx
 import numpy as np
 
 from ..errors import ConfigError, EmbeddingServiceError
-from .base import Embedder, Kind, Vectors
+from .base import UNSAFE_CODE_CHARS, Embedder, Kind, Vectors, check_model_code
 
 DEFAULT_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
@@ -56,7 +55,6 @@ MODEL_CODE_ALIASES: Mapping[str, str] = {
 
 # Options the CLI passes to whichever backend is chosen; accepted here even when unused.
 _SHARED_OPTIONS = frozenset({"threads"})
-_UNSAFE_CODE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _FALLBACK_HINT = "or search keyword-only with --mode bm25 / --embedder none"
 
 
@@ -120,7 +118,7 @@ class OpenAIEmbedder(Embedder):
         self.url = _check_url(url or DEFAULT_URL)
         self.endpoint = f"{self.url}/embeddings"
         self.dimensions = _optional_int("dimensions", dimensions, minimum=1)
-        self.model_code = _check_model_code(model_code) if model_code else default_model_code(
+        self.model_code = check_model_code(model_code) if model_code else default_model_code(
             self.model, self.dimensions
         )
         nomic = self.model_code.startswith("nomic-embed-text")
@@ -359,19 +357,9 @@ def default_model_code(model: str, dimensions: int | None = None) -> str:
     name = model.strip()
     code = MODEL_CODE_ALIASES.get(name.lower())
     if code is None:
-        code = _UNSAFE_CODE_CHARS.sub("-", name.rsplit("/", 1)[-1]).strip("-.") or "model"
+        code = UNSAFE_CODE_CHARS.sub("-", name.rsplit("/", 1)[-1]).strip("-.") or "model"
     # Shortened vectors (OpenAI's `dimensions`) are another embedding space: another index.
     return f"{code}-{dimensions}d" if dimensions is not None else code
-
-
-def _check_model_code(code: str) -> str:
-    code = str(code).strip()
-    if not code or code.startswith(".") or _UNSAFE_CODE_CHARS.search(code):
-        raise ConfigError(
-            f"model_code {code!r} cannot name an index file",
-            "use letters, digits, '.', '_' and '-' only, e.g. nomic-embed-text-v1.5",
-        )
-    return code
 
 
 def _check_url(url: str) -> str:

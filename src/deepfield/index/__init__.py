@@ -18,7 +18,15 @@ from typing import Any, NamedTuple
 from ..embed.base import Embedder, Vectors
 from ..errors import IndexCorruptError
 from ..scan import SourceFile
-from .db import KEYWORD_ONLY_CODE, connect, get_meta, index_filename, prepare, set_meta
+from .db import (
+    KEYWORD_ONLY_CODE,
+    connect,
+    get_meta,
+    index_filename,
+    prepare,
+    set_meta,
+    transaction,
+)
 from .dense import DenseIndex
 from .keyword import bm25_search
 from .sync import SyncReport, sync_files
@@ -114,9 +122,8 @@ class FieldIndex:
             self.conn, files, verify=verify, with_vectors=self.with_vectors,
             last_sync=last, progress=progress,
         )
-        self.conn.execute("BEGIN IMMEDIATE")
-        set_meta(self.conn, "synced_at", repr(started))
-        self.conn.execute("COMMIT")
+        with transaction(self.conn):
+            set_meta(self.conn, "synced_at", repr(started))
         if self.embedder is not None:
             if embed_budget is None or embed_budget > 0:
                 chunks, pages = embed_pending(
@@ -143,18 +150,13 @@ class FieldIndex:
 
     def clear(self) -> None:
         """Drop every row (``reindex`` then rebuilds from the Markdown alone)."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(self.conn):
             self.conn.execute("DELETE FROM df_chunks")
             self.conn.execute("DELETE FROM df_docs")
             if self.with_vectors:
                 self.conn.execute("DELETE FROM pages")
             self.conn.execute("INSERT INTO df_chunks_fts(df_chunks_fts) VALUES ('rebuild')")
             set_meta(self.conn, "synced_at", "0")
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
         self._dense = None
 
     def stored_warnings(self) -> list[str]:

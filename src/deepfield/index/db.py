@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import IndexCorruptError, ModelMismatchError
@@ -146,6 +147,20 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
     return conn
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction: BEGIN IMMEDIATE takes the write lock up front (waiting up to the
+    busy timeout), so two writers never deadlock upgrading a read lock; commits on success,
+    rolls back on any error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:

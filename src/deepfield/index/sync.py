@@ -21,7 +21,7 @@ from ..page import PAGE_LIMIT_BYTES, Page, derive_title, frontmatter_json
 from ..scan import SourceFile
 from .chunking import chunk_page
 from .cjk import cjk_index_terms
-from .db import bump_generation
+from .db import bump_generation, transaction
 
 MAX_INDEXED_BYTES = 1 << 20
 """Only the first MiB of a page is indexed (the spec requires only the first 8 KB)."""
@@ -186,8 +186,7 @@ def sync_files(
                 prepared.append((source, doc_id, None))
             else:
                 prepared.append((source, doc_id, parse_source(source.name, sha, head, truncated)))
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(conn):
             for source, doc_id, parsed in prepared:
                 if parsed is None:
                     _, old_mtime, old_size, _ = known[source.name]
@@ -214,13 +213,8 @@ def sync_files(
                 changed = True
             if progress:
                 progress(len(batch))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
     if removed:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(conn):
             for doc_id in removed:
                 row = conn.execute(
                     "SELECT filename FROM df_docs WHERE id = ?", (doc_id,)
@@ -228,16 +222,11 @@ def sync_files(
                 conn.execute("DELETE FROM df_docs WHERE id = ?", (doc_id,))
                 if with_vectors and row is not None:
                     conn.execute("DELETE FROM pages WHERE filename = ?", (row[0],))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         report.removed = len(removed)
         changed = True
     if changed:
-        conn.execute("BEGIN IMMEDIATE")
-        bump_generation(conn)
-        conn.execute("COMMIT")
+        with transaction(conn):
+            bump_generation(conn)
     report.seconds = time.monotonic() - started
     return report
 

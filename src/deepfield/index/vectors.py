@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..embed.base import Embedder, Vectors
 from ..errors import ModelMismatchError
-from .db import bump_generation, get_meta, set_meta
+from .db import bump_generation, get_meta, set_meta, transaction
 from .sync import page_embedding_text
 
 if TYPE_CHECKING:
@@ -84,18 +84,13 @@ def embed_pending(
         if not rows:
             break
         vectors = embedder.embed([chunk_embedding_text(r[1], r[2]) for r in rows])
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(conn):
             _check_dim(conn, embedder, vectors)
             conn.executemany(
                 "UPDATE df_chunks SET embedding = ? WHERE id = ? AND embedding IS NULL",
                 [(vec.tobytes(), row[0]) for vec, row in zip(vectors, rows, strict=True)],
             )
             bump_generation(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         chunks_done += len(rows)
         if progress:
             progress(len(rows))
@@ -123,8 +118,7 @@ def embed_pending(
             texts.append(page_embedding_text(data))
             ready.append(doc)
         vectors = embedder.embed(texts) if texts else np.zeros((0, 0), np.float32)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(conn):
             if len(ready):
                 _check_dim(conn, embedder, vectors)
             for vec, doc in zip(vectors, ready, strict=True):
@@ -139,10 +133,6 @@ def embed_pending(
                 )
             if ready:
                 bump_generation(conn)  # page vectors feed the dense prefilter (dense.py)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         pages_done += len(ready)
         if progress:
             progress(len(ready))
