@@ -10,7 +10,8 @@ import deepfield
 def test_all_is_complete_and_sorted() -> None:
     public = {name for name in dir(deepfield) if not name.startswith("_")}
     modules = {"cli", "config", "embed", "errors", "field", "fsutil", "fusion", "importers",
-               "index", "markdown", "page", "read", "scan", "search", "split", "store"}
+               "index", "listing", "markdown", "page", "read", "scan", "search", "split",
+               "store", "writer"}
     assert set(deepfield.__all__) == (public - modules) | {"__version__"}
     assert deepfield.__all__ == sorted(deepfield.__all__)
 

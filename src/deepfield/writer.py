@@ -1,0 +1,240 @@
+"""Writing pages into a field: frontmatter, filenames, splitting, updates, archiving.
+
+What ``Field.write`` promises lives here: missing frontmatter is filled in, a spec filename is
+derived from the title and never overwrites another page, a page carrying an existing uuid
+replaces that page (``updated`` changes only when the content does), pages over 8 KB are split
+into linked parts (rewrites reuse the parts and archive the ones no longer needed), and only the
+files written are re-indexed. Callers hold the field lock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidPageError, PageConflictError
+from .fsutil import atomic_write, create_new, move_new
+from .index import FieldIndex
+from .listing import refresh_listing
+from .page import (
+    PAGE_LIMIT_BYTES,
+    Page,
+    derive_title,
+    is_valid_name,
+    new_uuid,
+    now_iso,
+    slugify,
+)
+from .scan import scan_field, source_files
+from .split import split_page
+
+ARCHIVE_DIR = "archive"
+MAX_WRITE_BYTES = 16 << 20
+"""Largest page text accepted by ``write`` (it is split into 8 KB parts)."""
+
+
+@dataclass(frozen=True)
+class WrittenPage:
+    filename: str
+    uuid: str
+    title: str
+    action: str  # "created" | "updated" | "unchanged"
+    bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "filename": self.filename, "uuid": self.uuid, "title": self.title,
+            "action": self.action, "bytes": self.bytes,
+        }
+
+
+@dataclass
+class WriteResult:
+    field: str
+    pages: list[WrittenPage]
+    warnings: list[str] = dc_field(default_factory=list)
+
+    @property
+    def filenames(self) -> list[str]:
+        return [p.filename for p in self.pages]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "pages": [p.to_json() for p in self.pages],
+            "split": len(self.pages) > 1,
+            "warnings": self.warnings,
+        }
+
+
+class PageWriter:
+    """Writes pages into one field folder and keeps its index and listing in step."""
+
+    def __init__(self, path: Path, name: str, index: FieldIndex) -> None:
+        self.path = path
+        self.name = name
+        self.index = index
+
+    def write(self, page: Page, stem: str | None) -> WriteResult:
+        """Store ``page`` (the caller holds the field lock)."""
+        index = self.index
+        if page.uuid:  # uuid lookups must see pages written by hand since the last sync
+            index.sync(scan_field(self.path).files)
+        existing_name: str | None = None
+        if stem is not None:
+            if (self.path / f"{stem}.md").exists():
+                existing_name = f"{stem}.md"
+            if page.uuid:
+                owners = [d.filename for d in index.docs_by_uuid(page.uuid)
+                          if d.uuid == page.uuid and d.filename != f"{stem}.md"]
+                if owners:
+                    raise PageConflictError(
+                        f"uuid {page.uuid} already belongs to {owners[0]} in {self.name}"
+                    )
+        elif page.uuid:
+            matches = [d for d in index.docs_by_uuid(page.uuid) if d.uuid == page.uuid]
+            if matches:
+                existing_name = matches[0].filename
+        existing = None
+        if existing_name is not None:
+            existing = Page.parse((self.path / existing_name).read_text("utf-8", "replace"))
+            if existing.frontmatter_error:
+                existing = None
+            elif page.uuid and existing.uuid and page.uuid != existing.uuid:
+                raise PageConflictError(
+                    f"{existing_name} has uuid {existing.uuid}, the new text has {page.uuid}"
+                )
+        title = derive_title(page, fallback=stem)
+        page.set("title", title)
+        _normalise_dates(page)
+        page.set("uuid", page.uuid or (existing.uuid if existing else None) or new_uuid())
+        now = now_iso()
+        if not page.get_str("created"):
+            page.set("created", now)
+        if not page.get_str("updated"):
+            page.set("updated", now)
+        base = stem or (existing_name[:-3] if existing_name else None)
+        touched: set[str] = set()
+        written = self._store(page, title, base, existing_name, touched)
+        touched |= {w.filename for w in written}
+        report = index.sync_names(source_files(self.path, touched), touched)
+        refresh_listing(self.path, self.name, index, report)
+        return WriteResult(self.name, written, report.warnings)
+
+    def _store(
+        self,
+        page: Page,
+        title: str,
+        base: str | None,
+        existing_name: str | None,
+        touched: set[str],
+    ) -> list[WrittenPage]:
+        """Write the page (split if needed); names of archived leftover parts go to
+        ``touched``."""
+        rendered = page.render()
+        old_parts = self._old_parts(existing_name)
+        if len(rendered.encode()) <= PAGE_LIMIT_BYTES:
+            target = existing_name or self._free_names(base or _stem_for(title, page), 1)[0]
+            written = [self._put(target, page, title, replace=existing_name is not None)]
+        else:
+            stem = base or _stem_for(title, page)
+            reusable = set(old_parts) | ({existing_name} if existing_name else set())
+            old_uuids = {name: self._uuid_of(name) for name in old_parts}
+            page_uuid = page.uuid or new_uuid()
+
+            def names_for(count: int) -> list[str]:
+                return self._free_names(stem, count, reusable=reusable)
+
+            def uuid_for(index: int, filename: str) -> str:
+                # Part 1 carries the page's identity; later parts keep theirs across rewrites.
+                return page_uuid if index == 1 else old_uuids.get(filename) or new_uuid()
+
+            parts = split_page(page, title, names_for, uuid_for)
+            written = [
+                self._put(name, part, part.title or title, replace=name in reusable)
+                for name, part in parts
+            ]
+        leftovers = [n for n in old_parts if n not in {w.filename for w in written}]
+        for name in leftovers:  # a rewrite needs fewer parts: archive, never delete
+            archive_file(self.path, name)
+            touched.add(name)
+        return written
+
+    def _old_parts(self, existing_name: str | None) -> list[str]:
+        """Filenames of the other parts of a previously split page (from its ``parts`` key)."""
+        if existing_name is None:
+            return []
+        page = Page.parse((self.path / existing_name).read_text("utf-8", "replace"))
+        parts = page.get("parts")
+        if not isinstance(parts, list) or page.get("part") != 1:
+            return []
+        return [p for p in parts if isinstance(p, str) and p != existing_name
+                and is_valid_name(p.removesuffix(".md")) and (self.path / p).is_file()]
+
+    def _uuid_of(self, filename: str) -> str | None:
+        return Page.parse((self.path / filename).read_text("utf-8", "replace")).uuid
+
+    def _put(self, filename: str, page: Page, title: str, replace: bool) -> WrittenPage:
+        path = self.path / filename
+        if replace and path.exists():
+            current = path.read_text("utf-8", "replace")
+            previous = Page.parse(current)
+            page.set("created", previous.get_str("created") or page.get_str("created"))
+            page.set("updated", previous.get_str("updated") or now_iso())
+            if page.render() == current:
+                return WrittenPage(filename, page.uuid or "", title, "unchanged",
+                                   len(current.encode()))
+            page.set("updated", now_iso())
+            data = page.render().encode("utf-8")
+            atomic_write(path, data)
+            return WrittenPage(filename, page.uuid or "", title, "updated", len(data))
+        data = page.render().encode("utf-8")
+        if not create_new(path, data):  # someone outside deepfield took it meanwhile
+            filename = self._free_names(filename[:-3], 1)[0]
+            if not create_new(self.path / filename, data):
+                raise InvalidPageError(f"could not create a new file for {title!r}")
+        return WrittenPage(filename, page.uuid or "", title, "created", len(data))
+
+    def _free_names(self, stem: str, count: int, reusable: set[str] | None = None) -> list[str]:
+        """``count`` unused filenames: stem.md, stem-part-2.md … (suffix -2, -3 on collision)."""
+        reusable = reusable or set()
+        for attempt in range(1, 10_000):
+            base = stem if attempt == 1 else f"{stem}-{attempt}"
+            names = [f"{base}.md"] + [f"{base}-part-{i}.md" for i in range(2, count + 1)]
+            taken = [n for n in names if (self.path / n).exists() and n not in reusable]
+            if not taken:
+                return names
+        raise InvalidPageError(f"no free filename for {stem!r}")
+
+
+def archive_file(folder: Path, filename: str) -> str:
+    """Move a page into ``archive/`` under a free name; returns its path in the archive."""
+    archive = folder / ARCHIVE_DIR
+    archive.mkdir(exist_ok=True)
+    target = archive / filename
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    counter = 1
+    while not move_new(folder / filename, target):
+        counter += 1
+        target = archive / f"{filename[:-3]}--archived-{stamp}-{counter}.md"
+    return f"{ARCHIVE_DIR}/{target.name}"
+
+
+def _stem_for(title: str, page: Page) -> str:
+    return slugify(title) or f"page-{(page.uuid or new_uuid())[:8]}"
+
+
+def _normalise_dates(page: Page) -> None:
+    """Spec: datetimes are quoted strings (YAML would otherwise turn them into objects)."""
+    for key in ("created", "updated"):
+        value = page.get(key)
+        if isinstance(value, dt.datetime):
+            moment = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+            text = moment.astimezone(dt.UTC).replace(microsecond=0).isoformat()
+            page.set(key, text.replace("+00:00", "Z"))
+        elif isinstance(value, dt.date):
+            page.set(key, value.isoformat())
