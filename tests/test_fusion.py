@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deepfield.fusion import convex, group_max, max_normalized, min_max_normalized, rrf
+from deepfield.fusion import convex, max_normalized, min_max_normalized, rrf
 
 
 def test_rrf_hand_computed() -> None:
@@ -32,8 +32,3 @@ def test_convex_hand_computed() -> None:
     assert fused[3] == pytest.approx(0.75 * (0.2 / 0.6))
     assert fused[4] == pytest.approx(0.0)
     assert [item for item, _ in convex(keyword, dense, 0.25)] == [2, 1, 3, 4]
-
-
-def test_group_max() -> None:
-    assert group_max([(1, 0.9), (2, 0.8), (3, 0.7)], {1: "a", 2: "b", 3: "a"}) == [
-        ("a", 0.9), ("b", 0.8)]

@@ -67,16 +67,6 @@ def convex(
     return _ordered(scores)
 
 
-def group_max(ranked: Ranked[K], group_of: dict[K, Hashable]) -> list[tuple[Hashable, float]]:
-    """Collapse item scores to their group (e.g. chunks to pages) by the best item's score."""
-    best: dict[Hashable, float] = {}
-    for item, score in ranked:
-        group = group_of[item]
-        if score > best.get(group, float("-inf")):
-            best[group] = score
-    return sorted(best.items(), key=lambda pair: -pair[1])
-
-
 def _ordered(scores: dict[K, float]) -> list[tuple[K, float]]:
     """Best first; ties keep first-seen order (dicts remember insertion), so results are stable."""
     return sorted(scores.items(), key=lambda pair: -pair[1])

@@ -119,7 +119,8 @@ class PageWriter:
             page.set("updated", now)
         base = stem or (existing_name[:-3] if existing_name else None)
         touched: set[str] = set()
-        written = self._store(page, title, base, existing_name, touched)
+        old_parts = self._old_parts(existing_name, existing)
+        written = self._store(page, title, base, existing_name, old_parts, touched)
         touched |= {w.filename for w in written}
         report = index.sync_names(source_files(self.path, touched), touched)
         refresh_listing(self.path, self.name, index, report)
@@ -131,12 +132,12 @@ class PageWriter:
         title: str,
         base: str | None,
         existing_name: str | None,
+        old_parts: list[str],
         touched: set[str],
     ) -> list[WrittenPage]:
         """Write the page (split if needed); names of archived leftover parts go to
         ``touched``."""
         rendered = page.render()
-        old_parts = self._old_parts(existing_name)
         if len(rendered.encode()) <= PAGE_LIMIT_BYTES:
             target = existing_name or self._free_names(base or _stem_for(title, page), 1)[0]
             written = [self._put(target, page, title, replace=existing_name is not None)]
@@ -164,13 +165,12 @@ class PageWriter:
             touched.add(name)
         return written
 
-    def _old_parts(self, existing_name: str | None) -> list[str]:
+    def _old_parts(self, existing_name: str | None, existing: Page | None) -> list[str]:
         """Filenames of the other parts of a previously split page (from its ``parts`` key)."""
-        if existing_name is None:
+        if existing_name is None or existing is None:
             return []
-        page = Page.parse((self.path / existing_name).read_text("utf-8", "replace"))
-        parts = page.get("parts")
-        if not isinstance(parts, list) or page.get("part") != 1:
+        parts = existing.get("parts")
+        if not isinstance(parts, list) or existing.get("part") != 1:
             return []
         return [p for p in parts if isinstance(p, str) and p != existing_name
                 and is_valid_name(p.removesuffix(".md")) and (self.path / p).is_file()]

@@ -245,8 +245,6 @@ class FieldIndex:
             self._dense = DenseIndex.load(self.conn, generation, cache)
         return self._dense
 
-    def dense(
-        self, query_vector: Vectors, limit: int, include: list[int] | None = None
-    ) -> list[tuple[int, float]]:
-        """Top ``limit`` chunks by cosine, plus the cosine of each chunk in ``include``."""
-        return self.vectors().search(query_vector, limit, include)
+    def dense(self, query_vector: Vectors, limit: int) -> list[tuple[int, float]]:
+        """Top ``limit`` chunks by cosine."""
+        return self.vectors().search(query_vector, limit)

@@ -170,7 +170,7 @@ def sync_files(
         else:
             todo.append((source, doc_id))
     scope = known if only is None else {n: known[n] for n in only if n in known}
-    removed = [scope[name][0] for name in scope if name not in present]
+    removed = [(name, scope[name][0]) for name in scope if name not in present]
 
     changed = False
     for start in range(0, len(todo), BATCH_DOCS):
@@ -215,13 +215,10 @@ def sync_files(
                 progress(len(batch))
     if removed:
         with transaction(conn):
-            for doc_id in removed:
-                row = conn.execute(
-                    "SELECT filename FROM df_docs WHERE id = ?", (doc_id,)
-                ).fetchone()
+            for name, doc_id in removed:
                 conn.execute("DELETE FROM df_docs WHERE id = ?", (doc_id,))
-                if with_vectors and row is not None:
-                    conn.execute("DELETE FROM pages WHERE filename = ?", (row[0],))
+                if with_vectors:
+                    conn.execute("DELETE FROM pages WHERE filename = ?", (name,))
         report.removed = len(removed)
         changed = True
     if changed:
