@@ -119,14 +119,20 @@ class Field:
         return report
 
     def embed(
-        self, *, budget: float | None = None, progress: Callable[[int], None] | None = None
+        self,
+        *,
+        budget: float | None = None,
+        pages: bool = True,
+        progress: Callable[[int], None] | None = None,
     ) -> tuple[int, int]:
-        """Compute pending vectors (chunks first, then whole pages); returns the counts."""
+        """Compute pending vectors (chunks first, then whole pages unless ``pages=False``)
+        within ``budget`` seconds (None: all); returns the counts."""
         index = self.index_handle()
         if index.embedder is None:
             return 0, 0
         return embed_pending(
-            index.conn, index.embedder, self.path, budget_seconds=budget, progress=progress
+            index.conn, index.embedder, self.path, budget_seconds=budget,
+            include_pages=pages, progress=progress,
         )
 
     def reindex(self, **options: Any) -> SyncReport:
@@ -149,12 +155,9 @@ class Field:
         index = self.index_handle()
         report = index.sync(scan_field(self.path).files)
         self._sync_cost = time.monotonic() - started
-        if embed and index.embedder is not None and index.pending_chunk_vectors():
+        if embed and index.pending_chunk_vectors():
             try:
-                report.chunks_embedded, _ = embed_pending(
-                    index.conn, index.embedder, self.path, budget_seconds=AUTO_EMBED_SECONDS,
-                    include_pages=False,
-                )
+                report.chunks_embedded, _ = self.embed(budget=AUTO_EMBED_SECONDS, pages=False)
             except EmbeddingError as exc:
                 report.warnings.append(f"new chunks could not be embedded: {exc.message}")
         self._listing(report)
