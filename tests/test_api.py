@@ -9,9 +9,10 @@ import deepfield
 
 def test_all_is_complete_and_sorted() -> None:
     public = {name for name in dir(deepfield) if not name.startswith("_")}
-    modules = {"cli", "config", "embed", "errors", "field", "fsutil", "fusion", "importers",
-               "index", "listing", "markdown", "page", "read", "scan", "search", "split",
-               "store", "writer"}
+    modules = {"cli", "config", "context", "domains", "embed", "errors", "field", "fsutil",
+               "fusion", "httpjson", "importers", "index", "listing", "llm", "manage",
+               "markdown", "memorize", "page", "portable", "qa", "read", "research", "salience",
+               "scan", "search", "server", "sessions", "split", "store", "tokens", "writer"}
     assert set(deepfield.__all__) == (public - modules) | {"__version__"}
     assert deepfield.__all__ == sorted(deepfield.__all__)
 

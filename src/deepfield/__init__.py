@@ -15,8 +15,11 @@ The public contract (this API and the CLI's ``--json`` output) is documented in 
 """
 
 from .config import EmbeddingConfig, StoreConfig
+from .context import ContextResult, build_context
 from .embed.base import Embedder, available_embedders, create_embedder, register_embedder
 from .errors import (
+    ArchiveError,
+    BudgetError,
     ConfigError,
     DeepfieldError,
     EmbedderUnavailableError,
@@ -26,29 +29,49 @@ from .errors import (
     ImportFormatError,
     IndexCorruptError,
     IndexStateError,
+    InvalidMetadataError,
     InvalidNameError,
     InvalidPageError,
+    LLMError,
+    LLMReplyError,
+    LLMServiceError,
     ModelMismatchError,
     PageConflictError,
     PageError,
     PageNotFoundError,
+    PinMismatchError,
+    RemoteUnavailableError,
+    ReviewItemError,
     SectionNotFoundError,
+    SessionFormatError,
     StoreError,
     StoreNotFoundError,
+    SupersessionCycleError,
+    TaxonomyError,
+    TransportError,
     UnknownEmbedderError,
     UnknownFieldError,
+    UnknownTransportError,
+    UnsafeArchiveError,
 )
 from .field import Field, WriteResult, WrittenPage, open_field
 from .index import SyncReport
+from .llm import ChatModel, LLMConfig
+from .memorize import RememberResult, remember
 from .page import Page
 from .read import OutlineEntry, PageView
+from .research.loop import ResearchResult
 from .search import Hit, SearchResponse
 from .store import Store, init, open
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArchiveError",
+    "BudgetError",
+    "ChatModel",
     "ConfigError",
+    "ContextResult",
     "DeepfieldError",
     "Embedder",
     "EmbedderUnavailableError",
@@ -61,8 +84,13 @@ __all__ = [
     "ImportFormatError",
     "IndexCorruptError",
     "IndexStateError",
+    "InvalidMetadataError",
     "InvalidNameError",
     "InvalidPageError",
+    "LLMConfig",
+    "LLMError",
+    "LLMReplyError",
+    "LLMServiceError",
     "ModelMismatchError",
     "OutlineEntry",
     "Page",
@@ -70,22 +98,35 @@ __all__ = [
     "PageError",
     "PageNotFoundError",
     "PageView",
+    "PinMismatchError",
+    "RememberResult",
+    "RemoteUnavailableError",
+    "ResearchResult",
+    "ReviewItemError",
     "SearchResponse",
     "SectionNotFoundError",
+    "SessionFormatError",
     "Store",
     "StoreConfig",
     "StoreError",
     "StoreNotFoundError",
+    "SupersessionCycleError",
     "SyncReport",
+    "TaxonomyError",
+    "TransportError",
     "UnknownEmbedderError",
     "UnknownFieldError",
+    "UnknownTransportError",
+    "UnsafeArchiveError",
     "WriteResult",
     "WrittenPage",
     "__version__",
     "available_embedders",
+    "build_context",
     "create_embedder",
     "init",
     "open",
     "open_field",
     "register_embedder",
+    "remember",
 ]

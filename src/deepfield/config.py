@@ -1,6 +1,7 @@
 """Store configuration: ``deepfield.toml`` at the store root, read once when a store opens.
 
-Only the embedding backend lives here today. The CLI layers environment variables and flags on
+The embedding backend (``[embedding]``) and the servers' logins (``[server]``) live here;
+``[llm]`` is read by deepfield.llm.config. The CLI layers environment variables and flags on
 top (see cli.py); library functions never read the environment themselves.
 """
 
@@ -31,8 +32,18 @@ class EmbeddingConfig:
 
 
 @dataclass(frozen=True)
+class ServerConfig:
+    """``[server]``: who may write over HTTP (``[server.users]``: name = password hash, made
+    by ``deepfield passwd``) and whether reading needs a login too (``private``)."""
+
+    users: dict[str, str] = field(default_factory=dict)
+    private: bool = False
+
+
+@dataclass(frozen=True)
 class StoreConfig:
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
 
 
 def load_config(root: Path) -> StoreConfig:
@@ -54,7 +65,21 @@ def load_config(root: Path) -> StoreConfig:
     backend = section.get("backend", DEFAULT_EMBEDDER)
     if not isinstance(backend, str) or not backend:
         raise ConfigError(f"{path}: embedding.backend must be a backend name")
-    return StoreConfig(EmbeddingConfig(backend, options))
+    return StoreConfig(EmbeddingConfig(backend, options), _server_config(path, data))
+
+
+def _server_config(path: Path, data: dict[str, Any]) -> ServerConfig:
+    section = data.get("server", {})
+    users = section.get("users", {}) if isinstance(section, dict) else None
+    if not isinstance(section, dict) or not isinstance(users, dict):
+        raise ConfigError(f"{path}: [server] and [server.users] must be tables")
+    if not all(isinstance(v, str) for v in users.values()):
+        raise ConfigError(f"{path}: [server.users] maps names to password hashes (strings)",
+                          "make a hash with `deepfield passwd USER`")
+    private = section.get("private", False)
+    if not isinstance(private, bool):
+        raise ConfigError(f"{path}: server.private must be true or false")
+    return ServerConfig(dict(users), private)
 
 
 def _toml_value(value: Any) -> str:

@@ -16,7 +16,10 @@ The tree::
     │   ├── PageNotFoundError       no page with that filename or uuid
     │   ├── InvalidPageError        not UTF-8, binary, empty or too large
     │   ├── PageConflictError       a uuid already used by another page
-    │   └── SectionNotFoundError    ``read --section`` named no (or an ambiguous) heading
+    │   ├── SectionNotFoundError    ``read --section`` named no (or an ambiguous) heading
+    │   ├── SupersessionCycleError  a ``supersedes`` link that would close a loop
+    │   ├── ReviewItemError         ``deepfield review`` named no (or a resolved) item
+    │   └── InvalidMetadataError    frontmatter values a page kind requires are missing or wrong
     ├── IndexStateError
     │   ├── ModelMismatchError      the index holds vectors of another model code or size
     │   └── IndexCorruptError       the SQLite file is not a deepfield index
@@ -24,7 +27,20 @@ The tree::
     │   ├── UnknownEmbedderError    no backend registered under that name
     │   ├── EmbedderUnavailableError the backend's package or model files are missing
     │   └── EmbeddingServiceError   an embeddings endpoint failed or answered nonsense
-    └── ImportFormatError           an import source that is not in the expected format
+    ├── ImportFormatError           an import source that is not in the expected format
+    ├── ExportTargetError           an export folder that is not empty (or is a file)
+    ├── ArchiveError                a .memoryfield.zip that cannot be used
+    │   ├── PinMismatchError        its sha256 is not the pinned one
+    │   └── UnsafeArchiveError      traversal, symlinks, page sub-folders, a zip bomb
+    └── TransportError              a remote field (HTTP, S3, git) that cannot be read
+        ├── UnknownTransportError   a source no transport understands
+        └── RemoteUnavailableError  unreachable, refused, misbehaving or without credentials
+    LLMError
+    ├── LLMServiceError             a chat endpoint is unreachable, refuses or answers nonsense
+    └── LLMReplyError               the model's reply is not the JSON asked for, even after a repair
+    SessionFormatError              a session file (remember) that is empty or unparseable
+    BudgetError                     a token budget too small for anything useful
+    TaxonomyError                   a domain's taxonomy.md that cannot be read as a tree
 """
 
 from __future__ import annotations
@@ -93,6 +109,18 @@ class SectionNotFoundError(PageError):
     default_hint = "see the page's headings with `deepfield read FIELD PAGE --outline`"
 
 
+class SupersessionCycleError(PageError):
+    default_hint = "a page cannot supersede, even indirectly, a page that supersedes it"
+
+
+class ReviewItemError(PageError):
+    default_hint = "list open items with `deepfield review FIELD`"
+
+
+class InvalidMetadataError(PageError):
+    default_hint = "see `deepfield domain add --help` for the keys and values atomic pages take"
+
+
 class IndexStateError(DeepfieldError):
     default_hint = "rebuild the index from the pages with `deepfield reindex`"
 
@@ -126,3 +154,72 @@ class EmbeddingServiceError(EmbeddingError):
 
 class ImportFormatError(DeepfieldError):
     pass
+
+
+class ExportTargetError(DeepfieldError):
+    default_hint = "export into a new or empty folder"
+
+
+class ArchiveError(DeepfieldError):
+    default_hint = "check that the file is a complete .memoryfield.zip (pack it again if not)"
+
+
+class PinMismatchError(ArchiveError):
+    default_hint = (
+        "the file is not the one that was pinned; fetch it again from a trusted source, "
+        "or check the --sha256 value"
+    )
+
+
+class UnsafeArchiveError(ArchiveError):
+    default_hint = (
+        "refusing to use it; ask its author for a memoryfield zip made by `deepfield pack`"
+    )
+
+
+class TransportError(DeepfieldError):
+    pass
+
+
+class UnknownTransportError(TransportError):
+    default_hint = (
+        "give a field name, a folder, a .memoryfield.zip, an http(s):// URL, "
+        "s3://bucket/prefix or git+URL[#ref]"
+    )
+
+
+class RemoteUnavailableError(TransportError):
+    default_hint = "check the address, the network and any credentials, then try again"
+
+
+OFFLINE_HINT = "or run without a model: unset DEEPFIELD_LLM_URL / pass --offline"
+
+
+class LLMError(DeepfieldError):
+    default_hint = "check the LLM url, model and API key, " + OFFLINE_HINT
+
+
+class LLMServiceError(LLMError):
+    pass
+
+
+class LLMReplyError(LLMError):
+    default_hint = "use a stronger model or one that follows JSON instructions, " + OFFLINE_HINT
+
+
+class SessionFormatError(ImportFormatError):
+    default_hint = (
+        "give OpenAI-style messages (JSON or JSONL), a LoCoMo session, or a Markdown/text "
+        "transcript (`Speaker: text` lines)"
+    )
+
+
+class BudgetError(DeepfieldError):
+    default_hint = "raise --budget (a few hundred tokens is the least that holds any evidence)"
+
+
+class TaxonomyError(DeepfieldError):
+    default_hint = (
+        "write categories as headings or list items and concepts as items nested under them, "
+        "indenting each level consistently"
+    )

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .domains.atomic import Filters
 from .embed.base import Embedder
 from .errors import (
     EmbeddingError,
@@ -25,6 +27,9 @@ from .fsutil import field_lock, move_new, remove_stale_temp_files
 from .index import DocRow, FieldIndex, SyncReport
 from .index.vectors import embed_pending
 from .listing import refresh_listing
+from .manage.activation import record_activation
+from .manage.hooks import after_write, before_write, review_default
+from .manage.supersede import superseded_note
 from .page import (
     INTRO_FILE,
     Page,
@@ -78,6 +83,11 @@ class Field:
         self._sync_cost = 0.0
         self._folder_mtime = -1
         self._dirty = True
+        self._batch_depth = 0
+        self.review_on_write = review_default()
+        """Compare new pages with similar ones and queue suspicious pairs (manage/review.py)."""
+        self.record_reads = True
+        """Log an activation event for every read (manage/activation.py)."""
 
     def __repr__(self) -> str:
         return f"Field({self.name!r}, {str(self.path)!r})"
@@ -220,11 +230,17 @@ class Field:
         depth: int = 2,
         sentences: int = 1,
         section: str | None = None,
+        record: bool = True,
     ) -> PageView:
-        """Read a page whole, as an outline, or one section of it."""
+        """Read a page whole, as an outline, or one section of it (a use of the page is
+        logged as activation unless ``record=False``)."""
         filename, page = self.load(ref)
         title = derive_title(page, fallback=filename[:-3])
         warnings = [f"{filename}: {page.frontmatter_error}"] if page.frontmatter_error else []
+        note = superseded_note(page)
+        warnings += [f"{filename}: {note}"] if note else []
+        if record and self.record_reads:
+            record_activation(self, [filename], "read", uuids=[page.uuid])
         base: dict[str, Any] = {
             "field": self.name, "filename": filename, "title": title, "uuid": page.uuid,
             "summary": page.summary, "frontmatter": page.frontmatter, "warnings": warnings,
@@ -244,8 +260,15 @@ class Field:
         return PageView(**base, view="full", text=text, bytes=len(text.encode()),
                         line_start=1, line_end=text.count("\n") + 1)
 
-    def write(self, content: str | bytes | Page, *, name: str | None = None) -> WriteResult:
-        """Store a page; see the module docstring for what is filled in and checked."""
+    def write(
+        self, content: str | bytes | Page, *, name: str | None = None, review: bool | None = None
+    ) -> WriteResult:
+        """Store a page; see the module docstring for what is filled in and checked.
+
+        A ``supersedes`` key links the old page (cycles are refused); a new page that looks
+        like a duplicate or contradiction of another is queued for review unless ``review``
+        (default: ``review_on_write``) is False.
+        """
         if isinstance(content, Page):
             page = content.copy()
         else:
@@ -258,9 +281,34 @@ class Field:
             )
         stem = check_name(name) if name else None
         with field_lock(self.path):
-            result = PageWriter(self.path, self.name, self.index_handle()).write(page, stem)
+            plan = before_write(
+                self, page, stem, self.review_on_write if review is None else review)
+            result = PageWriter(self.path, self.name, self.index_handle(),
+                                batch=self._batch_depth > 0).write(page, stem)
         self._dirty = True
+        after_write(self, result, plan)
         return result
+
+    @contextmanager
+    def batch(self) -> Iterator[Field]:
+        """Many writes at once (imports): the index is synced once at the start instead of
+        before every write that carries a uuid, and listing.md is rewritten once at the end.
+        Pages edited by hand *during* the batch are noticed at the next sync, not mid-batch.
+
+            with field.batch():
+                for note in notes:
+                    field.write(note)
+        """
+        if self._batch_depth == 0:
+            self.index_handle().sync(scan_field(self.path).files)
+        self._batch_depth += 1
+        try:
+            yield self
+        finally:
+            self._batch_depth -= 1
+            if self._batch_depth == 0:
+                with field_lock(self.path):
+                    self._listing(SyncReport(), explicit=True)
 
     def add(
         self,
@@ -270,6 +318,7 @@ class Field:
         summary: str | None = None,
         name: str | None = None,
         frontmatter: dict[str, Any] | None = None,
+        review: bool | None = None,
     ) -> WriteResult:
         """Write ``text`` as a new page titled ``title`` (plus optional summary and keys)."""
         check_text(text.encode("utf-8"), "page text", MAX_WRITE_BYTES)
@@ -279,7 +328,7 @@ class Field:
             page.set("summary", summary)
         for key, value in (frontmatter or {}).items():
             page.set(key, value)
-        return self.write(page, name=name)
+        return self.write(page, name=name, review=review)
 
     # ------------------------------------------------------------------ archive
 
@@ -326,10 +375,16 @@ class Field:
         refresh_listing(self.path, self.name, self.index_handle(), report, explicit=explicit)
 
     def search(
-        self, query: str, *, k: int = 10, mode: str = "hybrid", unit: str = "page"
+        self, query: str, *, k: int = 10, mode: str = "hybrid", unit: str = "page",
+        include_superseded: bool = False, activation: bool = True,
+        where: Filters | None = None,
     ) -> SearchResponse:
-        """Search this field; ``mode`` is bm25, vector or hybrid, ``unit`` page or chunk."""
-        return search_fields([self], query, k=k, mode=mode, unit=unit)
+        """Search this field; ``mode`` is bm25, vector or hybrid, ``unit`` page or chunk.
+        Superseded pages are hidden unless ``include_superseded``; ``activation=False`` turns
+        off the boost for pages in use; ``where`` keeps pages by kind, category, concept."""
+        return search_fields([self], query, k=k, mode=mode, unit=unit,
+                             include_superseded=include_superseded, activation=activation,
+                             where=where)
 
     # ------------------------------------------------------------------ listing
 

@@ -27,13 +27,14 @@ TEMP_SUFFIX = ".tmp"
 STALE_TEMP_SECONDS = 3600
 
 
-def _temp_in(directory: Path, data: bytes) -> Path:
+def _temp_in(directory: Path, data: bytes, durable: bool = True) -> Path:
     fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
     except BaseException:
         with contextlib.suppress(OSError):
             Path(name).unlink()
@@ -50,9 +51,12 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace (or create) ``path`` with ``data`` in one rename."""
-    temp = _temp_in(path.parent, data)
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace (or create) ``path`` with ``data`` in one rename.
+
+    ``durable=False`` skips the fsyncs, for derived files (listing.md) that are rebuilt from
+    the pages anyway: still never torn, but a power cut may leave the previous version."""
+    temp = _temp_in(path.parent, data, durable)
     try:
         os.chmod(temp, 0o644)
         os.replace(temp, path)
@@ -60,7 +64,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             temp.unlink()
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def create_new(path: Path, data: bytes) -> bool:

@@ -35,7 +35,7 @@ def refresh_listing(
     if text == current:
         return
     try:
-        atomic_write(path, text.encode("utf-8"))
+        atomic_write(path, text.encode("utf-8"), durable=False)  # derived: rebuilt on sync
     except OSError as exc:
         report.warnings.append(f"{LISTING_FILE}: could not be written ({exc.strerror})")
 

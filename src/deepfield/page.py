@@ -33,6 +33,9 @@ _NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$")
 _DEBRIS_NAMES = frozenset({".ds_store", "desktop.ini", "thumbs.db"})
 _OPEN_FENCE = re.compile(r"^---[ \t]*\r?$")
 _CLOSE_FENCE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$")
+# libyaml's loader when PyYAML has it: same safe subset, ~10x faster on every page parse.
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_YAML_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _TOP_KEY = re.compile(r"""^(?:"[^"]*"|'[^']*'|[^\s#\-?:][^:]*?|-[^\s:][^:]*?)\s*:(?:[ \t]|\r?$)""")
 
 
@@ -113,8 +116,9 @@ def frontmatter_json(frontmatter: Mapping[str, Any] | None) -> str:
 
 def dump_entry(key: str, value: Any) -> str:
     """One top-level YAML entry; strings that look like dates come out quoted (spec rule)."""
-    text = yaml.safe_dump(
-        {key: value}, allow_unicode=True, sort_keys=False, default_flow_style=False, width=10**6
+    text = yaml.dump(
+        {key: value}, Dumper=_YAML_DUMPER, allow_unicode=True, sort_keys=False,
+        default_flow_style=False, width=10**6,
     )
     return text
 
@@ -152,7 +156,7 @@ def _segments(raw: str) -> dict[str, tuple[str, str]] | None:
         if not text.endswith("\n"):
             text += "\n"
         try:
-            parsed = yaml.safe_load(text)
+            parsed = yaml.load(text, Loader=_YAML_LOADER)
         except yaml.YAMLError:
             return None
         if not isinstance(parsed, dict) or len(parsed) != 1:
@@ -198,7 +202,7 @@ class Page:
         raw = "".join(lines[1:end])
         body = "".join(lines[end + 1 :])
         try:
-            loaded = yaml.safe_load(raw) if raw.strip() else {}
+            loaded = yaml.load(raw, Loader=_YAML_LOADER) if raw.strip() else {}
         except yaml.YAMLError as exc:
             reason = " ".join(str(exc).split())
             return cls(body=text, frontmatter_error=f"malformed YAML frontmatter: {reason}")

@@ -17,9 +17,12 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .domains.atomic import Filters
+from .domains.filtering import filtered_retrieve
 from .errors import DeepfieldError, EmbeddingError
 from .fusion import convex, max_normalized
 from .index.keyword import query_terms
+from .manage.activation import rerank
 
 if TYPE_CHECKING:
     from .embed.base import Vectors
@@ -158,8 +161,17 @@ def search_fields(
     mode: str = "hybrid",
     unit: str = "page",
     sync: bool = True,
+    include_superseded: bool = False,
+    activation: bool = True,
+    where: Filters | None = None,
 ) -> SearchResponse:
-    """Search ``fields`` together; see :meth:`deepfield.Field.search`."""
+    """Search ``fields`` together; see :meth:`deepfield.Field.search`.
+
+    Superseded pages (``superseded_by`` set) are left out unless ``include_superseded``;
+    pages in use get a small boost (deepfield.manage.activation) unless ``activation=False``.
+    ``where`` keeps only pages whose frontmatter matches (kind, category, concept), applied
+    before candidates are cut so k results come back whenever they exist.
+    """
     check_mode(mode, unit, k)
     started = time.perf_counter()
     warnings: list[str] = []
@@ -204,7 +216,10 @@ def search_fields(
             warnings.append(f"vector search unavailable, keyword results only: {exc.message}")
             mode = "bm25"
     for position, (_fld, index) in enumerate(indexes):
-        found, near = _retrieve(index, query, query_vector, candidates, mode)
+        if where:
+            found, near = filtered_retrieve(index, query, query_vector, candidates, mode, where)
+        else:
+            found, near = _retrieve(index, query, query_vector, candidates, mode)
         keyword += [((position, cid), s) for cid, s in found]
         dense += [((position, cid), s) for cid, s in near]
     keyword.sort(key=lambda pair: -pair[1])
@@ -215,6 +230,7 @@ def search_fields(
         fused = dense[:candidates]
     else:
         fused = convex(keyword, dense, KEYWORD_WEIGHT)
+    fused = rerank(indexes, fused, activation=activation, include_superseded=include_superseded)
     hits = _collect(indexes, fused, k, unit, query)
     took = (time.perf_counter() - started) * 1000
     return SearchResponse(query, mode, unit, k, hits, took, warnings, pending)

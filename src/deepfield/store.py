@@ -10,15 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import CONFIG_FILE, EmbeddingConfig, StoreConfig, load_config, render_config
+from .domains.atomic import Filters
 from .embed.base import NO_EMBEDDER, Embedder, create_embedder
 from .errors import FieldExistsError, StoreNotFoundError, UnknownFieldError
 from .field import Field
 from .fsutil import atomic_write
 from .page import INTRO_FILE, check_name
 from .search import SearchResponse, search_fields
+
+if TYPE_CHECKING:
+    from .llm.base import ChatModel
+    from .research.loop import ResearchResult
 
 
 class Store:
@@ -77,10 +82,31 @@ class Store:
         k: int = 10,
         mode: str = "hybrid",
         unit: str = "page",
+        include_superseded: bool = False,
+        activation: bool = True,
+        where: Filters | None = None,
     ) -> SearchResponse:
-        """Search several fields at once (all of them by default)."""
+        """Search several fields at once (all of them by default); ``where`` keeps pages by
+        kind, category and concept (:class:`deepfield.domains.Filters`)."""
         chosen = [self.field(n) for n in fields] if fields else self.fields()
-        return search_fields(chosen, query, k=k, mode=mode, unit=unit)
+        return search_fields(chosen, query, k=k, mode=mode, unit=unit,
+                             include_superseded=include_superseded, activation=activation,
+                             where=where)
+
+    def research(
+        self,
+        question: str,
+        *,
+        fields: Sequence[str] | None = None,
+        llm: ChatModel | None = None,
+        max_rounds: int = 3,
+        budget: int = 1000,
+    ) -> ResearchResult:
+        """Deep research over several fields (all by default); see deepfield.research."""
+        from .research import research
+
+        chosen = [self.field(n) for n in fields] if fields else self.fields()
+        return research(chosen, question, llm=llm, max_rounds=max_rounds, budget=budget)
 
     def close(self) -> None:
         for field in self._fields.values():
@@ -126,7 +152,11 @@ def open(
     root = Path(path)
     if not (root / CONFIG_FILE).exists():
         if create:
-            return init(root)
+            # A backend named here is written into the new store's config; an Embedder object
+            # or None only overrides this opening (the config keeps the default).
+            named = isinstance(embedder, str) and embedder != "config"
+            init(root, EmbeddingConfig(str(embedder)) if named else None).close()
+            return open(root, embedder=embedder)
         if not root.is_dir():
             raise StoreNotFoundError(f"no store at {root}")
         if not any(p.is_dir() for p in root.iterdir()):

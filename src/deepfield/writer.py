@@ -74,15 +74,19 @@ class WriteResult:
 class PageWriter:
     """Writes pages into one field folder and keeps its index and listing in step."""
 
-    def __init__(self, path: Path, name: str, index: FieldIndex) -> None:
+    def __init__(self, path: Path, name: str, index: FieldIndex, *, batch: bool = False) -> None:
         self.path = path
         self.name = name
         self.index = index
+        self.batch = batch
+        """Inside Field.batch(): the index was synced when the batch began, and listing.md is
+        rewritten once when it ends, so a write costs O(1) instead of O(pages)."""
 
     def write(self, page: Page, stem: str | None) -> WriteResult:
         """Store ``page`` (the caller holds the field lock)."""
         index = self.index
-        if page.uuid:  # uuid lookups must see pages written by hand since the last sync
+        if page.uuid and not self.batch:
+            # uuid lookups must see pages written by hand since the last sync
             index.sync(scan_field(self.path).files)
         existing_name: str | None = None
         if stem is not None:
@@ -123,7 +127,8 @@ class PageWriter:
         written = self._store(page, title, base, existing_name, old_parts, touched)
         touched |= {w.filename for w in written}
         report = index.sync_names(source_files(self.path, touched), touched)
-        refresh_listing(self.path, self.name, index, report)
+        if not self.batch:
+            refresh_listing(self.path, self.name, index, report)
         return WriteResult(self.name, written, report.warnings)
 
     def _store(

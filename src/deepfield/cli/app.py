@@ -17,6 +17,8 @@ from ..config import CONFIG_FILE, EmbeddingConfig, load_config
 from ..embed.base import Embedder
 from ..errors import UnknownFieldError
 from ..field import Field, open_field
+from ..llm import ChatModel, build_llm, load_llm_config
+from ..llm.config import Role
 from ..store import Store, build_embedder
 from ..store import open as open_store
 
@@ -41,6 +43,14 @@ class Settings:
     def embedder(self) -> Embedder | None:
         return build_embedder(self.embedding())
 
+    def llm(self, role: Role, *, offline: bool = False) -> ChatModel | None:
+        """The chat model for ``role`` from deepfield.toml's [llm] and $DEEPFIELD_LLM_*, or
+        None (offline) when none is configured or ``offline`` is asked for."""
+        if offline or os.environ.get("DEEPFIELD_LLM", "").lower() in ("none", "off", "0"):
+            return None
+        config = load_llm_config(self.store_path).with_env(os.environ)
+        return build_llm(config, role)
+
     def store(self) -> Store:
         if self._store is None:
             self._store = open_store(self.store_path, embedder=self.embedder())
@@ -52,7 +62,14 @@ class Settings:
             self._store = None
 
     def field(self, name: str) -> Field:
-        """A field of the store by name, or any memoryfield folder given as a path."""
+        """A field of the store by name, any memoryfield folder given as a path, or a remote
+        field (``*.zip[#sha256=HEX]``, ``http(s)://``, ``s3://``, ``git+URL[#ref]``), mirrored
+        by deepfield.portable into a local cache."""
+        if name.lower().endswith(".zip") or "://" in name or name.startswith("git+") or \
+                "#sha256=" in name:
+            from ..portable import open_remote
+
+            return open_remote(name, embedder=self.embedder())
         if ("/" in name or name.startswith(".")) and Path(name).is_dir():
             return open_field(name, self.embedder())
         store = self.store()
@@ -161,4 +178,14 @@ def store_exists(path: Path) -> bool:
     return (path / CONFIG_FILE).exists()
 
 
-from . import commands_misc, commands_pages, commands_search  # noqa: E402,F401  (registers)
+from . import (  # noqa: E402,F401  (registers)
+    commands_domain,
+    commands_io,
+    commands_manage,
+    commands_memory,
+    commands_misc,
+    commands_pages,
+    commands_portable,
+    commands_search,
+    commands_serve,
+)

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ..domains.atomic import KINDS, Filters
 from ..errors import DeepfieldError
 from ..field import Field
 from ..search import MODES, UNITS, SearchResponse, search_fields
@@ -117,13 +118,15 @@ def _print_response(response: SearchResponse) -> None:
         click.echo(f"    {hit.snippet}")
 
 
-def _batch(fields: list[Field], path: str, k: int, mode: str, unit: str) -> None:
+def _batch(fields: list[Field], path: str, k: int, mode: str, unit: str,
+           where: Filters | None = None) -> None:
     with click.open_file(path, "r", encoding="utf-8") as source:
         for number, raw in enumerate(source, start=1):
-            _batch_line(fields, number, raw, k, mode, unit)
+            _batch_line(fields, number, raw, k, mode, unit, where)
 
 
-def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str, unit: str) -> None:
+def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str, unit: str,
+                where: Filters | None = None) -> None:
     """Answer one line of a batch file with one JSON line (errors included, never raised)."""
     line = raw.strip()
     if not line:
@@ -143,7 +146,7 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str, u
     try:
         response = search_fields(
             fields, query, k=int(request.get("k", k)), mode=str(request.get("mode", mode)),
-            unit=unit,
+            unit=unit, where=where,
         )
     except (DeepfieldError, ValueError) as exc:
         print_json({"line": number, "id": request.get("id"), "error": str(exc)})
@@ -167,21 +170,32 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str, u
 @click.option("--batch", "batch", type=click.Path(allow_dash=True), default=None,
               help="Run many queries from a file (one per line, text or JSON objects with "
               "query/k/mode/unit/id); prints JSON lines.")
+@click.option("--include-superseded", is_flag=True,
+              help="Also return pages another page supersedes (hidden by default).")
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS),
+              help="Only atomic pages of this kind (repeat for several).")
+@click.option("--category", "categories", multiple=True, metavar="NAME",
+              help="Only pages filed under this category (repeat for several).")
+@click.option("--concept", "concepts", multiple=True, metavar="NAME",
+              help="Only pages tagged with this concept (repeat for several).")
 @json_option
 @click.pass_context
 def search_cmd(ctx: click.Context, query: str | None, fields: tuple[str, ...], k: int, mode: str,
-               unit: str, batch: str | None, as_json: bool) -> None:
+               unit: str, batch: str | None, include_superseded: bool, kinds: tuple[str, ...],
+               categories: tuple[str, ...], concepts: tuple[str, ...], as_json: bool) -> None:
     """Search pages; results are stubs: filename, title, summary, score and best snippet."""
     env = settings(ctx)
     chosen = _chosen_fields(env, fields)
     if batch is not None:
         if batch != "-" and not Path(batch).is_file():
             raise click.BadParameter(f"no such file: {batch}", param_hint="--batch")
-        _batch(chosen, batch, k, mode, unit)
+        _batch(chosen, batch, k, mode, unit, Filters.of(kinds, categories, concepts))
         return
     if not query or not query.strip():
         raise click.UsageError("give a QUERY (or --batch FILE)")
-    response = search_fields(chosen, query, k=k, mode=mode, unit=unit)
+    response = search_fields(chosen, query, k=k, mode=mode, unit=unit,
+                             include_superseded=include_superseded,
+                             where=Filters.of(kinds, categories, concepts))
     if as_json:
         print_json(response.to_json(with_text=unit == "chunk"))
     else:

@@ -83,12 +83,23 @@ class Embedder(ABC):
         return np.vstack(rows)
 
     def embed_query(self, text: str) -> Vectors:
-        """One query vector, shape (dim,)."""
-        vector: Vectors = self.embed([text], kind="query")[0]
+        """One query vector, shape (dim,). The last few are remembered: a research round asks
+        the same question through several searches, and encoding is the slow part."""
+        cache: dict[str, Vectors] = self.__dict__.setdefault("_query_cache", {})
+        vector = cache.get(text)
+        if vector is None:
+            vector = self.embed([text], kind="query")[0]
+            vector.setflags(write=False)
+            if len(cache) >= QUERY_CACHE_SIZE:
+                cache.pop(next(iter(cache)))
+            cache[text] = vector
         return vector
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "model_code": self.model_code, "dim": self.dim}
+
+
+QUERY_CACHE_SIZE = 16
 
 
 def normalize(vectors: Vectors) -> Vectors:

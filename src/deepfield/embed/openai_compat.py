@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import email.utils
 import math
 import os
-import random
 import time
 import weakref
 from collections.abc import Callable, Mapping
@@ -35,6 +33,7 @@ import httpx
 import numpy as np
 
 from ..errors import ConfigError, EmbeddingServiceError
+from ..httpjson import RetryPolicy, attempt_post, post_with_retries, snippet
 from .base import UNSAFE_CODE_CHARS, Embedder, Kind, Vectors, check_model_code
 
 DEFAULT_URL = "https://api.openai.com/v1"
@@ -68,17 +67,8 @@ class EmbedStats:
     prompt_tokens: int = 0
     total_tokens: int = 0
     seconds: float = 0.0
-    """Wall time of the successful requests, summed."""
+    """Wall time of the requests (retries and their waits included), summed."""
     last_seconds: float = 0.0
-
-
-class _RetryableError(Exception):
-    """A failure worth another attempt: ``reason`` describes it, ``wait`` is the server's ask."""
-
-    def __init__(self, reason: str, wait: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.wait = wait
 
 
 class OpenAIEmbedder(Embedder):
@@ -141,6 +131,7 @@ class OpenAIEmbedder(Embedder):
         self._api_key = api_key if api_key is not None else os.environ.get(self.api_key_env)
         self.dim = self.dimensions
         self.stats = EmbedStats()
+        self._policy = RetryPolicy(self.timeout, self.max_retries, self.backoff, self.max_backoff)
         self._transport = transport
         self._sleep = sleep
         self._client: httpx.Client | None = None
@@ -173,6 +164,7 @@ class OpenAIEmbedder(Embedder):
             self._client = None
 
     def _fail(self, what: str, hint: str | None = None) -> EmbeddingServiceError:
+        # Also the `fail` factory of httpjson: its errors name this endpoint and model.
         return EmbeddingServiceError(
             f"embeddings endpoint {self.endpoint} (model {self.model!r}): {what}",
             hint
@@ -180,95 +172,36 @@ class OpenAIEmbedder(Embedder):
             + _FALLBACK_HINT,
         )
 
-    def _attempt(self, payload: dict[str, Any]) -> Any:
-        """One POST: the decoded JSON reply, or _RetryableError / EmbeddingServiceError."""
-        try:
-            response = self._http().post(self.endpoint, json=payload)
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
-            raise _RetryableError(f"cannot connect ({str(exc) or type(exc).__name__})") from None
-        except httpx.TimeoutException:
-            raise self._fail(
-                f"no reply within {self.timeout:g} s",
-                "raise the `timeout` embedding option if the server is slow (a model may be "
-                "loading), " + _FALLBACK_HINT,
-            ) from None
-        except httpx.HTTPError as exc:
-            raise self._fail(f"request failed: {str(exc) or type(exc).__name__}") from None
-        status = response.status_code
-        if status == 429 or status >= 500:
-            raise _RetryableError(
-                f"HTTP {status}{_server_says(response)}", _retry_after(response.headers)
-            )
-        if status in (401, 403):
-            sent = (
-                "the API key was refused" if self._api_key
-                else f"no API key was sent (${self.api_key_env} is not set)"
-            )
-            raise self._fail(
-                f"HTTP {status}: {sent}{_server_says(response)}",
-                f"put a valid key in ${self.api_key_env} (or name another variable with the "
-                "`api_key_env` option), " + _FALLBACK_HINT,
-            )
-        if status == 404:
-            raise self._fail(
-                f"HTTP 404{_server_says(response)}",
-                "check that the URL ends in /v1 (e.g. http://localhost:11434/v1) and that the "
-                "server has the model (Ollama: `ollama pull MODEL`), " + _FALLBACK_HINT,
-            )
-        if 300 <= status < 400:
-            target = response.headers.get("location", "elsewhere")
-            raise self._fail(
-                f"HTTP {status}: redirected to {target}",
-                "set the url to the address the server redirects to (e.g. https://…/v1), "
-                + _FALLBACK_HINT,
-            )
-        if status >= 400:
-            raise self._fail(f"HTTP {status}{_server_says(response)}")
-        try:
-            return response.json()
-        except ValueError:
-            raise self._fail(
-                f"the reply is not JSON: {_snippet(response.text)!r}",
-                "is the URL an OpenAI-compatible API? " + _FALLBACK_HINT,
-            ) from None
-
     def _post(self, payload: dict[str, Any]) -> Any:
         """POST with retries on transient failures; returns the decoded JSON reply."""
-        attempt = 0
-        while True:
-            started = time.perf_counter()
-            try:
-                reply = self._attempt(payload)
-            except _RetryableError as exc:
-                if attempt >= self.max_retries:
-                    tries = f"{attempt + 1} attempt" + ("s" if attempt else "")
-                    raise self._fail(
-                        f"{exc.reason}, giving up after {tries}",
-                        "check that the server is running and reachable at this URL "
-                        "(Ollama: `ollama serve`), " + _FALLBACK_HINT,
-                    ) from None
-                wait = self._backoff(attempt) if exc.wait is None else exc.wait
-                if wait > self.max_backoff:
-                    raise self._fail(
-                        f"{exc.reason}; the server asks to wait {wait:g} s, longer than "
-                        f"max_backoff ({self.max_backoff:g} s)",
-                        "try again later or raise the `max_backoff` option, " + _FALLBACK_HINT,
-                    ) from None
-                attempt += 1
-                self.stats.retries += 1
-                self._sleep(wait)
-                continue
-            elapsed = time.perf_counter() - started
-            self.stats.requests += 1
-            self.stats.seconds += elapsed
-            self.stats.last_seconds = elapsed
-            return reply
+        key_note = (
+            "the API key was refused" if self._api_key
+            else f"no API key was sent (${self.api_key_env} is not set)"
+        )
+        auth_hint = (
+            f"put a valid key in ${self.api_key_env} (or name another variable with the "
+            "`api_key_env` option), " + _FALLBACK_HINT
+        )
 
-    def _backoff(self, attempt: int) -> float:
-        # Exponential with "equal jitter": at least half the step, so retries stay spaced out,
-        # and spread over the other half, so many clients do not retry in lockstep.
-        step = min(self.max_backoff, self.backoff * (2.0**attempt))
-        return step / 2 + random.uniform(0.0, step / 2)
+        def attempt() -> Any:
+            return attempt_post(
+                self._http(), self.endpoint, payload, fail=self._fail, timeout=self.timeout,
+                auth_hint=auth_hint, fallback_hint=_FALLBACK_HINT, key_note=key_note,
+            )
+
+        def count_retry() -> None:
+            self.stats.retries += 1
+
+        started = time.perf_counter()
+        reply = post_with_retries(
+            attempt, self._policy, fail=self._fail, fallback_hint=_FALLBACK_HINT,
+            sleep=self._sleep, on_retry=count_retry,
+        )
+        elapsed = time.perf_counter() - started
+        self.stats.requests += 1
+        self.stats.seconds += elapsed
+        self.stats.last_seconds = elapsed
+        return reply
 
     # -- embedding ----------------------------------------------------------------------------
 
@@ -306,11 +239,11 @@ class OpenAIEmbedder(Embedder):
 
     def _parse(self, reply: Any, expected: int) -> Vectors:
         if isinstance(reply, dict) and "error" in reply and "data" not in reply:
-            raise self._fail(f"the server reported an error: {_snippet(str(reply['error']))}")
+            raise self._fail(f"the server reported an error: {snippet(str(reply['error']))}")
         data = reply.get("data") if isinstance(reply, dict) else None
         if not isinstance(data, list):
             raise self._fail(
-                f"the reply has no `data` list: {_snippet(str(reply))!r}",
+                f"the reply has no `data` list: {snippet(str(reply))!r}",
                 "is the URL an OpenAI-compatible API? " + _FALLBACK_HINT,
             )
         if len(data) != expected:
@@ -413,40 +346,6 @@ def _optional_int(name: str, value: Any, *, minimum: int) -> int | None:
     if number < minimum or isinstance(value, bool):
         raise ConfigError(f"embedding option {name} must be at least {minimum}, not {value!r}")
     return number
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds the server asks us to wait: ``Retry-After`` as seconds or an HTTP date."""
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        seconds = when.timestamp() - time.time()
-    return max(0.0, seconds) if math.isfinite(seconds) else None
-
-
-def _server_says(response: httpx.Response) -> str:
-    """The server's own error text, briefly: OpenAI nests it, Ollama does not."""
-    try:
-        body = response.json()
-    except ValueError:
-        text = response.text.strip()
-        return f": {_snippet(text)}" if text else ""
-    error = body.get("error", body) if isinstance(body, dict) else body
-    if isinstance(error, dict):
-        error = error.get("message", error)
-    return f": {_snippet(str(error))}"
-
-
-def _snippet(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _count(value: Any) -> int:

@@ -152,19 +152,21 @@ def import_locomo(
             exist_ok=True,
         )
         report.fields.append(name)
-        for session in iter_sessions(sample):
-            if not session.turns:
-                report.sessions_skipped += 1
-                report.warnings.append(f"{conv} session {session.number}: no turns, skipped")
-                continue
-            result = field_.write(session_page(session), name=f"session-{session.number:02d}")
-            for written in result.pages:
-                if written.action == "unchanged":
-                    report.pages_unchanged += 1
-                else:
-                    report.pages_written += 1
-            if progress:
-                progress(1)
+        with field_.batch():
+            for session in iter_sessions(sample):
+                if not session.turns:
+                    report.sessions_skipped += 1
+                    report.warnings.append(f"{conv} session {session.number}: no turns, skipped")
+                    continue
+                result = field_.write(session_page(session),
+                                      name=f"session-{session.number:02d}")
+                for written in result.pages:
+                    if written.action == "unchanged":
+                        report.pages_unchanged += 1
+                    else:
+                        report.pages_written += 1
+                if progress:
+                    progress(1)
     if only and not report.fields:
         raise ImportFormatError(f"none of {', '.join(only)} is in {path}")
     return report

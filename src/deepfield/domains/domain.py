@@ -1,0 +1,218 @@
+"""Research domains on top of fields: create one, file atomic pages, read its taxonomy.
+
+A domain is a field whose well-known pages (templates.py) are found by their ``role`` key, or
+failing that by their usual filename, so a folder written by hand or by another tool works as
+long as it uses one or the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import FieldExistsError, PageNotFoundError, TaxonomyError
+from ..page import check_name
+from .atomic import KINDS, atomic_frontmatter, atomic_meta
+from .taxonomy import (
+    LintIssue,
+    PageCounts,
+    Taxonomy,
+    count_pages,
+    lint_pages,
+    parse_taxonomy,
+)
+from .templates import (
+    ALWAYS_LOAD_KEY,
+    BY_ROLE,
+    KIND_BODIES,
+    LAYER_KEY,
+    ROLE_KEY,
+    ROLES,
+    WELL_KNOWN,
+    intro_text,
+)
+
+if TYPE_CHECKING:
+    from ..field import Field, WriteResult
+    from ..index import DocRow
+    from ..store import Store
+
+__all__ = [
+    "DomainCreated", "TaxonomyReport", "add_atomic", "create_domain", "domain_summary",
+    "load_taxonomy", "role_pages", "taxonomy_report",
+]
+
+
+@dataclass
+class DomainCreated:
+    field: str
+    path: str
+    created: list[str]
+    kept: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"field": self.field, "path": self.path, "created": self.created,
+                "kept": self.kept}
+
+
+def role_pages(field: Field, docs: Sequence[DocRow] | None = None) -> dict[str, str]:
+    """role → filename of the domain's well-known pages that exist.
+
+    A page's ``role`` key wins; a page at the usual filename counts unless it names another
+    role."""
+    rows = list(field.pages() if docs is None else docs)
+    found: dict[str, str] = {}
+    for doc in rows:
+        role = (doc.frontmatter or {}).get(ROLE_KEY)
+        if isinstance(role, str) and role in BY_ROLE and role not in found:
+            found[role] = doc.filename
+    names = {doc.filename: doc for doc in rows}
+    for spec in WELL_KNOWN:
+        row = names.get(spec.filename)
+        if spec.role in found or row is None:
+            continue
+        if (row.frontmatter or {}).get(ROLE_KEY) in (None, spec.role):
+            found[spec.role] = spec.filename
+    return found
+
+
+def create_domain(
+    store: Store, name: str, *, description: str | None = None, exist_ok: bool = False
+) -> DomainCreated:
+    """Create field ``name`` with the domain's index.md and well-known pages.
+
+    With ``exist_ok`` an existing field is adopted: missing pages are added, pages already
+    there (by role or filename) are kept as they are.
+    """
+    check_name(name, "domain")
+    try:
+        field = store.create_field(name, intro=intro_text(name, description), exist_ok=exist_ok)
+    except FieldExistsError as exc:
+        raise FieldExistsError(
+            exc.message, "choose another name, or add the domain's pages to it with --adopt"
+        ) from None
+    present = role_pages(field)
+    created: list[str] = []
+    kept: list[str] = []
+    for spec in WELL_KNOWN:
+        if spec.role in present or (field.path / spec.filename).exists():
+            kept.append(present.get(spec.role, spec.filename))
+            continue
+        keys: dict[str, Any] = {LAYER_KEY: spec.layer, ROLE_KEY: spec.role}
+        if spec.always_load:
+            keys[ALWAYS_LOAD_KEY] = True
+        result = field.add(
+            spec.title, spec.render_body(name, description), summary=spec.summary,
+            name=spec.filename[:-3], frontmatter=keys,
+        )
+        created += result.filenames
+    return DomainCreated(field.name, str(field.path), created, kept)
+
+
+def load_taxonomy(field: Field, docs: Sequence[DocRow] | None = None) -> Taxonomy | None:
+    """The domain's parsed taxonomy, or None when it has no taxonomy page (TaxonomyError when
+    the page cannot be read as a tree)."""
+    filename = role_pages(field, docs).get("taxonomy")
+    if filename is None:
+        return None
+    text = (field.path / filename).read_text("utf-8", "replace")
+    return parse_taxonomy(text, filename)
+
+
+@dataclass
+class TaxonomyReport:
+    field: str
+    taxonomy: Taxonomy
+    counts: PageCounts
+    issues: list[LintIssue] = dc_field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "taxonomy": self.taxonomy.filename,
+            "tree": [root.to_json(self.counts) for root in self.taxonomy.roots],
+            "atomic_pages": self.counts.atomic,
+            "unplaced": self.counts.unplaced,
+            "issues": [issue.to_json() for issue in self.issues],
+        }
+
+
+def taxonomy_report(field: Field) -> TaxonomyReport:
+    """The tree with page counts and the lint of the field's atomic pages."""
+    docs = field.pages()
+    taxonomy = load_taxonomy(field, docs)
+    if taxonomy is None:
+        raise PageNotFoundError(
+            f"field {field.name!r} has no taxonomy page (taxonomy.md or a page with "
+            "`role: taxonomy`)",
+            f"add the domain's pages with `deepfield domain new {field.name} --adopt`",
+        )
+    pages = [d for d in docs if d.filename != taxonomy.filename]
+    return TaxonomyReport(
+        field.name, taxonomy, count_pages(taxonomy, pages), lint_pages(taxonomy, pages)
+    )
+
+
+def add_atomic(
+    field: Field,
+    title: str,
+    kind: str,
+    *,
+    category: str | Sequence[str] | None = None,
+    concepts: Sequence[str] = (),
+    source: str | None = None,
+    date: str | None = None,
+    text: str | None = None,
+    summary: str | None = None,
+    name: str | None = None,
+) -> WriteResult:
+    """File an atomic knowledge page with checked frontmatter (InvalidMetadataError).
+
+    Without ``text`` the page gets the section skeleton of its kind. Categories and concepts
+    the taxonomy does not know are written anyway and reported in ``warnings``.
+    """
+    keys = atomic_frontmatter(kind, category=category, concepts=concepts, source=source,
+                              date=date)
+    body = text if text and text.strip() else f"# {title}\n\n{KIND_BODIES[keys['kind']]}"
+    result = field.add(title, body, summary=summary, name=name, frontmatter=keys)
+    try:
+        taxonomy = load_taxonomy(field)
+    except TaxonomyError as exc:
+        result.warnings.append(f"categories not checked: {exc.message}")
+        return result
+    if taxonomy is not None:
+        # Only this page's problems: the taxonomy's own warnings belong to `taxonomy --lint`.
+        quiet = Taxonomy(taxonomy.filename, taxonomy.roots)
+        page = _PageRef(result.filenames[0], keys)
+        result.warnings += [str(issue) for issue in lint_pages(quiet, [page])]
+    return result
+
+
+@dataclass(frozen=True)
+class _PageRef:
+    filename: str
+    frontmatter: dict[str, Any] | None
+
+
+def domain_summary(field: Field) -> dict[str, Any]:
+    """What ``domain ls`` shows: the spec pages present and missing, atomic pages by kind."""
+    docs = field.pages()
+    present = role_pages(field, docs)
+    kinds = dict.fromkeys(KINDS, 0)
+    other = 0
+    for doc in docs:
+        kind = atomic_meta(doc.frontmatter).kind
+        if kind in kinds:
+            kinds[kind] += 1
+        elif kind is not None:
+            other += 1
+    return {
+        "field": field.name,
+        "pages": present,
+        "missing": [role for role in ROLES if role not in present],
+        "atomic": kinds,
+        "atomic_other_kind": other,
+        "is_domain": bool(present),
+    }

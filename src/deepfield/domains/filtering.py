@@ -1,0 +1,89 @@
+"""Search restricted to pages whose frontmatter passes :class:`~.atomic.Filters`.
+
+The filter is applied before retrieval cuts its candidate lists, so a filtered search returns k
+results whenever k matching pages exist, however far down the unfiltered ranking they would be:
+the allowed pages are read from the index's stored frontmatter (one pass over ``df_docs``, plus
+the field's taxonomy so that a category also finds pages filed below it), BM25
+ranks every matching chunk and keeps the allowed ones, and the dense side scores exactly the
+allowed chunks. Unfiltered searches never come here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..errors import TaxonomyError
+from .atomic import Filters
+from .taxonomy import TAXONOMY_FILE, parse_taxonomy
+from .templates import ROLE_KEY
+
+if TYPE_CHECKING:
+    from ..embed.base import Vectors
+    from ..index import FieldIndex
+
+__all__ = ["allowed_chunks", "filtered_retrieve"]
+
+ALL_MATCHES = 1 << 62
+"""LIMIT for the BM25 query: FTS5 scores every match for ORDER BY anyway."""
+
+
+def allowed_chunks(index: FieldIndex, where: Filters) -> set[int]:
+    """Ids of the chunks of pages whose frontmatter matches ``where``."""
+    rows = [
+        (doc_id, filename, json.loads(raw)) for doc_id, filename, raw in index.conn.execute(
+            "SELECT id, filename, frontmatter FROM df_docs WHERE frontmatter != 'null'"
+        )
+    ]
+    below = _below(index, where, rows) if where.category or where.concept else None
+    docs = [doc_id for doc_id, _, frontmatter in rows if where.matches(frontmatter, below)]
+    if not docs:
+        return set()
+    chunks = index.conn.execute(
+        "SELECT id FROM df_chunks WHERE doc_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(docs),),
+    )
+    return {int(cid) for (cid,) in chunks}
+
+
+def _below(
+    index: FieldIndex, where: Filters, rows: list[tuple[int, str, Any]]
+) -> tuple[set[str], set[str]] | None:
+    """Names under the wanted categories and concepts in the field's taxonomy (None when it
+    has none, or one that cannot be read: filters then match page values only)."""
+    names = [f for _, f, fm in rows if isinstance(fm, dict) and fm.get(ROLE_KEY) == "taxonomy"]
+    path = index.field_dir / (names[0] if names else TAXONOMY_FILE)
+    try:
+        taxonomy = parse_taxonomy(path.read_text("utf-8", "replace"), path.name)
+    except (OSError, TaxonomyError):
+        return None
+    return (taxonomy.keys_below(where.category, categories=True),
+            taxonomy.keys_below(where.concept, categories=False))
+
+
+def filtered_retrieve(
+    index: FieldIndex,
+    query: str,
+    query_vector: Vectors | None,
+    candidates: int,
+    mode: str,
+    where: Filters,
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """Like ``search._retrieve`` (BM25 and dense candidates of one field), within ``where``."""
+    allowed = allowed_chunks(index, where)
+    if not allowed:
+        return [], []
+    found: list[tuple[int, float]] = []
+    if mode != "vector" or query_vector is None:
+        ranked = index.keyword(query, ALL_MATCHES)
+        found = [(cid, score) for cid, score in ranked if cid in allowed][:candidates]
+    if query_vector is None or mode == "bm25":
+        return found, []
+    scored = index.vectors().search(query_vector, 0, sorted(allowed))
+    scored.sort(key=lambda pair: -pair[1])
+    near = scored[:candidates]
+    if mode == "hybrid":  # fusion wants the cosine of every BM25 candidate too
+        listed = {cid for cid, _ in near}
+        by_id = dict(scored)
+        near += [(cid, by_id[cid]) for cid, _ in found if cid not in listed and cid in by_id]
+    return found, near

@@ -1,0 +1,81 @@
+"""Files an import writes besides pages: attachments, and copies of pages it replaces.
+
+Attachments (images, PDFs... of an Obsidian vault) go to the field root under flat, safe names;
+memoryfields allow non-page files there and never index them. A re-import replaces an
+attachment only if nobody changed it in the field since. Before an import replaces a page that
+was edited in the field (``--overwrite``), the edited version is copied into ``archive/``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..field import Field
+from ..fsutil import atomic_write, create_new
+from ..scan import OWN_SUBDIRS
+from ..writer import ARCHIVE_DIR
+from .links import LinkMap
+from .manifest import AttachmentRecord, Manifest, sha256_hex
+from .sources import attachment_name
+
+if TYPE_CHECKING:
+    from .markdown_dirs import DirImportReport
+
+
+def keep_copy(fld: Field, names: list[str]) -> list[str]:
+    """Copy pages into ``archive/`` under fresh names before they are replaced."""
+    folder = fld.path / ARCHIVE_DIR
+    folder.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    kept = []
+    for name in names:
+        path = fld.path / name
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        counter = 1
+        target = folder / f"{name[:-3]}--edited-{stamp}.md"
+        while not create_new(target, data):
+            counter += 1
+            target = folder / f"{name[:-3]}--edited-{stamp}-{counter}.md"
+        kept.append(f"{ARCHIVE_DIR}/{target.name}")
+    return kept
+
+
+def copy_attachments(
+    fld: Field | None, root: Path, kind: str, rels: list[str], manifest: Manifest,
+    links: LinkMap, report: DirImportReport, present: set[str],
+) -> None:
+    """Copy non-page files into the field root (never indexed), with flat, safe names."""
+    mine = {(rec.root, rec.source_path): name for name, rec in manifest.attachments.items()}
+    folder = None if fld is None or report.dry_run else fld.path  # None: write nothing
+    for rel in rels:
+        data = (root / rel).read_bytes()
+        digest = sha256_hex(data)
+        name = mine.get((str(root), rel))
+        if name is not None and name in present:
+            assert fld is not None
+            record = manifest.attachments[name]
+            current = sha256_hex((fld.path / name).read_bytes())
+            if current != record.sha256 and current != digest:
+                report.skip(rel, f"{name} was changed in the field since the last import")
+                links.add(rel, name)
+                continue
+            if current != digest:
+                if folder is not None:
+                    atomic_write(folder / name, data)
+                report.attachments += 1
+        else:
+            base = attachment_name(rel)
+            stem, dot, ext = base.rpartition(".") if "." in base else (base, "", "")
+            name, n = base, 1
+            while (name.endswith(".md") or name in OWN_SUBDIRS or name in present
+                   or (folder is not None and not create_new(folder / name, data))):
+                n += 1
+                name = f"{stem}-{n}{dot}{ext}"
+            present.add(name)
+            report.attachments += 1
+        manifest.attachments[name] = AttachmentRecord(kind, str(root), rel, digest)
+        links.add(rel, name)

@@ -1,0 +1,202 @@
+"""Export a field to a plain folder: its pages and files, optionally as they were imported.
+
+By default every page (and ``index.md``) is copied byte for byte into the target, with the
+field's non-page files (images, attachments); the derived ``listing.md``, the index files and
+the ``archive/`` and ``.deepfield/`` folders stay behind. ``original_paths`` puts imported
+pages back at their ``source_path`` (folders recreated), and ``plain`` removes the
+frontmatter keys deepfield added (exactly those, as recorded by the import; ``split_from``,
+``part`` and ``parts`` too) and unwraps memory-tool files, so an unedited, unsplit import
+exports back to the very bytes it came from. The target must be empty or new unless ``force``;
+even then only files of the same name are replaced, one atomic rename each.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ..errors import ExportTargetError
+from ..field import Field
+from ..fsutil import TEMP_PREFIX, atomic_write
+from ..page import INTRO_FILE, LISTING_FILE, Page, is_debris
+from ..scan import scan_field
+from .links import relink
+from .manifest import Manifest, PageRecord
+from .markdown_dirs import IMPORT_KEYS
+from .memory_tool import unwrap
+
+SPLIT_KEYS = ("split_from", "part", "parts")
+_INDEX_SUFFIXES = (".sqlite3", ".sqlite3-wal", ".sqlite3-shm", ".sqlite3-journal")
+
+
+@dataclass
+class ExportReport:
+    field: str
+    target: str
+    pages: int = 0
+    attachments: int = 0
+    replaced: int = 0
+    files: list[str] = dc_field(default_factory=list)
+    skipped: list[dict[str, str]] = dc_field(default_factory=list)
+    warnings: list[str] = dc_field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "field": self.field, "target": self.target, "pages": self.pages,
+            "attachments": self.attachments, "replaced": self.replaced, "files": self.files,
+            "skipped": self.skipped, "warnings": self.warnings,
+        }
+
+
+def safe_relative(path: str) -> str | None:
+    """``path`` if it is a plain relative path that stays inside the target, else None."""
+    if not path or "\\" in path or "\0" in path:
+        return None
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or any(p in ("..", "") for p in pure.parts) or pure.parts[0] == ".":
+        return None
+    return pure.as_posix()
+
+
+def _check_target(fld: Field, target: Path, force: bool) -> None:
+    if target.exists() and not target.is_dir():
+        raise ExportTargetError(f"{target} is a file", "give a folder to export into")
+    resolved, field_dir = target.resolve(), fld.path.resolve()
+    if resolved == field_dir or field_dir in resolved.parents:
+        raise ExportTargetError(f"{target} is inside the field {fld.name}",
+                                "export to a folder outside the field")
+    if target.is_dir() and any(target.iterdir()) and not force:
+        raise ExportTargetError(
+            f"{target} is not empty",
+            "export into a new or empty folder, or pass --force to write into it: "
+            "files of the same name are replaced, nothing else is touched",
+        )
+
+
+def _attachments(folder: Path) -> list[str]:
+    names = []
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        name = entry.name
+        if (name.endswith(".md") or name.startswith((".", TEMP_PREFIX)) or is_debris(name)
+                or name.endswith(_INDEX_SUFFIXES) or not entry.is_file(follow_symlinks=False)):
+            continue
+        names.append(name)
+    return names
+
+
+def _plain(text: str, record: PageRecord | None) -> str:
+    page = Page.parse(text)
+    if page.frontmatter is None or page.frontmatter_error:
+        return text
+    keys = set(SPLIT_KEYS) | set(IMPORT_KEYS) | set(record.added_keys if record else ())
+    for key in keys:
+        page.remove(key)
+    if record is not None and not record.had_frontmatter and not page.frontmatter:
+        page.frontmatter = None
+    if record is not None and record.wrapped is not None:
+        inner = unwrap(page.body)
+        if inner is not None:
+            return inner if page.frontmatter is None else page.render_frontmatter() + inner
+    return page.render()
+
+
+def _original_path(text: str, record: PageRecord | None) -> str | None:
+    page = Page.parse(text)
+    source = record.source_path if record else page.get_str("source_path")
+    rel = safe_relative(source) if source else None
+    if rel is None:
+        return None
+    part = page.get("part")
+    if isinstance(part, int) and part > 1:  # later parts of a split page sit beside part 1
+        pure = PurePosixPath(rel)
+        rel = str(pure.with_name(f"{pure.stem}-part-{part}{pure.suffix}"))
+    return rel
+
+
+def _free(rel: str, taken: set[str], report: ExportReport, name: str) -> str:
+    """``rel``, or ``stem-2.ext``... when another file of the export already has it."""
+    pure, n, free = PurePosixPath(rel), 1, rel
+    while free in taken:
+        n += 1
+        free = str(pure.with_name(f"{pure.stem}-{n}{pure.suffix}"))
+    if free != rel:
+        report.warnings.append(f"{name}: {rel} was taken, exported as {free}")
+    taken.add(free)
+    return free
+
+
+def _relink(text: str, here: str, places: dict[str, str]) -> str:
+    page = Page.parse(text)
+    if page.frontmatter_error or page.frontmatter is None:
+        return relink(text, here, places)
+    return page.render_frontmatter() + relink(page.body, here, places)
+
+
+def _put(path: Path, data: bytes, report: ExportReport) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise ExportTargetError(f"{path} is a folder", "export into an empty folder")
+    if path.exists():
+        report.replaced += 1
+    atomic_write(path, data)
+
+
+def export_field(
+    fld: Field,
+    target: str | Path,
+    *,
+    original_paths: bool = False,
+    plain: bool = False,
+    force: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> ExportReport:
+    """Write the field's pages and files into the folder ``target`` (see the module doc)."""
+    dest = Path(target)
+    _check_target(fld, dest, force)
+    dest.mkdir(parents=True, exist_ok=True)
+    report = ExportReport(fld.name, str(dest))
+    manifest = Manifest.load(fld.path)
+    records = manifest.by_filename()
+    names = [f.name for f in scan_field(fld.path).files]
+    if (fld.path / INTRO_FILE).is_file():
+        names.insert(0, INTRO_FILE)
+    if (fld.path / LISTING_FILE).is_file():
+        report.skipped.append({"path": LISTING_FILE, "reason": "derived catalogue"})
+    texts = {name: (fld.path / name).read_bytes() for name in names}
+    files = _attachments(fld.path)
+    # Where everything goes, first, so links between pages can follow them.
+    places: dict[str, str] = {}
+    taken: set[str] = set()
+    for name in names:
+        rel = name
+        if original_paths:
+            record = records.get(name, (None, None))[1]
+            rel = _original_path(texts[name].decode("utf-8", "replace"), record) or name
+        places[name] = _free(rel, taken, report, name)
+    for name in files:
+        rel = name
+        if original_paths and name in manifest.attachments:
+            rel = safe_relative(manifest.attachments[name].source_path) or name
+        places[name] = _free(rel, taken, report, name)
+    for name in names:
+        data = texts[name]
+        if original_paths or plain:
+            text = data.decode("utf-8", "replace")
+            if plain:
+                text = _plain(text, records.get(name, (None, None))[1])
+            if original_paths:
+                text = _relink(text, places[name], places)
+            data = text.encode("utf-8")
+        _put(dest / places[name], data, report)
+        report.pages += 1
+        if progress:
+            progress(1)
+    for name in files:
+        _put(dest / places[name], (fld.path / name).read_bytes(), report)
+        report.attachments += 1
+    report.files = [places[n] for n in [*names, *files]]
+    return report

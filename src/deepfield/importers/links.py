@@ -1,0 +1,210 @@
+"""Rewrite links between imported notes so they point at the flattened page filenames.
+
+Obsidian's ``[[Note]]``, ``[[Note#Heading]]``, ``[[Note|text]]`` and ``![[file.png]]`` become
+ordinary Markdown links (``[text](note.md#heading)``): a memoryfield is plain Markdown read by
+agents, editors and web viewers, none of which resolve wikilinks, while a relative Markdown
+link works everywhere and keeps working in the flat folder. Relative Markdown links to other
+imported files (``[x](sub/Other%20Note.md)``) are re-pointed the same way. Links whose target
+is not part of the import are left exactly as written, so nothing is lost. Code spans and
+fenced code blocks are never touched.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from urllib.parse import quote, unquote
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"(`+)(?:.+?)\1", re.S)
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+# The third form is not CommonMark but common in notes: a path with spaces, ending in .md.
+_MD_LINK = re.compile(
+    r"(!?\[[^\]\n]*\]\()(<[^>\n]+>|[^)\s]+|[^)\n]+?\.(?:md|markdown)(?:#[^)\n]*)?)"
+    r"(\s+\"[^\"\n]*\")?\)"
+)
+
+
+@dataclass
+class LinkMap:
+    """Where each imported source file ended up: relative source path -> field filename."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    """posix relative source path (with extension) -> filename in the field"""
+    by_name: dict[str, list[str]] = field(default_factory=dict)
+    """lower-cased name (with and without ``.md``) -> source paths having it, shortest first"""
+    lowered: dict[str, str] = field(default_factory=dict)
+    titles: dict[str, str] = field(default_factory=dict)
+    """lower-cased title, alias or permalink -> field filename (tried after names)"""
+
+    def add(self, rel: str, filename: str) -> None:
+        self.files[rel] = filename
+        self.lowered[rel.lower()] = filename
+        name = PurePosixPath(rel).name.lower()
+        keys = {name, name[:-3]} if name.endswith(".md") else {name}
+        for key in keys:
+            self.by_name.setdefault(key, []).append(rel)
+            self.by_name[key].sort(key=lambda r: (r.count("/"), r))
+
+    def add_names(self, names: list[str], filename: str) -> None:
+        for name in names:
+            self.titles.setdefault(name.strip().lower(), filename)
+
+    def resolve_wikilink(self, target: str, here: str) -> str | None:
+        """The field filename for an Obsidian link target (note name or vault path)."""
+        target = target.strip().lstrip("/")
+        for candidate in (target, f"{target}.md"):
+            if candidate.lower() in self.lowered:
+                return self.lowered[candidate.lower()]
+        if "/" in target:  # a partial path: match it as a suffix, like Obsidian does
+            tail = target.lower()
+            for rel, filename in sorted(self.files.items(), key=lambda kv: kv[0].count("/")):
+                stem = rel.lower()[:-3] if rel.lower().endswith(".md") else rel.lower()
+                if stem.endswith("/" + tail) or rel.lower().endswith("/" + tail):
+                    return filename
+            return None
+        rels = self.by_name.get(target.lower())
+        if not rels:
+            return self.titles.get(target.lower())
+        # Obsidian prefers the note in the same folder, then the shallowest one.
+        folder = str(PurePosixPath(here).parent)
+        same = [r for r in rels if str(PurePosixPath(r).parent) == folder]
+        return self.files[(same or rels)[0]]
+
+    def resolve_relative(self, href: str, here: str) -> str | None:
+        """The field filename for a relative link ``href`` written in source file ``here``."""
+        if re.match(r"^[a-z][a-z0-9+.-]*:", href, re.I) or href.startswith(("/", "#")):
+            return None
+        path = unquote(href)
+        parts: list[str] = []
+        for piece in (*PurePosixPath(here).parent.parts, *PurePosixPath(path).parts):
+            if piece == "..":
+                if not parts:
+                    return None
+                parts.pop()
+            elif piece not in (".", ""):
+                parts.append(piece)
+        return self.files.get("/".join(parts))
+
+
+def heading_anchor(heading: str) -> str:
+    """GitHub-style anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = unicodedata.normalize("NFC", heading.strip()).lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def outside_code(text: str, rewrite: Callable[[str], str]) -> str:
+    """Apply ``rewrite`` to every stretch of ``text`` that is not code (fences or spans)."""
+    out: list[str] = []
+    prose: list[str] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        if prose:
+            out.append(_outside_spans("".join(prose), rewrite))
+            prose.clear()
+
+    for line in text.splitlines(keepends=True):
+        match = _FENCE.match(line)
+        if fence is None and match:
+            flush()
+            fence = match.group(1)[0] * len(match.group(1))
+            out.append(line)
+        elif fence is not None:
+            out.append(line)
+            if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+                fence = None
+        else:
+            prose.append(line)
+    flush()
+    return "".join(out)
+
+
+def _outside_spans(text: str, rewrite: Callable[[str], str]) -> str:
+    out, last = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        out.append(rewrite(text[last : span.start()]))
+        out.append(span.group(0))
+        last = span.end()
+    out.append(rewrite(text[last:]))
+    return "".join(out)
+
+
+def _href(filename: str, anchor: str = "") -> str:
+    return quote(filename) + (f"#{anchor}" if anchor else "")
+
+
+@dataclass
+class LinkStats:
+    rewritten: int = 0
+    unresolved: list[str] = field(default_factory=list)
+
+
+def rewrite_wikilinks(body: str, here: str, links: LinkMap, stats: LinkStats) -> str:
+    """Turn resolvable Obsidian wikilinks and embeds into Markdown links."""
+
+    def one(match: re.Match[str]) -> str:
+        embed, inner = match.group(1), match.group(2)
+        target, _, label = inner.partition("|")
+        target, _, heading = target.partition("#")
+        heading = "" if heading.startswith("^") else heading  # block ids have no anchor
+        if not target.strip():  # [[#Heading]]: a heading of this very note
+            if not heading:
+                return match.group(0)
+            stats.rewritten += 1
+            return f"[{label or heading}](#{heading_anchor(heading)})"
+        filename = links.resolve_wikilink(target, here)
+        if filename is None:
+            stats.unresolved.append(target.strip())
+            return match.group(0)
+        stats.rewritten += 1
+        if embed and re.fullmatch(r"\d+(?:x\d+)?", label.strip()):
+            label = ""  # ![[image.png|300]]: a display size, not a caption
+        text = label or (f"{target.strip()} > {heading}" if heading else target.strip())
+        href = _href(filename, heading_anchor(heading) if heading else "")
+        is_page = filename.endswith(".md")
+        return f"![{text}]({href})" if embed and not is_page else f"[{text}]({href})"
+
+    return outside_code(body, lambda prose: _WIKILINK.sub(one, prose))
+
+
+def rewrite_relative_links(body: str, here: str, links: LinkMap, stats: LinkStats) -> str:
+    """Re-point relative Markdown links at imported files to their field filenames."""
+
+    def one(match: re.Match[str]) -> str:
+        head, href, title = match.group(1), match.group(2), match.group(3) or ""
+        raw = href[1:-1] if href.startswith("<") else href
+        path, _, anchor = raw.partition("#")
+        filename = links.resolve_relative(path, here) if path else None
+        if filename is None:
+            return match.group(0)
+        stats.rewritten += 1
+        return f"{head}{_href(filename, anchor)}{title})"
+
+    return outside_code(body, lambda prose: _MD_LINK.sub(one, prose))
+
+
+def relink(body: str, here: str, places: dict[str, str]) -> str:
+    """The reverse of flattening: point links at field files to where ``places`` puts them.
+
+    ``places`` maps field filenames to paths in an exported tree and ``here`` is this page's
+    path in it; links become relative paths between the two.
+    """
+
+    def one(match: re.Match[str]) -> str:
+        head, href, title = match.group(1), match.group(2), match.group(3) or ""
+        raw = href[1:-1] if href.startswith("<") else href
+        path, hash_, anchor = raw.partition("#")
+        target = places.get(unquote(path)) if path and "/" not in path else None
+        if target is None:
+            return match.group(0)
+        start = PurePosixPath(here).parent
+        rel = posixpath.relpath(target, start=str(start) if str(start) != "." else ".")
+        return f"{head}{quote(rel)}{hash_}{anchor}{title})"
+
+    return outside_code(body, lambda prose: _MD_LINK.sub(one, prose))

@@ -1,0 +1,118 @@
+"""The import manifest: what each import wrote into a field, so re-imports are safe.
+
+It lives in ``.deepfield/imports.json`` inside the field (a folder memoryfields never index)
+and records, per imported page uuid, the source it came from, a digest of what the importer
+produced and the sha256 of every file it wrote. That lets a re-import
+
+- skip pages whose source did not change (idempotent: nothing is duplicated or rewritten),
+- update pages whose source changed and that nobody touched in the field since, and
+- refuse to replace a page someone edited in the field (unless told to, and then only after
+  keeping a copy in ``archive/``),
+
+and lets ``export --plain`` drop exactly the frontmatter keys the import added. The pages
+themselves carry ``source_path`` and ``imported_from`` too, so the record survives the loss of
+this file; without it, re-import treats every existing page as edited (never clobbers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..fsutil import atomic_write
+
+MANIFEST_DIR = ".deepfield"
+MANIFEST_FILE = "imports.json"
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class PageRecord:
+    kind: str
+    root: str
+    source_path: str
+    digest: str
+    """sha256 of the page text the importer produced (before deepfield filled in keys)"""
+    added_keys: list[str]
+    had_frontmatter: bool
+    files: dict[str, str]
+    """field filename -> sha256 of the file as written (several when the page was split)"""
+    wrapped: str | None = None
+    """language of the code fence a non-Markdown source was wrapped in (memory tool)"""
+
+
+@dataclass
+class AttachmentRecord:
+    kind: str
+    root: str
+    source_path: str
+    sha256: str
+
+
+@dataclass
+class Manifest:
+    path: Path
+    sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pages: dict[str, PageRecord] = field(default_factory=dict)
+    attachments: dict[str, AttachmentRecord] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, field_dir: Path) -> Manifest:
+        path = field_dir / MANIFEST_DIR / MANIFEST_FILE
+        manifest = cls(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return manifest  # missing or unreadable: every existing page counts as edited
+        if not isinstance(data, dict):
+            return manifest
+        manifest.sources = dict(data.get("sources") or {})
+        for uuid, row in (data.get("pages") or {}).items():
+            try:
+                manifest.pages[uuid] = PageRecord(**row)
+            except TypeError:
+                continue
+        for name, row in (data.get("attachments") or {}).items():
+            try:
+                manifest.attachments[name] = AttachmentRecord(**row)
+            except TypeError:
+                continue
+        return manifest
+
+    def save(self) -> None:
+        self.path.parent.mkdir(exist_ok=True)
+        data = {
+            "version": 1,
+            "sources": self.sources,
+            "pages": {uuid: asdict(rec) for uuid, rec in sorted(self.pages.items())},
+            "attachments": {n: asdict(rec) for n, rec in sorted(self.attachments.items())},
+        }
+        text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=False) + "\n"
+        atomic_write(self.path, text.encode("utf-8"))
+
+    def by_filename(self) -> dict[str, tuple[str, PageRecord]]:
+        """field filename -> (uuid, record) for every file an import wrote."""
+        return {name: (uuid, rec) for uuid, rec in self.pages.items() for name in rec.files}
+
+
+def file_digests(folder: Path, names: list[str]) -> dict[str, str]:
+    digests = {}
+    for name in names:
+        try:
+            digests[name] = sha256_hex((folder / name).read_bytes())
+        except FileNotFoundError:
+            continue
+    return digests
+
+
+def untouched(folder: Path, record: PageRecord | None) -> bool:
+    """True if every file the last import wrote for this page is still exactly as written."""
+    if record is None or not record.files:
+        return False
+    return file_digests(folder, list(record.files)) == record.files

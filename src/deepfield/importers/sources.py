@@ -1,0 +1,218 @@
+"""Reading a folder of notes for import: walking it, decoding files, choosing flat names.
+
+A memoryfield is one flat folder with spec filenames, so ``a/b/Note Name.md`` has to become
+``note-name.md`` (or ``a-b-note-name.md`` when two notes share that name, or with
+``names="path"``). Names are chosen in sorted order, so the same tree always gets the same
+names; a clash that is left gets ``-2``, ``-3``... and is reported. Files that cannot be pages
+(not UTF-8, binary, empty) are skipped with a reason instead of stopping the import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ..config import CONFIG_FILE
+from ..errors import ImportFormatError
+from ..page import SPECIAL_FILES, Page, is_debris, slugify
+from ..writer import MAX_WRITE_BYTES
+
+SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__"})
+"""Folders never walked (besides hidden ones, which only an adapter may allow)."""
+RESERVED_STEMS = frozenset(name[:-3] for name in SPECIAL_FILES)
+"""``index`` and ``listing`` are the field's introduction and catalogue, never imported notes."""
+
+
+@dataclass
+class Selection:
+    """What an adapter takes from a source folder (posix paths relative to it)."""
+
+    pages: list[str] = field(default_factory=list)
+    attachments: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class SourceDoc:
+    """One source file on its way to becoming a page."""
+
+    rel: str
+    data: bytes
+    page: Page
+    mtime: float
+    had_frontmatter: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+    """format-specific frontmatter keys the adapter adds"""
+    wrapped: str | None = None
+    stem: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return PurePosixPath(self.rel).name
+
+    @property
+    def folder(self) -> str:
+        parent = str(PurePosixPath(self.rel).parent)
+        return "" if parent == "." else parent
+
+
+def walk(
+    root: Path, allow_hidden: frozenset[str] = frozenset()
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Every regular file under ``root`` (sorted posix paths) and what was passed over, why."""
+    files: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        here = Path(folder)
+        rel_folder = here.relative_to(root).as_posix()
+        prefix = "" if rel_folder == "." else rel_folder + "/"
+        kept = []
+        for name in sorted(dirs):
+            if name in SKIPPED_DIRS or (name.startswith(".") and name not in allow_hidden):
+                continue
+            if (here / name).is_symlink():
+                skipped.append((prefix + name + "/", "symbolic link to a folder, not followed"))
+                continue
+            if (here / name / CONFIG_FILE).exists():  # e.g. ./memory when importing "."
+                skipped.append((prefix + name + "/", "a deepfield store, not notes"))
+                continue
+            kept.append(name)
+        dirs[:] = kept
+        for name in sorted(names):
+            if is_debris(name) or (name.startswith(".") and name not in allow_hidden):
+                continue
+            path = here / name
+            if path.is_symlink():
+                skipped.append((prefix + name, "symbolic link, not followed"))
+            elif path.is_file():
+                files.append(prefix + name)
+    files.sort()
+    return files, skipped
+
+
+def is_markdown(rel: str) -> bool:
+    return rel.lower().endswith((".md", ".markdown"))
+
+
+def read_doc(root: Path, rel: str) -> tuple[SourceDoc | None, str | None]:
+    """Decode one source file as a page; (None, reason) when it cannot become one."""
+    path = root / rel
+    size = path.stat().st_size
+    if size > MAX_WRITE_BYTES:
+        return None, f"{size:,} bytes is over the {MAX_WRITE_BYTES:,}-byte limit for one page"
+    data = path.read_bytes()
+    if b"\x00" in data:
+        return None, "binary file (contains NUL bytes), not text"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 (bad byte at offset {exc.start}); re-save it as UTF-8"
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip():
+        return None, "empty file"
+    page = Page.parse(text)
+    warnings = []
+    if page.frontmatter_error:
+        warnings.append(f"{rel}: {page.frontmatter_error}; the block is kept as text")
+        page = Page(body=text)
+    doc = SourceDoc(rel, data, page, path.stat().st_mtime, page.frontmatter is not None)
+    doc.warnings = warnings
+    return doc, None
+
+
+def read_docs(
+    root: Path, rels: list[str], strict: bool
+) -> tuple[list[SourceDoc], list[tuple[str, str]]]:
+    """Read every page source; with ``strict``, any unreadable file stops the import first."""
+    docs, skipped = [], []
+    for rel in rels:
+        doc, reason = read_doc(root, rel)
+        if doc is None:
+            skipped.append((rel, reason or "unreadable"))
+        else:
+            docs.append(doc)
+    if strict and skipped:
+        listed = "; ".join(f"{rel}: {why}" for rel, why in skipped[:5])
+        more = f" (and {len(skipped) - 5} more)" if len(skipped) > 5 else ""
+        raise ImportFormatError(
+            f"{len(skipped)} file(s) in {root} cannot be imported: {listed}{more}",
+            "fix or remove them, or import without --strict to skip them with a warning",
+        )
+    return docs, skipped
+
+
+# --------------------------------------------------------------------------- names
+
+
+def _fallback(rel: str) -> str:
+    return "note-" + hashlib.sha1(rel.encode("utf-8")).hexdigest()[:8]
+
+
+def short_stem(rel: str) -> str:
+    """``a/b/Note Name.md`` -> ``note-name``; other extensions stay in the name (``x-json``)."""
+    name = PurePosixPath(rel).name
+    base = name[:-3] if name.lower().endswith(".md") else name
+    base = base[:-9] if base.lower().endswith(".markdown") else base
+    return slugify(base) or _fallback(rel)
+
+
+def path_stem(rel: str) -> str:
+    """``a/b/Note Name.md`` -> ``a-b-note-name`` (the folders become part of the name)."""
+    path = rel[:-3] if rel.lower().endswith(".md") else rel
+    path = path[:-9] if path.lower().endswith(".markdown") else path
+    return slugify(path, max_len=90) or _fallback(rel)
+
+
+def plan_names(
+    rels: list[str],
+    mode: str,
+    fixed: dict[str, str],
+    taken: set[str],
+    stem_of: Callable[[str], str] = short_stem,
+) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
+    """A free stem for every source path, and (path, stem, why) for each forced rename.
+
+    ``fixed`` holds stems pages already have from an earlier import (they keep them);
+    ``taken`` holds filenames (``x.md``) in use in the field by anything else.
+    """
+    if mode not in ("short", "path"):
+        raise ImportFormatError(f"unknown naming mode {mode!r}", "use 'short' or 'path'")
+    shorts = {rel: stem_of(rel) for rel in rels}
+    counts = Counter(shorts.values())
+    used = {f"{stem}.md" for stem in fixed.values()} | set(taken)
+    chosen: dict[str, str] = {}
+    renames: list[tuple[str, str, str]] = []
+    for rel in sorted(rels):
+        if rel in fixed:
+            chosen[rel] = fixed[rel]
+            continue
+        wanted = shorts[rel]
+        if mode == "path" or counts[wanted] > 1:
+            wanted = path_stem(rel)
+        if wanted in RESERVED_STEMS:
+            wanted = f"{wanted}-page"
+        stem, n = wanted, 1
+        while f"{stem}.md" in used:
+            n += 1
+            stem = f"{wanted}-{n}"
+        if stem != wanted:
+            why = "the name is already used in the field" if f"{wanted}.md" in taken else (
+                "another note flattens to the same name")
+            renames.append((rel, stem, why))
+        used.add(f"{stem}.md")
+        chosen[rel] = stem
+    return chosen, renames
+
+
+def attachment_name(rel: str) -> str:
+    """A flat, safe filename for a non-page file: slugged stem, lower-case extension."""
+    path = PurePosixPath(rel)
+    suffix = path.suffix.lower() if path.suffix[1:].isalnum() else ""
+    stem = slugify(path.stem if suffix else path.name) or _fallback(rel)
+    return stem + suffix

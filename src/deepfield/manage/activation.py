@@ -1,0 +1,325 @@
+"""Activation: which pages are used, kept as an append-only log inside the field.
+
+Reads, opened search hits and research citations append one JSON line each to
+``activation/<instance>.jsonl`` (one file per host, so copies of a field merged by git or a
+sync tool never edit the same file). Reading merges every file; corrupt lines are skipped with
+a warning. Events are keyed by the page's uuid when it has one, so renames survive.
+
+Use becomes a score with ACT-R's base-level activation, B = ln(sum_j (now - t_j) ** -d) with
+d = 0.5 (t in seconds): frequent and recent use both raise it. Search may add a small boost,
+``ACTIVATION_WEIGHT * sigmoid(B - ACTIVATION_MIDPOINT)``, to the fused relevance score so
+relevance still dominates (measured in bench/manage.py, docs/BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import socket
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..field import Field
+    from ..index import FieldIndex
+
+log = logging.getLogger("deepfield")
+
+ACTIVATION_DIR = "activation"
+EVENTS = ("read", "open", "cite", "search-hit")
+DECAY = 0.5
+"""ACT-R's standard decay d."""
+ACTIVATION_WEIGHT = 0.15
+"""Largest boost added to a fused score (scores lie in [0, 1]); see bench/manage.py."""
+ACTIVATION_MIDPOINT = -6.0
+"""B at which the boost is half of ACTIVATION_WEIGHT (one use about two days ago)."""
+MIN_AGE_SECONDS = 1.0
+"""Events younger than this count as this old (avoids infinite activation)."""
+
+
+def instance_id() -> str:
+    """This writer's log name: the host name folded to a filename (overridable for tests)."""
+    chosen = os.environ.get("DEEPFIELD_INSTANCE") or socket.gethostname() or "local"
+    return re.sub(r"[^a-z0-9-]+", "-", chosen.lower()).strip("-") or "local"
+
+
+def iso_time(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).isoformat(timespec="seconds").replace(
+        "+00:00", "Z")
+
+
+def _parse_time(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def record_activation(
+    field: Field,
+    filenames: Iterable[str],
+    event: str = "cite",
+    *,
+    uuids: Sequence[str | None] | None = None,
+    when: float | None = None,
+) -> int:
+    """Append one ``event`` per page to the field's activation log; returns lines written.
+
+    ``filenames`` are page filenames (``x.md``); their uuids come from ``uuids`` when given,
+    else from the index. Never raises for I/O: a read-only field logs a warning and records
+    nothing, so recording can never fail a read.
+    """
+    if event not in EVENTS:
+        raise ValueError(f"unknown activation event {event!r}; use one of {', '.join(EVENTS)}")
+    names = list(filenames)
+    if not names:
+        return 0
+    if uuids is None:
+        uuids = [_uuid_of(field, name) for name in names]
+    stamp = iso_time(time.time() if when is None else when)
+    lines = "".join(
+        json.dumps({"t": stamp, "page": name, "uuid": uuid, "event": event}) + "\n"
+        for name, uuid in zip(names, uuids, strict=False)
+    )
+    folder = field.path / ACTIVATION_DIR
+    try:
+        folder.mkdir(exist_ok=True)
+        fd = os.open(folder / f"{instance_id()}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                     0o644)
+        try:
+            os.write(fd, lines.encode("utf-8"))  # one write: concurrent appenders never interleave
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        log.warning("deepfield: could not record activation in %s: %s", folder, exc)
+        return 0
+    return len(names)
+
+
+def _uuid_of(field: Field, filename: str) -> str | None:
+    try:
+        doc = field.index_handle().doc_by_filename(filename)
+    except Exception:  # the index is optional here; the filename still counts
+        return None
+    return doc.uuid if doc else None
+
+
+@dataclass
+class ActivationLog:
+    """Every event of a field, grouped by page key (uuid, or ``file:<filename>``)."""
+
+    times: dict[str, list[float]] = field(default_factory=dict)
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    filenames: dict[str, str] = field(default_factory=dict)
+    """Key -> last filename seen (for reports)."""
+    warnings: list[str] = field(default_factory=list)
+    events: int = 0
+
+    def key_for(self, filename: str, uuid: str | None) -> str | None:
+        """The key under which a page's events are stored, if it has any."""
+        if uuid and uuid in self.times:
+            return uuid
+        key = f"file:{filename}"
+        return key if key in self.times else None
+
+    def base_level(self, key: str | None, now: float | None = None,
+                   extra: Sequence[float] = ()) -> float | None:
+        """B for a key (plus ``extra`` moments, e.g. a page's last update); None: never used."""
+        moments = list(self.times.get(key, ())) if key else []
+        moments += list(extra)
+        if not moments:
+            return None
+        return base_level(moments, time.time() if now is None else now)
+
+    def last_used(self, key: str | None) -> float | None:
+        moments = self.times.get(key) if key else None
+        return max(moments) if moments else None
+
+
+def base_level(moments: Sequence[float], now: float, decay: float = DECAY) -> float:
+    """ACT-R base-level activation of uses at ``moments`` (epoch seconds) seen at ``now``."""
+    total = sum(max(now - t, MIN_AGE_SECONDS) ** -decay for t in moments)
+    return math.log(total)
+
+
+def boost(b: float | None, weight: float | None = None) -> float:
+    """Score added for activation ``b`` (0 for a page never used)."""
+    weight = ACTIVATION_WEIGHT if weight is None else weight
+    if b is None or weight <= 0:
+        return 0.0
+    return weight / (1.0 + math.exp(-(b - ACTIVATION_MIDPOINT)))
+
+
+def read_log(folder: Path) -> ActivationLog:
+    """Merge every ``*.jsonl`` file in ``folder`` (an ``activation/`` folder)."""
+    result = ActivationLog()
+    if not folder.is_dir():
+        return result
+    for path in sorted(folder.glob("*.jsonl")):
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            result.warnings.append(f"{ACTIVATION_DIR}/{path.name}: unreadable ({exc})")
+            continue
+        bad = 0
+        moments: dict[str, float] = {}  # events of one batch share a timestamp
+        for raw in data.decode("utf-8", "replace").splitlines():
+            if not raw.strip():
+                continue
+            try:
+                item = json.loads(raw)
+                stamp = item["t"]
+                moment = moments.get(stamp) if isinstance(stamp, str) else None
+                if moment is None:
+                    moment = moments[stamp] = _parse_time(stamp)
+                page = item["page"]
+                uuid = item.get("uuid")
+                kind = str(item.get("event", "read"))
+                if not isinstance(page, str) or (uuid is not None and not isinstance(uuid, str)):
+                    raise ValueError("bad page or uuid")
+            except (ValueError, KeyError, TypeError, AttributeError):
+                bad += 1
+                continue
+            key = uuid or f"file:{page}"
+            result.times.setdefault(key, []).append(moment)
+            per = result.counts.setdefault(key, {})
+            per[kind] = per.get(kind, 0) + 1
+            result.filenames[key] = page
+            result.events += 1
+        if bad:
+            result.warnings.append(
+                f"{ACTIVATION_DIR}/{path.name}: skipped {bad} corrupt line(s)")
+    for warning in result.warnings:
+        log.warning("deepfield: %s", warning)
+    return result
+
+
+_CACHE: dict[str, tuple[tuple[tuple[str, int, int], ...], ActivationLog]] = {}
+
+
+def _signature(folder: Path) -> tuple[tuple[str, int, int], ...]:
+    try:
+        with os.scandir(folder) as entries:
+            found = []
+            for entry in entries:
+                if entry.name.endswith(".jsonl"):
+                    stat = entry.stat()
+                    found.append((entry.name, stat.st_size, stat.st_mtime_ns))
+    except OSError:
+        return ()
+    return tuple(sorted(found))
+
+
+def load_activation(path: Path) -> ActivationLog:
+    """The merged log of the field at ``path``, cached until a log file's size or mtime
+    changes (so search stays fast)."""
+    folder = path / ACTIVATION_DIR
+    signature = _signature(folder)
+    key = os.fspath(path.resolve())
+    cached = _CACHE.get(key)
+    if cached is not None and cached[0] == signature:
+        return cached[1]
+    loaded = read_log(folder) if signature else ActivationLog()
+    _CACHE[key] = (signature, loaded)
+    return loaded
+
+
+@dataclass(frozen=True)
+class PageActivation:
+    filename: str
+    uuid: str | None
+    activation: float | None
+    uses: int
+    last_used: str | None
+    events: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "filename": self.filename, "uuid": self.uuid,
+            "activation": None if self.activation is None else round(self.activation, 4),
+            "uses": self.uses, "last_used": self.last_used, "events": self.events,
+        }
+
+
+def top_pages(field: Field, k: int = 20, now: float | None = None) -> list[PageActivation]:
+    """The ``k`` most active pages of the field (pages never used are left out)."""
+    moment = time.time() if now is None else now
+    log_ = load_activation(field.path)
+    out = []
+    for doc in field.pages():
+        key = log_.key_for(doc.filename, doc.uuid)
+        if key is None:
+            continue
+        b = log_.base_level(key, moment)
+        last = log_.last_used(key)
+        out.append(PageActivation(
+            doc.filename, doc.uuid, b, len(log_.times[key]),
+            iso_time(last) if last is not None else None, dict(log_.counts.get(key, {})),
+        ))
+    out.sort(key=lambda p: -(p.activation or -math.inf))
+    return out[:k]
+
+
+def rerank(
+    indexes: Sequence[tuple[Field, FieldIndex]],
+    fused: list[tuple[tuple[int, int], float]],
+    *,
+    activation: bool = True,
+    include_superseded: bool = False,
+    weight: float | None = None,
+) -> list[tuple[tuple[int, int], float]]:
+    """Fused chunk scores with superseded pages dropped and activation boosts added.
+
+    Works on the candidates only (a few hundred chunks): one chunk->page lookup per field.
+    """
+    if not fused or (include_superseded and not activation):
+        return fused
+    now = time.time()
+    weight = ACTIVATION_WEIGHT if weight is None else weight  # read now: benchmarks vary it
+    adjusted: dict[tuple[int, int], float] = {}
+    memo: dict[str, float] = {}
+    for position, (fld, index) in enumerate(indexes):
+        ids = [cid for (pos, cid), _ in fused if pos == position]
+        if not ids:
+            continue
+        log_ = load_activation(fld.path) if activation else None
+        if include_superseded and log_ is not None and not log_.times:
+            continue
+        info = _doc_info(index, ids)
+        for cid in ids:
+            filename, uuid, superseded = info.get(cid, ("", None, False))
+            if superseded and not include_superseded:
+                adjusted[(position, cid)] = -math.inf
+            elif log_ is not None and log_.times:
+                key = log_.key_for(filename, uuid)
+                if key is not None:
+                    if key not in memo:  # one page has many chunks among the candidates
+                        memo[key] = boost(log_.base_level(key, now), weight)
+                    adjusted[(position, cid)] = memo[key]
+    if not adjusted:
+        return fused
+    out = [(key, score + adjusted.get(key, 0.0)) for key, score in fused]
+    out = [(key, score) for key, score in out if score != -math.inf]
+    out.sort(key=lambda pair: -pair[1])
+    return out
+
+
+def _doc_info(index: FieldIndex, ids: list[int]) -> dict[int, tuple[str, str | None, bool]]:
+    """chunk id -> (filename, uuid, superseded?) from the index (no file is read)."""
+    found: dict[int, tuple[str, str | None, bool]] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        marks = ",".join("?" * len(part))
+        rows = index.conn.execute(
+            "SELECT c.id, d.filename, d.uuid, "
+            "json_extract(d.frontmatter, '$.superseded_by') IS NOT NULL "
+            f"FROM df_chunks c JOIN df_docs d ON d.id = c.doc_id WHERE c.id IN ({marks})",
+            part,
+        )
+        for cid, filename, uuid, superseded in rows:
+            found[cid] = (filename, uuid, bool(superseded))
+    return found

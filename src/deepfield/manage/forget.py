@@ -1,0 +1,143 @@
+"""Forgetting: move the coldest pages into ``archive/`` (never deleted, restorable).
+
+A page's heat is its base-level activation (activation.py) over its logged uses plus its last
+update, counted as one use, so a page nobody opened fades from the time it was written.
+Protected pages are never archived and are reported as kept: ``pinned: true``,
+``always_load: true``, domain pages (a ``role`` key), the introduction and the catalogue
+(which are not pages anyway). Everything is read from the index (no page file is parsed), so a
+dry run over 10,000 pages takes well under a second.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DeepfieldError
+from .activation import iso_time, load_activation
+
+if TYPE_CHECKING:
+    from ..field import Field
+
+DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class ForgetEntry:
+    filename: str
+    title: str
+    activation: float
+    last_used: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"filename": self.filename, "title": self.title,
+                "activation": round(self.activation, 4), "last_used": self.last_used,
+                "reason": self.reason}
+
+
+@dataclass
+class ForgetReport:
+    field: str
+    dry_run: bool
+    pages: int
+    forgotten: list[ForgetEntry] = dc_field(default_factory=list)
+    kept: list[ForgetEntry] = dc_field(default_factory=list)
+    """Protected pages that would otherwise have been forgotten."""
+    archived: list[str] = dc_field(default_factory=list)
+    warnings: list[str] = dc_field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"field": self.field, "dry_run": self.dry_run, "pages": self.pages,
+                "forgotten": [e.to_json() for e in self.forgotten],
+                "kept": [e.to_json() for e in self.kept], "archived": self.archived,
+                "warnings": self.warnings, "seconds": round(self.seconds, 3)}
+
+
+def protected_reason(frontmatter: dict[str, Any] | None) -> str | None:
+    """Why a page must never be forgotten, or None."""
+    front = frontmatter or {}
+    if front.get("pinned") is True:
+        return "pinned"
+    if front.get("always_load") is True:
+        return "always_load"
+    if front.get("role"):
+        return f"domain page (role: {front.get('role')})"
+    return None
+
+
+def _moment(text: Any) -> float | None:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        from datetime import UTC
+
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def forget(
+    fld: Field,
+    *,
+    keep_top: int | None = None,
+    older_than_days: float | None = None,
+    dry_run: bool = False,
+    now: float | None = None,
+) -> ForgetReport:
+    """Archive pages that are cold: outside the ``keep_top`` most active pages and/or unused
+    for more than ``older_than_days`` (both conditions when both are given)."""
+    if keep_top is None and older_than_days is None:
+        raise DeepfieldError(
+            "forget needs a rule: how many pages to keep or how old a page must be",
+            "give --keep-top K and/or --older-than DAYS; add --dry-run to preview",
+        )
+    if (keep_top is not None and keep_top < 0) or (older_than_days is not None
+                                                  and older_than_days < 0):
+        raise DeepfieldError("--keep-top and --older-than must not be negative")
+    started = time.perf_counter()
+    moment = time.time() if now is None else now
+    log_ = load_activation(fld.path)
+    docs = fld.pages()
+    report = ForgetReport(fld.name, dry_run, len(docs), warnings=list(log_.warnings))
+    scored: list[tuple[float, float, Any]] = []
+    for doc in docs:
+        front = doc.frontmatter or {}
+        touched = (_moment(front.get("updated")) or _moment(front.get("created"))
+                   or _moment(doc.last_modified) or moment)
+        key = log_.key_for(doc.filename, doc.uuid)
+        b = log_.base_level(key, moment, extra=[min(touched, moment)])
+        last = max(touched, log_.last_used(key) or -math.inf)
+        scored.append((b if b is not None else -math.inf, last, doc))
+    scored.sort(key=lambda item: (-item[0], -item[1], item[2].filename))
+    cutoff = None if older_than_days is None else moment - older_than_days * DAY
+    for rank, (b, last, doc) in enumerate(scored):
+        if keep_top is not None and rank < keep_top:
+            continue
+        if cutoff is not None and last >= cutoff:
+            continue
+        reason = protected_reason(doc.frontmatter)
+        entry = ForgetEntry(doc.filename, doc.title, b, iso_time(last),
+                            reason or _why(rank, keep_top, last, moment))
+        (report.kept if reason else report.forgotten).append(entry)
+    if not dry_run:
+        for entry in report.forgotten:
+            report.archived.append(fld.archive(entry.filename))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _why(rank: int, keep_top: int | None, last: float, now: float) -> str:
+    parts = []
+    if keep_top is not None:
+        parts.append(f"rank {rank + 1} by activation (keeping {keep_top})")
+    parts.append(f"last used or updated {max(0.0, (now - last) / DAY):.0f} days ago")
+    return "; ".join(parts)

@@ -1,0 +1,83 @@
+"""What ``Field.write`` does before and after storing a page, for supersession and review.
+
+Before: a ``supersedes`` link is resolved and checked for cycles (a cycle refuses the write),
+and a new page is compared with similar pages (see review.py); suspicious pairs mark the page
+``review: pending``. After: the old pages get ``superseded_by`` and the pairs are queued.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import TYPE_CHECKING
+
+from ..page import Page
+from .review import REVIEW_KEY, Finding, enqueue, find_conflicts
+from .supersede import SUPERSEDES, check_cycle, link, refs, resolve_refs
+
+if TYPE_CHECKING:
+    from ..field import Field
+    from ..writer import WriteResult
+
+
+def review_default() -> bool:
+    """Review on write is on unless ``DEEPFIELD_REVIEW=0`` (or ``Field.review_on_write``)."""
+    return os.environ.get("DEEPFIELD_REVIEW", "1").strip().lower() not in {"0", "no", "false",
+                                                                           "off"}
+
+
+@dataclass
+class WritePlan:
+    supersedes: list[str] = dc_field(default_factory=list)
+    findings: list[Finding] = dc_field(default_factory=list)
+    warnings: list[str] = dc_field(default_factory=list)
+
+
+def before_write(fld: Field, page: Page, stem: str | None, review: bool) -> WritePlan:
+    """Check (and possibly flag) ``page`` before it is stored; may raise on a cycle."""
+    plan = WritePlan()
+    index = fld.index_handle()
+    existing = bool(page.uuid and [d for d in index.docs_by_uuid(page.uuid)
+                                   if d.uuid == page.uuid])
+    existing = existing or bool(stem and (fld.path / f"{stem}.md").exists())
+    targets = refs(page.get(SUPERSEDES))
+    if targets:
+        fld.ensure_synced(embed=False)
+        plan.supersedes, plan.warnings = resolve_refs(fld, targets)
+        own = _own_filename(fld, page, stem)
+        if own is not None:  # only a page that exists already can close a loop
+            check_cycle(fld, own, plan.supersedes)
+    if review and not existing and not targets and page.get(REVIEW_KEY) is None:
+        plan.findings = find_conflicts(fld, page, exclude_uuid=page.uuid)
+        if plan.findings:
+            page.set(REVIEW_KEY, "pending")
+    return plan
+
+
+def _own_filename(fld: Field, page: Page, stem: str | None) -> str | None:
+    """The filename the page already has (an update), if any."""
+    if stem and (fld.path / f"{stem}.md").exists():
+        return f"{stem}.md"
+    if page.uuid:
+        docs = [d for d in fld.index_handle().docs_by_uuid(page.uuid) if d.uuid == page.uuid]
+        if docs:
+            return docs[0].filename
+    return None
+
+
+def after_write(fld: Field, result: WriteResult, plan: WritePlan) -> None:
+    """Link superseded pages and queue review findings for the page just written."""
+    if not result.pages:
+        return
+    first = result.pages[0]
+    result.warnings.extend(plan.warnings)
+    if plan.supersedes:
+        link(fld, first.filename, [o for o in plan.supersedes if o != first.filename])
+    if plan.findings:
+        ids = enqueue(fld, first.filename, first.uuid, plan.findings)
+        for finding, item in zip(plan.findings, ids, strict=True):
+            result.warnings.append(
+                f"{first.filename} may be a {finding.kind} of {finding.old} ({finding.reason}); "
+                f"queued for review as {item} (`deepfield review {fld.name}`)"
+            )

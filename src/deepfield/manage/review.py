@@ -1,0 +1,371 @@
+"""The review queue: near-duplicates and likely contradictions found when a page is written.
+
+When a new page is written (not an update of an existing uuid), the few most similar pages
+(BM25 over the new page's title and summary) are compared with it. The comparison is a
+heuristic, stated plainly:
+
+* same subject: the two titles share a proper noun (a capitalised word that is not a common
+  word: who or what the page is about) or, when one names none, most of their words; and
+  the pages share at least 40% of the smaller page's content words;
+* likely contradiction: the new page carries a value (number, date or proper noun other than
+  the subject) the old one lacks, while the old one carries one the new one lacks or the new
+  one uses change words ("moved", "now", "left", "migrated", "from ... to" ...); and either
+  the pages have the same subject, or the titles share a subject and the new page restates
+  one of the old page's values ("moved from Lyon to Porto");
+* both pages must be fact-sized (body ≤ FACT_CHARS): long pages such as transcripts hold
+  many names and numbers, and comparing those flagged nearly every pair;
+* near-duplicate: otherwise, when 80% of the content words are shared (Jaccard).
+
+Found pairs are appended to ``review/queue.jsonl`` and the new page gets ``review: pending``;
+nothing is dropped or merged silently. A person (or a rule) resolves each item: accept (the
+new page supersedes the old), merge (the new page's body and sources are appended to the old
+page and the new page is archived) or keep-both (the flag is cleared). Every resolution is a
+new line in the queue; no page is ever deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import time
+import uuid as uuidlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import PageNotFoundError, ReviewItemError
+from ..page import Page, derive_title, now_iso
+from .supersede import SUPERSEDES, refs, rewrite_keys, supersede
+
+if TYPE_CHECKING:
+    from ..field import Field
+
+REVIEW_DIR = "review"
+QUEUE_FILE = "queue.jsonl"
+REVIEW_KEY = "review"
+ACTIONS = ("accept", "merge", "keep-both")
+CANDIDATES = 8
+"""Most similar existing pages compared with each new page."""
+SUBJECT_OVERLAP = 0.4
+DUPLICATE_JACCARD = 0.8
+TEXT_CHARS = 1500
+FACT_CHARS = 1500
+"""Longer pages (transcripts, articles) hold many values; only duplicates are looked for."""
+"""Only the first characters of a body are compared (facts come first; keeps writes cheap)."""
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\d.,:/-]*\d|\d")
+_STOP_WORDS = (
+    "a an the and or but if of to in on at by for with from into onto over under about as is are "
+    "was were be been being has have had do does did not no yes it its it's this that these "
+    "those there here he she they we you i me my our your his her their them us him who whom "
+    "which what when where why how all any some each every more most less least very also just "
+    "than then so such can could will would shall should may might must now new s up down out "
+    "after before since until while during per via page note notes summary update updated "
+    "monday tuesday wednesday thursday friday saturday sunday"
+)
+_STOP = frozenset(_STOP_WORDS.split())
+_CHANGE = re.compile(
+    r"\b(moved|moves|moving|changed|changes|now|no longer|instead|switched|replaced|"
+    r"renamed|rescheduled|postponed|delayed|relocated|became|becomes|updated|revised|new|"
+    r"left|joined|quit|migrated|transferred|took over|raised|lowered|increased|decreased|"
+    r"reduced|cut|cancelled|canceled|anymore)\b|"
+    r"\bfrom\b.{1,60}\bto\b", re.IGNORECASE)
+
+
+@dataclass
+class Features:
+    """What the heuristic compares: content words, values and title words of one page."""
+
+    words: set[str]
+    values: set[str]
+    entities: set[str]
+    title: set[str]
+    subject: set[str]
+    """Proper nouns of the title: who or what the page is about."""
+    change: bool
+    size: int
+    """Characters of body: contradictions are only looked for between fact-sized pages."""
+
+
+def title_terms(title: str) -> tuple[set[str], set[str]]:
+    """(content words, proper nouns) of a title."""
+    tokens = [w.replace("’", "'").removesuffix("'s") for w in _WORD.findall(title)]
+    words = {w.lower() for w in tokens} - _STOP
+    return words, {w.lower() for w in tokens if w[:1].isupper() and len(w) > 1} - _STOP
+
+
+def features(page: Page, title: str) -> Features:
+    text = f"{title}\n{page.summary or ''}\n{page.body[:TEXT_CHARS]}"
+    words: set[str] = set()
+    values: set[str] = set()
+    entities: set[str] = set()
+    for token in _WORD.findall(text):
+        clean = token.strip("'’-").replace("’", "'")
+        if clean.endswith("'s"):
+            clean = clean[:-2]
+        lower = clean.lower()
+        if not lower or lower in _STOP:
+            continue
+        if lower[0].isdigit():
+            values.add(lower)
+        elif clean[0].isupper() and len(clean) > 1:
+            entities.add(lower)
+        else:
+            words.add(lower)
+    title_words, subject = title_terms(title)
+    return Features(words - entities, values, entities, title_words, subject,
+                    bool(_CHANGE.search(text)), len(page.body.strip()))
+
+
+def compare(new: Features, old: Features) -> tuple[str, str] | None:
+    """("contradiction" | "duplicate", reason) for a suspicious pair, else None."""
+    shared_subject = new.subject & old.subject
+    union_title = new.title | old.title
+    title_sim = len(new.title & old.title) / len(union_title) if union_title else 0.0
+    smaller = min(len(new.words), len(old.words))
+    overlap = len(new.words & old.words) / smaller if smaller else 0.0
+    # Two titles naming different subjects ("Atlas budget", "Borealis budget") never match.
+    distinct = bool(new.subject and old.subject and not shared_subject)
+    same_subject = not distinct and (bool(shared_subject) or title_sim >= 0.5) and \
+        overlap >= SUBJECT_OVERLAP
+    subject = new.subject | old.subject
+    new_all, old_all = new.values | new.entities, old.values | old.entities
+    new_values = new_all - old_all - subject
+    old_values = old_all - new_all - subject
+    # "X moved from <old value> to <new value>": the update names what it replaces.
+    restates = bool(shared_subject and (new_all & old_all) - subject and new.change)
+    facts = max(new.size, old.size) <= FACT_CHARS
+    if facts and (same_subject or restates) and new_values and (old_values or new.change):
+        about = ", ".join(sorted(shared_subject or new.title & old.title)[:3]) or "same subject"
+        was = ", ".join(sorted(old_values)[:3]) or "—"
+        now = ", ".join(sorted(new_values)[:3])
+        return "contradiction", f"same subject ({about}), different values: {was} → {now}"
+    all_new = new.words | new.values | new.entities
+    all_old = old.words | old.values | old.entities
+    union = all_new | all_old
+    jaccard = len(all_new & all_old) / len(union) if union else 0.0
+    if jaccard >= DUPLICATE_JACCARD:
+        return "duplicate", f"{jaccard:.0%} of the words are shared"
+    return None
+
+
+@dataclass
+class Finding:
+    kind: str
+    old: str
+    old_uuid: str | None
+    reason: str
+
+
+def find_conflicts(fld: Field, page: Page, *, exclude_uuid: str | None = None,
+                   limit: int = CANDIDATES) -> list[Finding]:
+    """Existing pages that ``page`` (not yet written) may duplicate or contradict."""
+    title = derive_title(page, fallback="")
+    query = " ".join(filter(None, [title, page.summary or page.body[:300]]))
+    index = fld.index_handle()
+    hits = index.keyword(query, 8 * limit)
+    if not hits:
+        return []
+    doc_ids = index.chunk_docs([cid for cid, _ in hits])
+    ordered = list(dict.fromkeys(doc_ids[cid] for cid, _ in hits if cid in doc_ids))
+    mine = features(page, title)
+    marks = ",".join("?" * len(ordered))
+    rows = {r[0]: r[1:] for r in index.conn.execute(
+        "SELECT id, filename, uuid, frontmatter, title, size, summary FROM df_docs "
+        f"WHERE id IN ({marks})", ordered)}
+    size = len(page.render().encode())
+
+    def comparable(other: int) -> bool:
+        """Both fact-sized (contradictions), or of similar size (duplicates)."""
+        facts = size <= FACT_CHARS + 1000 and other <= FACT_CHARS + 1000  # + frontmatter
+        return facts or min(size, other) >= 0.5 * max(size, other)
+
+    candidates = [rows[d] for d in ordered if d in rows
+                  and not (exclude_uuid and rows[d][1] == exclude_uuid)
+                  and '"superseded_by"' not in rows[d][2]  # replaced: its successor counts
+                  and comparable(rows[d][4])]
+    # Pages about the same subject (a proper noun of the title) are compared first.
+    candidates.sort(key=lambda r: not title_terms(r[3])[1] & mine.subject)
+    out: list[Finding] = []
+    for row in candidates[:limit]:
+        try:
+            text = (fld.path / row[0]).read_text("utf-8", "replace")
+        except OSError:
+            continue
+        # Title and summary come from the index: no YAML parsing per candidate.
+        other = Page(body=_body_of(text), frontmatter={"summary": row[5]})
+        found = compare(mine, features(other, row[3]))
+        if found:
+            out.append(Finding(found[0], row[0], row[1], found[1]))
+    return out
+
+
+def _body_of(text: str) -> str:
+    """A page's text after its frontmatter block (cheaply, without parsing the YAML)."""
+    if text.startswith("---"):
+        end = text.find("\n---", 3)
+        if end >= 0:
+            return text[text.find("\n", end + 4) + 1:] if "\n" in text[end + 4:] else ""
+    return text
+
+
+# --------------------------------------------------------------------------- the queue
+
+
+def _queue_path(fld: Field) -> Path:
+    return fld.path / REVIEW_DIR / QUEUE_FILE
+
+
+def _append(fld: Field, records: list[dict[str, Any]]) -> None:
+    folder = fld.path / REVIEW_DIR
+    folder.mkdir(exist_ok=True)
+    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+    fd = os.open(folder / QUEUE_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)  # one append per batch: concurrent writers never interleave lines
+    finally:
+        os.close(fd)
+
+
+def enqueue(fld: Field, new: str, new_uuid: str | None, findings: list[Finding]) -> list[str]:
+    """Append one pending item per finding; returns their ids."""
+    stamp = now_iso()
+    records: list[dict[str, Any]] = [
+        {"id": uuidlib.uuid4().hex[:8], "t": stamp, "status": "pending", "kind": f.kind,
+         "new": new, "new_uuid": new_uuid, "old": f.old, "old_uuid": f.old_uuid,
+         "reason": f.reason}
+        for f in findings
+    ]
+    if records:
+        _append(fld, records)
+    return [str(r["id"]) for r in records]
+
+
+def propose(fld: Field, new: str, old: str, reason: str, kind: str = "supersession") -> str:
+    """Queue a proposal (e.g. an LLM's "new supersedes old") for a person or rule to
+    confirm with ``resolve_item``; marks the new page ``review: pending``. Returns the id."""
+    new_name, old_name = fld.resolve(new), fld.resolve(old)
+    new_doc = fld.index_handle().doc_by_filename(new_name)
+    old_doc = fld.index_handle().doc_by_filename(old_name)
+    finding = Finding(kind, old_name, old_doc.uuid if old_doc else None, reason)
+    (item,) = enqueue(fld, new_name, new_doc.uuid if new_doc else None, [finding])
+    rewrite_keys(fld, new_name, {REVIEW_KEY: "pending"})
+    return item
+
+
+@dataclass
+class ReviewItem:
+    id: str
+    kind: str
+    new: str
+    new_uuid: str | None
+    old: str
+    old_uuid: str | None
+    reason: str
+    created: str
+    status: str = "pending"
+    resolved: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "status": self.status, "new": self.new,
+                "new_uuid": self.new_uuid, "old": self.old, "old_uuid": self.old_uuid,
+                "reason": self.reason, "created": self.created, "resolved": self.resolved}
+
+
+def items(fld: Field, *, include_resolved: bool = False) -> tuple[list[ReviewItem], list[str]]:
+    """The queue folded by item id (latest status wins), and warnings for corrupt lines."""
+    path = _queue_path(fld)
+    found: dict[str, ReviewItem] = {}
+    warnings: list[str] = []
+    if not path.is_file():
+        return [], warnings
+    for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+            item_id = str(record["id"])
+            if "kind" in record:
+                found[item_id] = ReviewItem(
+                    item_id, str(record["kind"]), str(record["new"]), record.get("new_uuid"),
+                    str(record["old"]), record.get("old_uuid"), str(record.get("reason", "")),
+                    str(record.get("t", "")))
+            elif item_id in found:
+                found[item_id].status = str(record["status"])
+                found[item_id].resolved = str(record.get("t", ""))
+        except (ValueError, KeyError, TypeError):
+            warnings.append(f"{REVIEW_DIR}/{QUEUE_FILE}: line {number} is corrupt, skipped")
+    listed = [i for i in found.values() if include_resolved or i.status == "pending"]
+    return listed, warnings
+
+
+def _locate(fld: Field, filename: str, uuid: str | None) -> str:
+    """Where a queued page is now (found by uuid first, so renames survive)."""
+    if uuid:
+        try:
+            return fld.resolve(uuid)
+        except PageNotFoundError:
+            pass
+    return fld.resolve(filename)
+
+
+def resolve_item(fld: Field, item_id: str, action: str) -> dict[str, Any]:
+    """Apply ``action`` (accept | merge | keep-both) to a pending item; returns what changed."""
+    if action not in ACTIONS:
+        raise ReviewItemError(f"unknown review action {action!r}", "use accept, merge or keep-both")
+    pending, _ = items(fld, include_resolved=True)
+    matches = [i for i in pending if i.id.startswith(item_id)] if item_id else []
+    if len(matches) != 1:
+        what = "no" if not matches else "more than one"
+        raise ReviewItemError(f"{what} review item matches {item_id!r} in {fld.name}")
+    item = matches[0]
+    if item.status != "pending":
+        raise ReviewItemError(f"review item {item.id} is already {item.status}")
+    new = _locate(fld, item.new, item.new_uuid)
+    old = _locate(fld, item.old, item.old_uuid)
+    outcome: dict[str, Any] = {"field": fld.name, "id": item.id, "action": action,
+                               "new": new, "old": old}
+    if action == "accept":
+        outcome["supersede"] = supersede(fld, old, new).to_json()
+        status = "accepted"
+    elif action == "merge":
+        outcome["merged_into"] = old
+        _merge(fld, old, new)
+        outcome["archived"] = fld.archive(new)
+        status = "merged"
+    else:
+        status = "kept-both"
+    _append(fld, [{"id": item.id, "t": now_iso(), "status": status, "action": action}])
+    if action != "merge":
+        _clear_flag(fld, new, item.id)
+    return outcome
+
+
+def _merge(fld: Field, old: str, new: str) -> None:
+    """Append the new page's body (and sources) to the old page, keeping the old uuid."""
+    _, target = fld.load(old)
+    _, source = fld.load(new)
+    stamp = time.strftime("%Y-%m-%d", time.gmtime())
+    heading = derive_title(source, fallback=new[:-3])
+    body = target.body.rstrip("\n") + f"\n\n## {heading} (merged {stamp})\n\n"
+    body += source.body.strip("\n") + "\n"
+    target.body = body
+    sources = refs(target.get("sources")) + refs(target.get("source"))
+    extra = refs(source.get("sources")) + refs(source.get("source"))
+    if [s for s in extra if s not in sources]:
+        target.set("sources", list(dict.fromkeys(sources + extra)))
+    for key in (SUPERSEDES,):
+        if source.get(key) and not target.get(key):
+            target.set(key, source.get(key))
+    fld.write(target, name=old[:-3], review=False)
+
+
+def _clear_flag(fld: Field, filename: str, done: str) -> None:
+    """Drop ``review: pending`` from a page once none of its items is pending."""
+    still, _ = items(fld)
+    if any(i.new == filename and i.id != done for i in still):
+        return
+    with contextlib.suppress(OSError, PageNotFoundError):
+        rewrite_keys(fld, filename, {REVIEW_KEY: None})

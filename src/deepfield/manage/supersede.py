@@ -1,0 +1,163 @@
+"""Supersession: a newer page replaces an older one without deleting it.
+
+The new page says ``supersedes: <filename or uuid>`` (a string or a list); deepfield then sets
+``superseded_by: <new filename>`` on the old page. Search and context leave superseded pages
+out by default, but they stay in the folder, readable and reachable from their successor.
+Cycles (A supersedes B supersedes A) are refused before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import PageNotFoundError, SupersessionCycleError
+from ..fsutil import atomic_write, field_lock
+from ..listing import refresh_listing
+from ..page import Page
+from ..scan import source_files
+
+if TYPE_CHECKING:
+    from ..field import Field
+
+SUPERSEDES = "supersedes"
+SUPERSEDED_BY = "superseded_by"
+
+
+def refs(value: Any) -> list[str]:
+    """The page references in a ``supersedes`` / ``superseded_by`` value (str or list)."""
+    if isinstance(value, str):
+        return [value.strip()] if value.strip() else []
+    if isinstance(value, list):
+        return [v.strip() for v in value if isinstance(v, str) and v.strip()]
+    return []
+
+
+@dataclass
+class SupersedeResult:
+    field: str
+    new: str
+    old: list[str]
+    changed: list[str] = dc_field(default_factory=list)
+    warnings: list[str] = dc_field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"field": self.field, "new": self.new, "superseded": self.old,
+                "changed": self.changed, "warnings": self.warnings}
+
+
+def _graph(fld: Field) -> tuple[dict[str, set[str]], dict[str, str]]:
+    """Edges ``newer -> {older}`` from both keys of every indexed page, and uuid -> filename."""
+    docs = fld.index_handle().docs()
+    by_uuid = {d.uuid: d.filename for d in docs if d.uuid}
+    names = {d.filename for d in docs}
+
+    def name_of(ref: str) -> str | None:
+        if ref in by_uuid:
+            return by_uuid[ref]
+        candidate = ref if ref.endswith(".md") else f"{ref}.md"
+        return candidate if candidate in names else None
+
+    edges: dict[str, set[str]] = {}
+    for doc in docs:
+        front = doc.frontmatter or {}
+        for ref in refs(front.get(SUPERSEDES)):
+            older = name_of(ref)
+            if older:
+                edges.setdefault(doc.filename, set()).add(older)
+        for ref in refs(front.get(SUPERSEDED_BY)):
+            newer = name_of(ref)
+            if newer:
+                edges.setdefault(newer, set()).add(doc.filename)
+    return edges, by_uuid
+
+
+def check_cycle(fld: Field, new: str, olds: Iterable[str]) -> None:
+    """Raise SupersessionCycleError if ``new`` superseding ``olds`` would close a loop."""
+    edges, _ = _graph(fld)
+    for old in olds:
+        if old == new:
+            raise SupersessionCycleError(f"{new} cannot supersede itself")
+        seen: set[str] = set()
+        stack = [old]
+        while stack:  # can the old page already reach the new one through older links?
+            current = stack.pop()
+            if current == new:
+                raise SupersessionCycleError(
+                    f"{new} superseding {old} would make a cycle: {old} already "
+                    f"supersedes {new}, directly or through other pages"
+                )
+            if current not in seen:
+                seen.add(current)
+                stack.extend(edges.get(current, ()))
+
+
+def resolve_refs(fld: Field, values: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(filenames found, warnings for references that match no page)."""
+    found: list[str] = []
+    warnings: list[str] = []
+    for ref in values:
+        try:
+            found.append(fld.resolve(ref))
+        except PageNotFoundError:
+            warnings.append(f"supersedes {ref!r}: no such page in {fld.name} (left as written)")
+    return found, warnings
+
+
+def rewrite_keys(fld: Field, filename: str, changes: dict[str, Any]) -> bool:
+    """Set (value) or remove (None) frontmatter keys of one page in place, keeping key order,
+    comments and ``updated`` (metadata only: the content did not change). Returns True if the
+    file changed. The caller must not hold the field lock."""
+    with field_lock(fld.path):
+        path = fld.path / filename
+        current = path.read_text("utf-8", "replace")
+        page = Page.parse(current)
+        if page.frontmatter_error:
+            raise PageNotFoundError(f"{filename} has unreadable frontmatter; fix it first")
+        for key, value in changes.items():
+            if value is None:
+                page.remove(key)
+            else:
+                page.set(key, value)
+        text = page.render()
+        if text == current:
+            return False
+        atomic_write(path, text.encode("utf-8"))
+        index = fld.index_handle()
+        report = index.sync_names(source_files(fld.path, {filename}), {filename})
+        refresh_listing(fld.path, fld.name, index, report)
+    fld._dirty = True  # the field's own change flag: re-scan before the next search
+    return True
+
+
+def link(fld: Field, new: str, olds: Iterable[str]) -> list[str]:
+    """Set ``superseded_by: new`` on each old page; returns the pages changed."""
+    return [old for old in olds if rewrite_keys(fld, old, {SUPERSEDED_BY: new})]
+
+
+def supersede(fld: Field, old_ref: str, new_ref: str) -> SupersedeResult:
+    """Mark page ``new_ref`` as superseding ``old_ref`` (both pages kept)."""
+    fld.ensure_synced(embed=False)
+    old, new = fld.resolve(old_ref), fld.resolve(new_ref)
+    check_cycle(fld, new, [old])
+    result = SupersedeResult(fld.name, new, [old])
+    _, page = fld.load(new)
+    current = refs(page.get(SUPERSEDES))
+    old_doc = fld.index_handle().doc_by_filename(old)
+    known = {old, old[:-3]} | ({old_doc.uuid} if old_doc and old_doc.uuid else set())
+    if not known & set(current):
+        value: Any = old if not current else [*current, old]
+        if rewrite_keys(fld, new, {SUPERSEDES: value}):
+            result.changed.append(new)
+    result.changed += link(fld, new, [old])
+    return result
+
+
+def superseded_note(page: Page) -> str | None:
+    """A one-line note for readers of a superseded page, else None."""
+    newer = refs(page.get(SUPERSEDED_BY))
+    if not newer:
+        return None
+    return f"this page is superseded by {', '.join(newer)} (kept for reference)"

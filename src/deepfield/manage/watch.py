@@ -1,0 +1,106 @@
+"""Watching fields: re-index as people (or other tools) edit the Markdown files.
+
+Uses watchfiles (native file notifications, polling where they are missing). Only changes to
+pages at a field's root trigger work; deepfield's own files (the index, ``.deepfield/``,
+temporary files, ``activation/``, ``review/``, ``archive/``) are ignored, so the watcher never
+wakes itself up. Each batch of changes becomes one quick sync (size + mtime) plus up to a few
+seconds of embedding for the new chunks.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import EmbeddingError
+from ..page import SPECIAL_FILES, is_debris
+
+if TYPE_CHECKING:
+    from ..field import Field
+
+EMBED_BUDGET = 3.0
+"""Seconds of embedding per batch; the rest waits for the next batch or `deepfield index`."""
+
+
+@dataclass
+class WatchEvent:
+    field: str
+    changed: list[str]
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    chunks_embedded: int = 0
+    seconds: float = 0.0
+    warnings: list[str] = dc_field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"field": self.field, "changed": self.changed, "added": self.added,
+                "updated": self.updated, "removed": self.removed,
+                "chunks_embedded": self.chunks_embedded, "seconds": round(self.seconds, 3),
+                "warnings": self.warnings}
+
+
+def is_page_path(root: Path, path: str) -> bool:
+    """True for a page file directly inside ``root`` (what the index cares about)."""
+    candidate = Path(path)
+    name = candidate.name
+    if candidate.parent != root or not name.endswith(".md") or name in SPECIAL_FILES:
+        return False
+    return not (name.startswith(".") or is_debris(name))
+
+
+def sync_field(fld: Field, changed: list[str], embed: bool = True) -> WatchEvent:
+    """One quick sync of ``fld`` after ``changed`` files changed."""
+    started = time.perf_counter()
+    report = fld.index(verify=False, embed=False)
+    event = WatchEvent(fld.name, changed, report.added, report.updated, report.removed,
+                       warnings=list(report.warnings))
+    if embed and fld.index_handle().embedder is not None:
+        try:
+            event.chunks_embedded, _ = fld.embed(budget=EMBED_BUDGET, pages=False)
+        except EmbeddingError as exc:
+            event.warnings.append(f"new chunks could not be embedded: {exc.message}")
+    event.seconds = time.perf_counter() - started
+    return event
+
+
+def watch(
+    fields: Sequence[Field],
+    on_event: Callable[[WatchEvent], None],
+    *,
+    stop: threading.Event | None = None,
+    embed: bool = True,
+    debounce_ms: int = 300,
+    force_polling: bool | None = None,
+) -> None:
+    """Sync ``fields`` once, then after every change to their pages, until ``stop`` is set
+    (or KeyboardInterrupt)."""
+    from watchfiles import watch as watch_paths
+
+    roots = {Path(os.path.realpath(f.path)): f for f in fields}
+    for fld in fields:
+        on_event(sync_field(fld, [], embed))
+
+    def relevant(_change: Any, path: str) -> bool:
+        return any(is_page_path(root, os.path.realpath(path)) or
+                   is_page_path(root, path) for root in roots)
+
+    for changes in watch_paths(
+        *roots, watch_filter=relevant, debounce=debounce_ms, step=50, stop_event=stop,
+        force_polling=force_polling, rust_timeout=1000, yield_on_timeout=False,
+        raise_interrupt=False,
+    ):
+        by_root: dict[Path, list[str]] = {}
+        for _change, path in changes:
+            real = Path(os.path.realpath(path))
+            root = real.parent if real.parent in roots else Path(path).parent
+            if root in roots:
+                by_root.setdefault(root, []).append(Path(path).name)
+        for root, names in by_root.items():
+            on_event(sync_field(roots[root], sorted(set(names)), embed))

@@ -1,0 +1,320 @@
+"""The Memorizer: file one conversation session as a page whose header and memo put it in context.
+
+GAM's write path (../shared/research/gam.md), with two changes: the header and memo are part of
+the page (frontmatter ``summary`` + a context paragraph at the top of the body), so search sees
+them, and without a model the memo is *extractive*: the session's most informative sentences
+(names, dates, numbers, decisions, topic words) in their original order, plus what else was
+mentioned. With a model there is at most one call per session; it sees the session and the
+memos of related earlier pages (to resolve "the plan we discussed"), and a reply that is not
+the JSON asked for is used as plain prose, or replaced by the extractive memo — never a retry.
+
+The raw session is the body, so nothing is lost; pages over 8 KB are split by Field.write.
+The page uuid is derived from the session's text, so remembering a session twice is a no-op
+(and costs no model call).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid as uuidlib
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from pathlib import Path
+from typing import Any
+
+from .errors import SessionFormatError
+from .field import Field
+from .llm.base import ChatModel, Message, Usage, complete
+from .llm.jsonreply import ReplyNotJSONError, parse_json_reply, strip_thinking
+from .markdown import split_sentences
+from .page import Page, slugify
+from .salience import dates, key_terms, names, numbers, sentence_score
+from .sessions import Session, load_session, parse_session
+from .tokens import count_tokens, truncate_to_tokens
+
+_NAMESPACE = uuidlib.UUID("0d7c3c52-4c0b-4f59-8a61-2b1f6c3e9d21")
+MEMO_WORDS = 90
+"""Length of an extractive memo; GAM's memos are one paragraph."""
+RELATED_PAGES = 6
+"""Earlier pages whose memos are handed to the model (and listed as ``related``)."""
+SESSION_PROMPT_TOKENS = 6000
+"""Session text given to the model; longer sessions keep their beginning and end."""
+
+MEMORIZER_PROMPT = """You write the memo for one conversation session in a long-term memory.
+Write one self-contained paragraph that keeps the plans, goals, decisions, actions, problems,
+names, dates and numbers of the session, so that someone who never saw it knows what happened
+and when. Resolve references ("the plan", "that trip") using the earlier memos when they
+explain them. No bullet points, no meta phrases ("In this session..."), nothing that is not
+grounded in the session. Give relative dates ("yesterday", "last week") as absolute dates when
+the session date makes that possible.
+Reply with one JSON object only:
+{"memo": "...", "title": "short descriptive title", "topic": "2-5 words",
+ "project": "project name or null"}"""
+
+
+@dataclass
+class RememberResult:
+    field: str
+    filename: str
+    uuid: str
+    title: str
+    action: str
+    """created | unchanged (the same session was remembered before) | updated"""
+    memo: str
+    memo_by: str
+    """``extractive`` or ``llm:<model>``"""
+    filenames: list[str]
+    related: list[str]
+    usage: Usage
+    seconds: float
+    warnings: list[str] = dc_field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "field": self.field, "filename": self.filename, "uuid": self.uuid,
+            "title": self.title, "action": self.action, "memo": self.memo,
+            "memo_by": self.memo_by, "filenames": self.filenames, "related": self.related,
+            "usage": self.usage.to_json(), "seconds": round(self.seconds, 4),
+            "warnings": self.warnings,
+        }
+
+
+def remember(
+    field: Field,
+    source: str | Path | Session,
+    *,
+    llm: ChatModel | None = None,
+    format: str = "auto",
+    session: int | None = None,
+    text: str | None = None,
+    project: str | None = None,
+    topic: str | None = None,
+) -> RememberResult:
+    """File one session into ``field``; ``source`` is a path, a parsed Session, or a name
+    for ``text`` (the session's content given directly, e.g. read from stdin)."""
+    started = time.perf_counter()
+    if isinstance(source, Session):
+        parsed = source
+    elif text is not None:
+        parsed = parse_session(text, format=format, source=str(source), session=session)
+    else:
+        parsed = load_session(source, format=format, session=session)
+    parsed.project = project or parsed.project
+    parsed.topic = topic or parsed.topic
+    transcript = parsed.transcript()
+    digest = hashlib.sha256(" ".join(transcript.split()).encode("utf-8")).hexdigest()
+    page_uuid = str(uuidlib.uuid5(_NAMESPACE, digest))
+    usage = Usage()
+    field.ensure_synced(embed=False)
+    existing = [d for d in field.index_handle().docs_by_uuid(page_uuid) if d.uuid == page_uuid]
+    if existing:
+        doc = existing[0]
+        return RememberResult(
+            field.name, doc.filename, page_uuid, doc.title, "unchanged", doc.summary or "",
+            str((doc.frontmatter or {}).get("memo_by", "")), [doc.filename],
+            list((doc.frontmatter or {}).get("related") or []), usage,
+            time.perf_counter() - started,
+        )
+    topic_terms = _topic_terms(parsed)
+    related = _related_pages(field, parsed, topic_terms)
+    warnings: list[str] = []
+    memo_by = "extractive"
+    draft: dict[str, str | None] = {}
+    if llm is not None:
+        draft, warning = _llm_draft(llm, parsed, related, usage)
+        if warning:
+            warnings.append(warning)
+        memo_by = f"llm:{llm.model}" if draft.get("memo") else memo_by
+    memo = draft.get("memo") or extractive_memo(parsed, topic_terms)
+    page = _session_page(parsed, memo, memo_by, draft, topic_terms, related, page_uuid, digest)
+    # Sessions are records of what was said, not claims that replace each other: they skip
+    # the duplicate/contradiction review (a person can still supersede one by hand).
+    result = field.write(page, name=_free_stem(field, page, parsed), review=False)
+    first = result.pages[0]
+    return RememberResult(
+        field.name, first.filename, first.uuid, first.title, first.action, memo, memo_by,
+        result.filenames, [r[0] for r in related], usage, time.perf_counter() - started,
+        warnings + result.warnings,
+    )
+
+
+def extractive_memo(session: Session, topic_terms: list[str] | None = None) -> str:
+    """One paragraph from the session's own words: a context sentence, then the most
+    informative sentences (in order, with their speakers), then names/dates/numbers not yet
+    said. Deterministic; no model."""
+    ordered = topic_terms if topic_terms is not None else _topic_terms(session)
+    topic = {t.lower() for t in ordered}
+    scored: list[tuple[float, int, str, str]] = []
+    position = 0
+    for turn in session.turns:
+        for sentence in split_sentences(turn.text.replace("\n", " ")):
+            scored.append((sentence_score(sentence, topic), position, turn.speaker, sentence))
+            position += 1
+    chosen: list[tuple[int, str, str]] = []
+    words = 0
+    for score, pos, speaker, sentence in sorted(scored, key=lambda s: (-s[0], s[1])):
+        if score <= 0 or words >= MEMO_WORDS:
+            break
+        length = len(sentence.split())
+        if words + length > MEMO_WORDS * 1.3 and chosen:
+            continue
+        chosen.append((pos, speaker, sentence))
+        words += length
+    chosen.sort()
+    parts = [_context_sentence(session, ordered)]
+    last_speaker = None
+    for _pos, speaker, sentence in chosen:
+        if speaker and speaker != last_speaker:
+            parts.append(f"{speaker}: {sentence}")
+        else:
+            parts.append(sentence)
+        last_speaker = speaker
+    said = " ".join(parts)
+    text = " ".join(t.text for t in session.turns)
+    extra = [x for x in (*names(text), *dates(text), *numbers(text)) if x not in said][:8]
+    if extra:
+        parts.append("Also mentioned: " + ", ".join(extra) + ".")
+    return " ".join(p if p.rstrip().endswith((".", "!", "?", "…")) else p + "." for p in parts)
+
+
+def _topic_terms(session: Session) -> list[str]:
+    """Names other than the speakers' first (they say what the session is about), then the
+    most frequent content words."""
+    text = " ".join(t.text for t in session.turns)
+    speakers = {p.lower() for p in session.participants}
+    found = [n for n in names(text) if n.lower() not in speakers][:2]
+    terms = [t for t in key_terms([text], limit=6) if t not in {f.lower() for f in found}]
+    return [*found, *terms][:4]
+
+
+def _context_sentence(session: Session, topic: list[str]) -> str:
+    who = _join(session.participants) or "Someone"
+    when = ""
+    if session.when:
+        when = f" {'at' if session.when[:1].isdigit() and ':' in session.when[:5] else 'on'} " \
+            f"{session.when}"
+    about = f" about {session.topic}" if session.topic else (
+        f" about {', '.join(topic[:3])}" if topic else "")
+    project = f" (project {session.project})" if session.project else ""
+    return f"{who} talked{when}{about}{project}."
+
+
+def _join(items: list[str]) -> str:
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _related_pages(
+    field: Field, session: Session, topic_terms: list[str]
+) -> list[tuple[str, str, str]]:
+    """(filename, title, memo) of earlier pages about the same people and things (BM25)."""
+    text = " ".join(t.text for t in session.turns)
+    query = " ".join([*names(text)[:6], *topic_terms])
+    if not query.strip() or not field.index_handle().docs():
+        return []
+    hits = field.search(query, k=RELATED_PAGES, mode="bm25", activation=False).results
+    return [(h.filename, h.title, h.summary or "") for h in hits if h.summary]
+
+
+def _llm_draft(
+    llm: ChatModel, session: Session, related: list[tuple[str, str, str]], usage: Usage
+) -> tuple[dict[str, str | None], str | None]:
+    transcript = session.transcript()
+    if count_tokens(transcript) > SESSION_PROMPT_TOKENS:
+        head = truncate_to_tokens(transcript, SESSION_PROMPT_TOKENS * 2 // 3)
+        tail_lines = transcript.splitlines()[-40:]
+        transcript = head + "\n[…]\n" + truncate_to_tokens("\n".join(tail_lines),
+                                                          SESSION_PROMPT_TOKENS // 3)
+    memos = "\n".join(f"- {name}: {memo}" for name, _title, memo in related) or "(none)"
+    when = session.when or "unknown"
+    messages: list[Message] = [
+        {"role": "system", "content": MEMORIZER_PROMPT},
+        {"role": "user", "content": (
+            f"Earlier memos:\n{memos}\n\nSession date: {when}\n"
+            f"Participants: {', '.join(session.participants) or 'unknown'}\n\n"
+            f"Session:\n{transcript}"
+        )},
+    ]
+    reply = complete(llm, messages, usage, max_tokens=600, temperature=0.3, json_mode=True)
+    try:
+        data = parse_json_reply(reply)
+    except ReplyNotJSONError as exc:
+        prose = " ".join(strip_thinking(reply).split())
+        if len(prose.split()) >= 8 and not prose.startswith(("{", "[")):
+            return {"memo": prose}, f"the memorizer model did not reply in JSON ({exc}); " \
+                "its text is used as the memo"
+        return {}, f"the memorizer model's reply was unusable ({exc}); extractive memo used"
+    memo = data.get("memo")
+    if not isinstance(memo, str) or len(memo.split()) < 5:
+        return {}, "the memorizer model gave no memo; extractive memo used"
+    def text_or_none(key: str) -> str | None:
+        value = data.get(key)
+        return " ".join(value.split())[:120] if isinstance(value, str) and value.strip() else None
+    return {"memo": " ".join(memo.split()), "title": text_or_none("title"),
+            "topic": text_or_none("topic"), "project": text_or_none("project")}, None
+
+
+def _session_page(
+    session: Session, memo: str, memo_by: str, draft: dict[str, str | None],
+    topic_terms: list[str], related: list[tuple[str, str, str]], page_uuid: str, digest: str,
+) -> Page:
+    topic = session.topic or draft.get("topic") or ", ".join(topic_terms[:3]) or None
+    project = session.project or draft.get("project")
+    who = _join(session.participants)
+    people = _join([p for p in session.participants if p.lower() not in _ROLE_NAMES])
+    title = session.title or draft.get("title") or " — ".join(
+        x for x in (f"{people}: {topic}" if people and topic else (topic or people or "Session"),
+                    session.when) if x
+    )
+    header = [f"When: {session.when or 'unknown'}.", f"Who: {who or 'unknown'}."]
+    if topic:
+        header.append(f"Topic: {topic}.")
+    if project:
+        header.append(f"Project: {project}.")
+    if related:
+        header.append("Related: " + ", ".join(f"[{t}]({f})" for f, t, _ in related[:3]) + ".")
+    body = f"# {title}\n\n{' '.join(header)}\n\n{session.transcript()}"
+    page = Page(body=body, frontmatter={})
+    page.set("title", title)
+    page.set("uuid", page_uuid)
+    page.set("summary", memo)
+    if session.date:
+        page.set("created", session.date)
+        page.set("updated", session.date)
+    fm = page.frontmatter
+    assert fm is not None
+    fm["kind"] = "session"
+    if session.when:
+        fm["session_date"] = session.when
+    fm["participants"] = session.participants
+    if topic:
+        fm["topic"] = topic
+    if project:
+        fm["project"] = project
+    if session.source:
+        fm["source"] = session.source
+    fm["memo_by"] = memo_by
+    if related:
+        fm["related"] = [f for f, _, _ in related]
+    fm["session_sha256"] = digest
+    return page
+
+
+_ROLE_NAMES = frozenset({"user", "assistant", "system", "tool", "developer", "function", ""})
+
+
+def _free_stem(field: Field, page: Page, session: Session) -> str:
+    """``2023-05-08-support-group`` style names; never one that a page already has."""
+    fm = page.frontmatter or {}
+    day = (session.date or "")[:10]
+    base = slugify(" ".join(x for x in (day, str(fm.get("topic") or page.title or "session")) if x),
+                   max_len=50) or "session"
+    stem, number = base, 2
+    while (field.path / f"{stem}.md").exists() or (field.path / f"{stem}-part-1.md").exists():
+        stem = f"{base}-{number}"
+        number += 1
+    if not stem:
+        raise SessionFormatError("cannot derive a page name for the session")
+    return stem

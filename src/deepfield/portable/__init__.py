@@ -1,0 +1,77 @@
+"""Portable fields: pack a field into a pinned ``.memoryfield.zip``, unpack one into a store,
+and search or read fields that live elsewhere (a zip, HTTP, S3, git) through a local mirror.
+
+    result = deepfield.portable.pack(store.field("notes"), Path("notes.memoryfield.zip"))
+    result.sha256                     # the pin to hand out with the zip
+    deepfield.portable.unpack(store, Path("notes.memoryfield.zip"), sha256=result.sha256)
+    remote = deepfield.portable.open_remote("s3://bucket/notes", embedder=store.embedder)
+    remote.search("wok heat")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..field import Field
+from ..page import check_name
+from ..store import Store
+from .archive import (
+    PackResult,
+    UnpackResult,
+    default_zip_name,
+    extract_checked,
+    field_name_for,
+    pack_folder,
+)
+from .remote import RefreshReport, RemoteField, is_remote_source, open_remote, remote_search
+from .zipsafe import DEFAULT_LIMITS, ZipLimits, sha256_file, verify_pin
+
+
+def pack(
+    field: Field, out: Path | None = None, *, with_index: bool = False, force: bool = False
+) -> PackResult:
+    """Write ``field`` as ``out`` (default ``./<field>.memoryfield.zip``); see archive.py."""
+    report = field.ensure_synced(embed=False)  # listing.md must describe the pages packed
+    index_path = field.index_handle().path if with_index else None
+    result = pack_folder(
+        field.path, out or Path(default_zip_name(field.name)), index_path=index_path, force=force
+    )
+    result.warnings = report.warnings + result.warnings
+    if with_index:
+        pending = field.index_handle().pending_vectors()
+        if pending:
+            result.warnings.append(
+                f"the index still lacks {pending} vectors; run `deepfield index` before packing "
+                "for a complete one"
+            )
+    return result
+
+
+def unpack(
+    store: Store,
+    zip_path: Path,
+    *,
+    name: str | None = None,
+    sha256: str | None = None,
+    limits: ZipLimits = DEFAULT_LIMITS,
+) -> UnpackResult:
+    """Verify ``zip_path`` (against ``sha256`` when given) and unpack it as a new field."""
+    chosen = check_name(name, "field") if name else field_name_for(zip_path)
+    return extract_checked(zip_path, store.root / chosen, pin=sha256, limits=limits)
+
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "PackResult",
+    "RefreshReport",
+    "RemoteField",
+    "UnpackResult",
+    "ZipLimits",
+    "is_remote_source",
+    "open_remote",
+    "pack",
+    "remote_search",
+    "sha256_file",
+    "unpack",
+    "verify_pin",
+]

@@ -1,0 +1,256 @@
+"""Pack a field into a ``.memoryfield.zip`` and unpack one into a store, pinned by sha256.
+
+``pack`` writes the field's pages, ``index.md``, ``listing.md`` and other non-page files and
+sub-folders without pages (activation logs, images), in name order with the files' own mtimes,
+so packing the same folder twice gives the same bytes and the same sha256. It leaves out
+``archive/`` (archived pages are ``.md`` files in a sub-folder, which a memoryfield must not
+have), ``.deepfield/`` and other hidden files, and index files, except the current model's
+``<model-code>.sqlite3`` with ``with_index`` (copied through SQLite's backup API, so a search
+running meanwhile cannot tear it).
+
+``unpack`` verifies the pin and checks the whole zip (see zipsafe.py) before writing anything,
+extracts into a hidden temporary folder beside the target and renames it into place: the target
+either appears complete or not at all, and an existing folder is never written into.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import shutil
+import sqlite3
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ArchiveError, FieldExistsError
+from ..fsutil import TEMP_PREFIX, TEMP_SUFFIX
+from ..page import SPECIAL_FILES, is_debris, is_valid_name, slugify
+from ..scan import OWN_SUBDIRS
+from .zipsafe import (
+    DEFAULT_LIMITS,
+    ZIP_SUFFIX,
+    ZipLimits,
+    copy_member,
+    entry_mtime,
+    open_checked,
+    sha256_file,
+    ut_extra,
+)
+
+INDEX_SUFFIXES = (".sqlite3", ".sqlite3-wal", ".sqlite3-shm", ".sqlite3-journal")
+FILE_MODE = 0o100644 << 16
+DOS_EPOCH = dt.datetime(1980, 1, 2, tzinfo=dt.UTC).timestamp()
+
+
+@dataclass
+class PackResult:
+    path: Path
+    sha256: str
+    files: int
+    pages: int
+    bytes: int
+    index: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": str(self.path), "sha256": self.sha256, "files": self.files,
+            "pages": self.pages, "bytes": self.bytes, "index": self.index,
+            "warnings": self.warnings,
+        }
+
+
+@dataclass
+class UnpackResult:
+    path: Path
+    sha256: str
+    files: int
+    pages: int
+    bytes: int
+    index_files: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": str(self.path), "sha256": self.sha256, "files": self.files,
+            "pages": self.pages, "bytes": self.bytes, "index_files": self.index_files,
+        }
+
+
+def default_zip_name(field_name: str) -> str:
+    return f"{field_name}{ZIP_SUFFIX}"
+
+
+def field_name_for(zip_path: Path) -> str:
+    """The field name a zip unpacks to: its stem without ``.memoryfield.zip`` (slugified)."""
+    name = zip_path.name
+    for suffix in (ZIP_SUFFIX, ".zip"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return name if is_valid_name(name) else slugify(name) or "field"
+
+
+# ---------------------------------------------------------------------- pack
+
+
+def _is_page(name: str) -> bool:
+    return "/" not in name and name.endswith(".md") and name not in SPECIAL_FILES
+
+
+def _is_skipped(name: str) -> bool:
+    return name.startswith(".") or is_debris(name) or name.endswith(INDEX_SUFFIXES)
+
+
+def _holds_md(folder: Path) -> bool:
+    for _root, _dirs, names in os.walk(folder, followlinks=False):
+        if any(n.endswith(".md") for n in names):
+            return True
+    return False
+
+
+def pack_members(folder: Path) -> tuple[list[tuple[str, Path]], list[str]]:
+    """(arcname, path) of every file a zip of ``folder`` holds, sorted; plus warnings."""
+    members: list[tuple[str, Path]] = []
+    warnings: list[str] = []
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        name = entry.name
+        if _is_skipped(name) or name in OWN_SUBDIRS:
+            continue
+        if entry.is_symlink():
+            warnings.append(f"{name}: symbolic link left out")
+            continue
+        if entry.is_file():
+            members.append((name, Path(entry.path)))
+        elif entry.is_dir():
+            sub = Path(entry.path)
+            if _holds_md(sub):
+                warnings.append(f"{name}/: holds .md files, which a memoryfield zip must not "
+                                "have in sub-folders; left out")
+                continue
+            for root, dirs, names in os.walk(sub, followlinks=False):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for item in sorted(names):
+                    path = Path(root, item)
+                    if item.startswith(".") or is_debris(item) or path.is_symlink():
+                        continue
+                    members.append((path.relative_to(folder).as_posix(), path))
+    members.sort(key=lambda m: m[0])
+    return members, warnings
+
+
+def _zip_info(arcname: str, mtime: float) -> zipfile.ZipInfo:
+    # DOS times hold local time; the UT extra field carries the exact UTC time for readers.
+    moment = dt.datetime.fromtimestamp(max(mtime, DOS_EPOCH), dt.UTC)
+    info = zipfile.ZipInfo(arcname, moment.timetuple()[:6])
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = FILE_MODE
+    info.extra = ut_extra(mtime)
+    return info
+
+
+def snapshot_index(index_path: Path, target: Path) -> None:
+    """A consistent, self-contained copy of a live SQLite index (WAL folded in)."""
+    source = sqlite3.connect(f"file:{index_path}?mode=ro", uri=True)
+    try:
+        copy = sqlite3.connect(target)
+        try:
+            source.backup(copy)
+            copy.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            copy.close()
+    finally:
+        source.close()
+
+
+def pack_folder(
+    folder: Path,
+    out: Path,
+    *,
+    index_path: Path | None = None,
+    force: bool = False,
+    level: int = 6,
+) -> PackResult:
+    """Write ``folder`` as a memoryfield zip at ``out`` (atomically); see the module docstring."""
+    if out.exists() and not force:
+        raise ArchiveError(f"{out} already exists", "choose another -o NAME or pass --force")
+    members, warnings = pack_members(folder)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=out.parent)
+    os.close(fd)
+    temp = Path(temp_name)
+    snapshot: Path | None = None
+    try:
+        with zipfile.ZipFile(temp, "w", compresslevel=level) as archive:
+            for arcname, path in members:
+                data = path.read_bytes()
+                archive.writestr(_zip_info(arcname, path.stat().st_mtime), data)
+            if index_path is not None and index_path.is_file():
+                snapshot = temp.with_suffix(".sqlite3")
+                snapshot_index(index_path, snapshot)
+                info = _zip_info(index_path.name, index_path.stat().st_mtime)
+                with snapshot.open("rb") as source, archive.open(info, "w") as sink:
+                    shutil.copyfileobj(source, sink, 1 << 20)
+        with temp.open("rb") as handle:
+            os.fsync(handle.fileno())
+        os.chmod(temp, 0o644)
+        os.replace(temp, out)
+    finally:
+        for leftover in (temp, snapshot):
+            if leftover is not None:
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
+    pages = sum(1 for name, _ in members if _is_page(name))
+    return PackResult(
+        path=out, sha256=sha256_file(out), files=len(members) + (snapshot is not None),
+        pages=pages, bytes=out.stat().st_size,
+        index=index_path.name if snapshot is not None and index_path else None,
+        warnings=warnings,
+    )
+
+
+# ---------------------------------------------------------------------- unpack
+
+
+def extract_checked(
+    zip_path: Path,
+    target: Path,
+    *,
+    pin: str | None = None,
+    limits: ZipLimits = DEFAULT_LIMITS,
+) -> UnpackResult:
+    """Verify and extract ``zip_path`` into a new folder ``target`` (which must not exist)."""
+    if target.exists():
+        raise FieldExistsError(
+            f"{target} already exists; unpacking never writes into an existing folder",
+            "unpack under another name with --as NAME",
+        )
+    parent = target.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}unpack-", dir=parent))
+    try:
+        with open_checked(zip_path, pin=pin, limits=limits) as (archive, infos, digest):
+            total = 0
+            for info in infos:
+                path = staging.joinpath(*info.filename.split("/"))
+                if info.is_dir():
+                    continue
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("xb") as out:
+                    total += copy_member(archive, info, out, zip_path.name)
+                mtime = entry_mtime(info)
+                os.utime(path, (mtime, mtime))
+        if target.exists():  # appeared while we were extracting
+            raise FieldExistsError(f"{target} already exists", "unpack under another name")
+        os.rename(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    names = [i.filename for i in infos if not i.is_dir()]
+    return UnpackResult(
+        path=target, sha256=digest, files=len(names),
+        pages=sum(1 for n in names if _is_page(n)), bytes=total,
+        index_files=[n for n in names if "/" not in n and n.endswith(".sqlite3")],
+    )

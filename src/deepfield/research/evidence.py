@@ -1,0 +1,283 @@
+"""Evidence: verbatim lines of pages, pooled across queries and rounds, packed to a budget.
+
+Every evidence item is one line of a page file, with the file name and line number, so a
+citation can be checked by opening the page. Short lines are quoted whole; a long line is
+quoted by its label (``Speaker (D1:3):``) and its two sentences that carry the facts, joined
+by " … " — every piece copied from the line, so it doubles what a budget holds without
+writing a word the page does not have. The pool keeps the best-scoring items; packing
+groups them by page (with the page's title and date, which relative times such as "yesterday"
+need) and stops at the token budget, saying how much evidence it left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from dataclasses import field as dc_field
+from typing import Any
+
+from ..field import Field
+from ..index.keyword import query_terms
+from ..markdown import split_sentences
+from ..salience import sentence_score
+from ..search import Hit
+from ..tokens import count_tokens
+
+LINE_BASE = 0.3
+"""Score of a line of a hit chunk before its own word matches are counted."""
+FULL_LINES = 5
+"""Evidence lines (best first) quoted whole before excerpts take over."""
+LONG_LINE_TOKENS = 120
+"""Prose lines longer than this are quoted by their matching sentences only."""
+
+
+@dataclass
+class Evidence:
+    field: str
+    filename: str
+    line: int
+    text: str
+    heading: str
+    title: str
+    date: str | None
+    score: float = 0.0
+    round: int = 1
+    queries: list[str] = dc_field(default_factory=list)
+    short: str | None = None
+    """A shorter verbatim excerpt of the line (label + the sentences that matter), if any."""
+
+    @property
+    def key(self) -> tuple[str, str, int, str]:
+        return (self.field, self.filename, self.line, self.text)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "field": self.field, "filename": self.filename, "line": self.line,
+            "heading": self.heading, "text": self.text, "title": self.title, "date": self.date,
+            "score": round(self.score, 4), "round": self.round, "queries": self.queries,
+        }
+
+
+class PageLines:
+    """Lines of page files, read once per research (the index gives line numbers)."""
+
+    def __init__(self, fields: Sequence[Field]) -> None:
+        self._fields = {f.name: f for f in fields}
+        self._cache: dict[tuple[str, str], list[str]] = {}
+
+    def lines(self, field_name: str, filename: str) -> list[str]:
+        key = (field_name, filename)
+        if key not in self._cache:
+            path = self._fields[field_name].path / filename
+            try:
+                self._cache[key] = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                self._cache[key] = []
+        return self._cache[key]
+
+
+def page_date(hit: Hit) -> str | None:
+    fm = hit.frontmatter or {}
+    for key in ("session_date", "date", "created"):
+        value = fm.get(key)
+        if value:
+            return str(value)
+    return None
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper, so "researching" matches "research" and "kids" "kid"."""
+    for suffix, keep in (("ies", 4), ("ing", 5), ("ed", 4), ("es", 4), ("s", 3)):
+        if word.endswith(suffix) and len(word) >= keep + len(suffix) - 1:
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def line_weight(text: str, terms: set[str], entities: Sequence[str]) -> float:
+    """How well one line matches: query terms it contains (stemmed), entities counted double."""
+    words = {stem(w) for w in query_terms(text)}
+    if not words:
+        return 0.0
+    lowered = text.lower()
+    wanted = {stem(t) for t in terms}
+    hits = len(words & wanted) + sum(1.0 for e in entities if e.lower() in lowered)
+    return hits / (1.0 + 0.02 * len(words))
+
+
+_LABEL = re.compile(r"^([^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s)(.*)$")
+ELIDE_TOKENS = 24
+"""Lines longer than this are quoted by their label and the sentences that carry facts."""
+ELISION = " … "
+
+
+def excerpt(line: str, terms: set[str], entities: Sequence[str]) -> str:
+    """A verbatim excerpt of ``line``: its label (``Speaker (D1:3): ``) and at most two of its
+    sentences — those matching the query, else the most informative — in order, joined by
+    " … ". Greetings and small talk are what get cut; every piece is copied from the line."""
+    if count_tokens(line) <= ELIDE_TOKENS:
+        return line
+    match = _LABEL.match(line)
+    label, text = (match.group(1), match.group(2)) if match else ("", line)
+    sentences = split_sentences(text)
+    if len(sentences) <= 2:
+        return line
+    topic = set(terms)
+    scored = [(line_weight(s, terms, entities) * 3 + sentence_score(s, topic), i, s)
+              for i, s in enumerate(sentences)]
+    keep = sorted(sorted(scored, key=lambda x: (-x[0], x[1]))[:2], key=lambda x: x[1])
+    if any(s not in text for _score, _i, s in keep):
+        return line  # sentence splitting changed spacing: quote the line whole
+    quoted = "" if keep[0][1] == 0 else "… "
+    for position, (_score, index, sentence) in enumerate(keep):
+        if position:
+            quoted += " " if index == keep[position - 1][1] + 1 else ELISION
+        quoted += sentence
+    return label + quoted + ("" if keep[-1][1] == len(sentences) - 1 else " …")
+
+
+def lines_of_hit(
+    hit: Hit, pages: PageLines, terms: set[str], entities: Sequence[str]
+) -> list[tuple[int, str, str | None, float]]:
+    """(line number, verbatim text, shorter excerpt or None, weight) of a chunk hit's lines."""
+    lines = pages.lines(hit.field, hit.filename)
+    found: list[tuple[int, str, str | None, float]] = []
+    for number in range(hit.line_start, min(hit.line_end, len(lines)) + 1):
+        text = lines[number - 1].strip()
+        if not text or text.startswith("#"):
+            continue
+        if count_tokens(text) > LONG_LINE_TOKENS:
+            sentences = [s for s in split_sentences(text) if line_weight(s, terms, entities) > 0]
+            if sentences:
+                # Consecutive matching sentences stay one quote; each is verbatim in the line.
+                for sentence in sentences[:3]:
+                    found.append((number, sentence, None, line_weight(sentence, terms, entities)))
+                continue
+        short = excerpt(text, terms, entities)
+        found.append((number, text, short if short != text else None,
+                      line_weight(text, terms, entities)))
+    return found
+
+
+class EvidencePool:
+    """Evidence from every query of every round, scored and de-duplicated."""
+
+    def __init__(self, fields: Sequence[Field]) -> None:
+        self.pages = PageLines(fields)
+        self.items: dict[tuple[str, str, int, str], Evidence] = {}
+
+    def add_hits(
+        self, hits: Iterable[Hit], query: str, round_number: int, terms: set[str],
+        entities: Sequence[str], weight: float = 1.0,
+    ) -> int:
+        """Add the lines of ranked chunk hits; returns how many items are new."""
+        new = 0
+        for rank, hit in enumerate(hits):
+            rank_score = weight / (rank + 2)
+            for number, text, short, relevance in lines_of_hit(hit, self.pages, terms,
+                                                               entities):
+                # Lines that share no word with the query stay: in a conversation the answer
+                # often follows the line that matched the question.
+                score = rank_score * (LINE_BASE + relevance)
+                key = (hit.field, hit.filename, number, text)
+                item = self.items.get(key)
+                if item is None:
+                    self.items[key] = Evidence(
+                        hit.field, hit.filename, number, text, hit.heading, hit.title,
+                        page_date(hit), score, round_number, [query], short,
+                    )
+                    new += 1
+                else:
+                    item.score += score
+                    if query not in item.queries:
+                        item.queries.append(query)
+        return new
+
+    def ranked(self) -> list[Evidence]:
+        return sorted(self.items.values(), key=lambda e: (-e.score, e.filename, e.line))
+
+
+@dataclass
+class Packed:
+    text: str
+    evidence: list[Evidence]
+    tokens: int
+    left_out: int
+
+
+def pack_evidence(
+    ranked: Sequence[Evidence], budget: int, preamble: str = "", spread: float = 0.5
+) -> Packed:
+    """The best evidence that fits ``budget`` tokens, grouped by page in page order.
+
+    The best FULL_LINES lines are quoted whole (the answer is usually among them and may sit
+    in any sentence); the rest by their excerpts, so the budget reaches more pages."""
+    chosen: list[Evidence] = []
+    used = count_tokens(preamble)
+    headers: set[tuple[str, str]] = set()
+    for position, item in enumerate(diversify(ranked, spread)):
+        if position >= FULL_LINES and item.short:
+            item = replace(item, text=item.short, short=None)
+        cost = count_tokens(_line(item)) + 1
+        page = (item.field, item.filename)
+        if page not in headers:
+            cost += count_tokens(_header(item)) + 1
+        if used + cost > budget:
+            continue  # a shorter line further down may still fit
+        chosen.append(item)
+        headers.add(page)
+        used += cost
+    text = render(chosen, preamble)
+    return Packed(text, chosen, count_tokens(text), len(ranked) - len(chosen))
+
+
+def diversify(ranked: Sequence[Evidence], penalty: float = 0.5) -> list[Evidence]:
+    """Ranked evidence re-ordered so one page cannot take the whole budget: each further line
+    of a page counts ``1 / (1 + penalty × lines already taken from it)`` of its score."""
+    remaining = list(ranked)
+    taken: dict[tuple[str, str], int] = {}
+    order: list[Evidence] = []
+    while remaining:
+        best_index, best_score = 0, -1.0
+        for index, item in enumerate(remaining[:200]):
+            score = item.score / (1.0 + penalty * taken.get((item.field, item.filename), 0))
+            if score > best_score:
+                best_index, best_score = index, score
+        item = remaining.pop(best_index)
+        taken[(item.field, item.filename)] = taken.get((item.field, item.filename), 0) + 1
+        order.append(item)
+    return order
+
+
+def render(chosen: Sequence[Evidence], preamble: str = "") -> str:
+    by_page: dict[tuple[str, str], list[Evidence]] = {}
+    for item in chosen:
+        by_page.setdefault((item.field, item.filename), []).append(item)
+    blocks = [preamble.strip()] if preamble.strip() else []
+    for (_field, _filename), items in sorted(by_page.items(), key=lambda kv: _page_order(kv)):
+        items.sort(key=lambda e: (e.line, e.text))
+        blocks.append("\n".join([_header(items[0]), *(_line(i) for i in items)]))
+    return "\n\n".join(blocks)
+
+
+def _page_order(entry: tuple[tuple[str, str], list[Evidence]]) -> tuple[str, str, str]:
+    (field_name, filename), _items = entry
+    return (field_name, filename, "")
+
+
+def _header(item: Evidence) -> str:
+    # The date matters (relative times in the lines need it) but only once per header.
+    when = f" · {item.date}" if item.date and item.date not in item.title else ""
+    return f"[{item.field}/{item.filename}{when}] {item.title}"
+
+
+def _line(item: Evidence) -> str:
+    return f"L{item.line}: {item.text}"
+
+
+_CITATION = re.compile(r"\[([a-z0-9-]+)/([a-z0-9-]+\.md)")
+
+
+def cited_pages(text: str) -> list[tuple[str, str]]:
+    """(field, filename) pairs named in a rendered context, in order."""
+    return list(dict.fromkeys((m.group(1), m.group(2)) for m in _CITATION.finditer(text)))

@@ -1,0 +1,345 @@
+"""research(): rounds of plan → search → integrate → reflect over one or more fields.
+
+With a chat model the planner and integrator are GAM's (gam.py); without one the heuristic
+researcher (offline.py) runs the same loop. Either way the result carries the packed context
+(within the token budget), the verbatim evidence in it, the sources, a per-round trace and
+what it cost. Citations are recorded as activation (pages in use rank higher later).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import BudgetError, DeepfieldError, PageNotFoundError
+from ..field import Field
+from ..index.keyword import query_terms
+from ..llm.base import ChatModel, Usage
+from ..search import search_fields
+from ..tokens import count_tokens, truncate_to_tokens
+from . import gam, offline
+from .evidence import Evidence, EvidencePool, Packed, pack_evidence
+
+MIN_BUDGET = 50
+"""Fewer tokens than this cannot hold a page header and one line of evidence."""
+HITS_PER_QUERY = 8
+"""Chunk hits per query (GAM: 5 pages per tool; chunks are smaller than its pages)."""
+TOOL_WEIGHTS = {"hybrid": 1.0, "vector": 0.7, "pages": 0.4, "bm25": 1.0}
+"""Weight of each search of the question itself (the hybrid chunk search is the reference)."""
+FOLLOW_UP_WEIGHT = 0.6
+PAGES_PER_QUERY = 15
+SPREAD = {"list": 0.5, "other": 0.0}
+"""How strongly packing spreads evidence over pages (deepfield.research.evidence.diversify):
+answers to a list question lie on many pages; a date or a name is usually in one place."""
+MAIN_QUERY_HITS = 30
+"""Chunk hits for the question itself, the query that finds most evidence."""
+PAGE_ID_LINES = 12
+SUMMARY_SHARE = 0.4
+"""Largest share of the budget a model's summary may take; evidence lines get the rest."""
+
+
+@dataclass
+class RoundTrace:
+    number: int
+    request: str
+    plan: dict[str, Any]
+    queries: list[dict[str, Any]]
+    new_evidence: int
+    decision: str
+    reflection: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"round": self.number, "request": self.request, "plan": self.plan,
+                "queries": self.queries, "new_evidence": self.new_evidence,
+                "reflection": self.reflection, "decision": self.decision,
+                "seconds": round(self.seconds, 4)}
+
+
+@dataclass
+class ResearchResult:
+    question: str
+    context: str
+    evidence: list[Evidence]
+    rounds: list[RoundTrace]
+    usage: Usage
+    budget: int
+    tokens: int
+    left_out: int
+    mode: str
+    seconds: float
+    summary: str = ""
+    warnings: list[str] = field(default_factory=list)
+    ranked: list[Evidence] = field(default_factory=list, repr=False)
+    """All evidence found, best first (``evidence`` is the part that fit the budget)."""
+
+    spread: float = field(default=SPREAD["other"], repr=False)
+
+    def repack(self, budget: int) -> Packed:
+        """The same research packed to another budget (no new searches)."""
+        return _pack(self.ranked, budget, self.summary, self.spread)
+
+    @property
+    def sources(self) -> list[dict[str, Any]]:
+        pages: dict[tuple[str, str], dict[str, Any]] = {}
+        for item in self.evidence:
+            entry = pages.setdefault((item.field, item.filename), {
+                "field": item.field, "filename": item.filename, "title": item.title,
+                "date": item.date, "lines": [],
+            })
+            entry["lines"].append(item.line)
+        for entry in pages.values():
+            entry["lines"] = sorted(set(entry["lines"]))
+        return list(pages.values())
+
+    def to_json(self) -> dict[str, Any]:
+        usage = self.usage.to_json()
+        usage["seconds"] = round(self.seconds, 4)
+        usage["llm_seconds"] = round(self.usage.seconds, 4)
+        usage["searches"] = sum(len(r.queries) for r in self.rounds)
+        return {
+            "question": self.question, "context": self.context, "summary": self.summary,
+            "evidence": [e.to_json() for e in self.evidence], "sources": self.sources,
+            "rounds": [r.to_json() for r in self.rounds], "usage": usage,
+            "budget": self.budget, "tokens": self.tokens, "left_out": self.left_out,
+            "mode": self.mode, "warnings": self.warnings,
+        }
+
+
+def research(
+    fields: Sequence[Field],
+    question: str,
+    *,
+    llm: ChatModel | None = None,
+    max_rounds: int = 3,
+    budget: int = 1000,
+    record: bool = True,
+) -> ResearchResult:
+    """Answer-ready context for ``question`` from ``fields``; see the module docstring."""
+    started = time.perf_counter()
+    question = " ".join(question.split())
+    if not question:
+        raise DeepfieldError("the question is empty", "ask something, e.g. \"when did …\"")
+    if not fields:
+        raise DeepfieldError("no field to research", "name a field with --field")
+    if budget < MIN_BUDGET:
+        raise BudgetError(f"a budget of {budget} tokens cannot hold any evidence "
+                          f"(at least {MIN_BUDGET})")
+    if not 1 <= max_rounds <= 10:
+        raise DeepfieldError(f"max rounds must be 1..10, not {max_rounds}")
+    warnings: list[str] = []
+    for fld in fields:
+        warnings += [f"{fld.name}/{w}" for w in fld.ensure_synced().warnings]
+    dense = all(f.index_handle().embedder is not None for f in fields) and len(
+        {f.index_handle().model_code for f in fields}) == 1
+    session = _Session(fields, question, dense, warnings)
+    usage = Usage()
+    if llm is None:
+        rounds = session.offline_rounds(max_rounds)
+        summary, mode = "", "offline"
+    else:
+        rounds, summary = session.model_rounds(llm, max_rounds, usage)
+        mode = f"llm:{llm.model}"
+    ranked = session.pool.ranked()
+    spread = SPREAD.get(session.plan.answer_type, SPREAD["other"])
+    packed = _pack(ranked, budget, summary, spread)
+    if record:
+        _record(fields, packed.evidence)
+    return ResearchResult(
+        question, packed.text, packed.evidence, rounds, usage, budget, packed.tokens,
+        packed.left_out, mode, time.perf_counter() - started, summary, warnings, ranked,
+        spread,
+    )
+
+
+class _Session:
+    """The state of one research: fields, evidence pool, queries asked so far."""
+
+    def __init__(self, fields: Sequence[Field], question: str, dense: bool,
+                 warnings: list[str]) -> None:
+        self.fields = list(fields)
+        self.question = question
+        self.dense = dense
+        self.warnings = warnings
+        self.pool = EvidencePool(fields)
+        self.asked: set[str] = set()
+        self.plan = offline.analyse(question)
+        self.terms = set(query_terms(question))
+        self.speakers: set[str] = set()
+
+    def run(self, queries: Sequence[tuple[str, str]], number: int) -> tuple[list[dict[str, Any]],
+                                                                            int]:
+        done: list[dict[str, Any]] = []
+        new = 0
+        for tool, query in queries:
+            self.asked.add(query)
+            terms = self.terms | set(query_terms(query))
+            if tool == "page_id":
+                found, count = self._read_page(query, number, terms)
+                done.append({"tool": tool, "query": query, "hits": found})
+                new += count
+                continue
+            # "pages": the best chunk of each of the best pages, so evidence spread over many
+            # pages (a list of things done at different times) is not crowded out by one page.
+            unit = "page" if tool == "pages" else "chunk"
+            mode = "hybrid" if tool == "pages" else tool
+            if not self.dense:
+                mode = "bm25"
+            k = PAGES_PER_QUERY if unit == "page" else HITS_PER_QUERY
+            if query == self.question and unit == "chunk":
+                k = MAIN_QUERY_HITS * (2 if self.plan.answer_type == "list" else 1)
+            response = search_fields(self.fields, query, k=k, mode=mode, unit=unit,
+                                     sync=False)
+            self.warnings += [w for w in response.warnings if w not in self.warnings]
+            for hit in response.results:
+                people = (hit.frontmatter or {}).get("participants") or (
+                    hit.frontmatter or {}).get("speakers") or []
+                if isinstance(people, list):
+                    self.speakers.update(str(p) for p in people)
+            # The question itself weighs most; other queries add to it.
+            weight = TOOL_WEIGHTS.get(tool, 1.0) if query == self.question else FOLLOW_UP_WEIGHT
+            new += self.pool.add_hits(response.results, query, number, terms,
+                                      self.plan.entities, weight)
+            done.append({"tool": tool, "mode": mode, "unit": unit, "query": query, "hits": [
+                {"field": h.field, "filename": h.filename, "line": h.snippet_line,
+                 "score": round(h.score, 4)} for h in response.results]})
+        return done, new
+
+    def _read_page(self, ref: str, number: int, terms: set[str]) -> tuple[list[dict[str, Any]],
+                                                                           int]:
+        for fld in self.fields:
+            try:
+                filename = fld.resolve(ref)
+            except PageNotFoundError:
+                continue
+            lines = self.pool.pages.lines(fld.name, filename)
+            doc = fld.index_handle().doc_by_filename(filename)
+            title = doc.title if doc else filename
+            new = 0
+            body = [(i + 1, line.strip()) for i, line in enumerate(lines)
+                    if line.strip() and not line.startswith(("#", "---"))]
+            picked = [b for b in body if set(query_terms(b[1])) & terms] or body
+            for line_number, text in picked[:PAGE_ID_LINES]:
+                key = (fld.name, filename, line_number, text)
+                if key not in self.pool.items:
+                    self.pool.items[key] = Evidence(fld.name, filename, line_number, text, "",
+                                                    title, None, 0.5, number, [ref])
+                    new += 1
+            return [{"field": fld.name, "filename": filename}], new
+        return [], 0
+
+    def offline_rounds(self, max_rounds: int) -> list[RoundTrace]:
+        rounds: list[RoundTrace] = []
+        queries = offline.first_queries(self.plan, dense=self.dense)
+        for number in range(1, max_rounds + 1):
+            started = time.perf_counter()
+            done, new = self.run(queries, number)
+            ranked = self.pool.ranked()
+            coverage = offline.assess(self.plan, ranked)
+            trace = RoundTrace(number, self.question if number == 1 else "follow-up",
+                               self.plan.to_json() if number == 1 else {}, done, new, "",
+                               coverage.to_json())
+            rounds.append(trace)
+            if coverage.complete:
+                trace.decision = "stop: the evidence covers the question"
+            elif new == 0:
+                trace.decision = "stop: the last searches found nothing new"
+            elif number == max_rounds:
+                trace.decision = "stop: max rounds reached"
+            else:
+                bridges = offline.bridge_entities(self.plan, ranked, self.speakers)
+                queries = offline.follow_up_queries(self.plan, coverage, bridges, self.asked,
+                                                    dense=self.dense)
+                trace.reflection["bridges"] = bridges
+                trace.decision = "continue" if queries else "stop: nothing left to ask"
+            trace.seconds = time.perf_counter() - started
+            if trace.decision != "continue":
+                break
+        return rounds
+
+    def model_rounds(self, llm: ChatModel, max_rounds: int,
+                     usage: Usage) -> tuple[list[RoundTrace], str]:
+        rounds: list[RoundTrace] = []
+        request, summary = self.question, ""
+        memos = self._memos()
+        for number in range(1, max_rounds + 1):
+            started = time.perf_counter()
+            plan = gam.plan(llm, request, memos, usage)
+            queries: list[tuple[str, str]] = []
+            if plan.keyword:
+                queries.append(("bm25", plan.keyword))
+            queries += [("vector" if self.dense else "bm25", q) for q in plan.vector]
+            queries += [("page_id", p) for p in plan.page_ids]
+            before = set(self.pool.items)
+            done, new = self.run(queries, number)
+            fresh = [e for e in self.pool.ranked() if e.key not in before]
+            integration = gam.integrate(llm, self.question, request, summary, fresh[:40], usage,
+                                        evidence_tokens=3000)
+            summary = integration.summary
+            for item in self.pool.items.values():  # what the model used outranks the rest
+                if item.filename in integration.sources:
+                    item.score *= 2.0
+            trace = RoundTrace(number, request, {
+                "info_needs": plan.info_needs, "keyword": plan.keyword, "vector": plan.vector,
+                "page_ids": plan.page_ids}, done, new, "",
+                {"enough": integration.enough, "follow_up": integration.follow_up,
+                 "sources": integration.sources})
+            rounds.append(trace)
+            if integration.enough:
+                trace.decision = "stop: the model judged the summary enough"
+            elif not integration.follow_up:
+                trace.decision = "stop: no follow-up requests"
+            elif number == max_rounds:
+                trace.decision = "stop: max rounds reached"
+            else:
+                trace.decision = "continue"
+                request = "; ".join(integration.follow_up)
+            trace.seconds = time.perf_counter() - started
+            if trace.decision != "continue":
+                break
+        return rounds, summary
+
+    def _memos(self) -> list[tuple[str, str]]:
+        """Light memory: the memos of the pages most related to the question, then the rest."""
+        seen: dict[str, str] = {}
+        related = search_fields(self.fields, self.question, k=30, mode="bm25", sync=False)
+        for hit in related.results:
+            if hit.summary:
+                seen[f"{hit.field}/{hit.filename}"] = hit.summary
+        for fld in self.fields:
+            for entry in fld.index_handle().catalogue():
+                if entry.summary:
+                    seen.setdefault(f"{fld.name}/{entry.filename}", entry.summary)
+        return list(seen.items())
+
+
+def _pack(ranked: list[Evidence], budget: int, summary: str, spread: float) -> Packed:
+    preamble = ""
+    if summary:
+        preamble = truncate_to_tokens(f"Summary: {summary}", int(budget * SUMMARY_SHARE))
+    packed = pack_evidence(ranked, budget, preamble, spread)
+    if not packed.evidence and not preamble and ranked:
+        # Not even one line fits: the first line, cut to the budget, is better than nothing.
+        first = ranked[0]
+        cut = truncate_to_tokens(first.text, budget - 20)
+        if not cut:
+            raise BudgetError(f"a budget of {budget} tokens is too small for the evidence found")
+        packed = pack_evidence([replace(first, text=cut)], budget)
+    if count_tokens(packed.text) > budget:  # cannot happen: pack_evidence counts as it goes
+        raise BudgetError(f"packing exceeded the budget of {budget} tokens")
+    return packed
+
+
+def _record(fields: Sequence[Field], evidence: Sequence[Evidence]) -> None:
+    from ..manage.activation import record_activation
+
+    by_field: dict[str, list[str]] = {}
+    for item in evidence:
+        names = by_field.setdefault(item.field, [])
+        if item.filename not in names:
+            names.append(item.filename)
+    for fld in fields:
+        if by_field.get(fld.name):
+            record_activation(fld, by_field[fld.name], "cite")

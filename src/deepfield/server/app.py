@@ -1,0 +1,144 @@
+"""The HTTP server: a Starlette (ASGI) app serving every field of a store under its own prefix.
+
+    /                          JSON list of the fields
+    /openapi.json              OpenAPI 3.1 description of every route
+    /{field}/                  the spec's routes (index.md, memoryfield.zip, pages, search)
+    /{field}/_/…               deepfield's own routes (pages, read, context, research, remember)
+
+Run it with ``deepfield serve`` (uvicorn), or mount :func:`create_app` in any ASGI server.
+Writes follow the spec's security rules (see :mod:`deepfield.server.auth`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ..errors import DeepfieldError
+from ..llm.config import LLMConfig
+from ..store import Store
+from ..writer import MAX_WRITE_BYTES
+from .auth import Auth, is_local_name, is_loopback
+from .openapi import openapi_document
+from .service import Service, error_status
+
+
+def error_response(status: int, kind: str, message: str, hint: str = "",
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    """Every error has the CLI's JSON shape: ``{"error": {"type", "message", "hint"}}``."""
+    body = {"error": {"type": kind, "message": message, "hint": hint}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def deny_browser(request: Request, *, write: bool) -> Response | None:
+    """403 for what a web page in the user's browser could send (the server trusts loopback):
+    a loopback request naming another host (DNS rebinding) on a server without users, and a
+    write whose ``Origin`` is not the server itself (cross-site request forgery)."""
+    auth: Auth = request.app.state.auth
+    host = request.headers.get("host", "")
+    client = request.client.host if request.client else None
+    if not auth.enabled and is_loopback(client) and not is_local_name(host):
+        return error_response(403, "Forbidden", f"host {host!r} is not this loopback server",
+                              "use http://127.0.0.1:PORT/ or http://localhost:PORT/")
+    origin = request.headers.get("origin")
+    if write and origin is not None and urlsplit(origin).netloc.lower() != host.lower():
+        return error_response(403, "Forbidden", f"writes from the web origin {origin} are refused",
+                              "write with an HTTP client, not from a web page")
+    return None
+
+
+def deny_read(request: Request) -> Response | None:
+    """401 when the store is private and the request carries no valid login."""
+    if (denied := deny_browser(request, write=False)) is not None:
+        return denied
+    auth: Auth = request.app.state.auth
+    if auth.may_read(request.headers.get("authorization")):
+        return None
+    return error_response(401, "Unauthorized", "this store needs a login to read",
+                          "send HTTP Basic credentials", auth.challenge())
+
+
+def deny_write(request: Request) -> Response | None:
+    """401 (with a Basic challenge) or 403 when the request may not write."""
+    if (denied := deny_browser(request, write=True)) is not None:
+        return denied
+    auth: Auth = request.app.state.auth
+    client = request.client.host if request.client else None
+    if auth.may_write(request.headers.get("authorization"), client):
+        return None
+    if auth.enabled:
+        return error_response(401, "Unauthorized", "writing needs a valid login",
+                              "send HTTP Basic credentials of a user in [server.users]",
+                              auth.challenge())
+    return error_response(
+        403, "Forbidden", "this server has no users, so it only accepts writes from loopback",
+        "add a user with `deepfield passwd USER` to write from other hosts",
+    )
+
+
+async def _deepfield_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, DeepfieldError)
+    return error_response(error_status(exc), type(exc).__name__, exc.message, exc.hint)
+
+
+async def list_fields(request: Request) -> Response:
+    if (denied := deny_read(request)) is not None:
+        return denied
+    service: Service = request.app.state.service
+    fields = [{"name": n, "url": f"/{n}/", "search": f"/{n}/search?q=",
+               "zip": f"/{n}/memoryfield.zip", "listing": f"/{n}/listing.md"}
+              for n in service.field_names()]
+    return JSONResponse({"fields": fields, "openapi": "/openapi.json"})
+
+
+async def openapi(request: Request) -> Response:
+    return JSONResponse(openapi_document(request.app.state.version))
+
+
+def create_app(
+    store: Store,
+    *,
+    auth: Auth | None = None,
+    llm_config: LLMConfig | None = None,
+    extra_routes: list[BaseRoute] | None = None,
+) -> Starlette:
+    """The ASGI app for ``store``. ``auth`` defaults to the users in its deepfield.toml,
+    ``llm_config`` to its ``[llm]`` table (no table: offline research and memorizing)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .routes_deepfield import routes as deepfield_routes
+    from .routes_spec import routes as spec_routes
+
+    if auth is None:
+        auth = Auth(dict(store.config.server.users), store.config.server.private)
+    routes: list[BaseRoute] = [
+        Route("/", list_fields, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+        *(extra_routes or []),
+        *deepfield_routes(),
+        *spec_routes(),
+    ]
+    handlers: dict[Any, Any] = {DeepfieldError: _deepfield_error}
+    service = Service(store, llm_config)
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        yield
+        service.close()  # the server stops: close the connections it opened
+
+    app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan,
+                    max_body_size=MAX_WRITE_BYTES + 4096)
+    app.state.service = service
+    app.state.auth = auth
+    try:
+        app.state.version = version("deepfield")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        app.state.version = "0"
+    return app

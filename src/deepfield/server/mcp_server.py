@@ -1,0 +1,230 @@
+"""The MCP server: a store's fields as tools and resources for agents (official ``mcp`` SDK).
+
+Tools: ``list_fields``, ``list_pages``, ``search``, ``read`` (outline, full or one section),
+``write``, ``remember``, ``research`` and ``context``. Resources: every page as
+``memoryfield://{field}/{page}.md`` (plus each field's ``index.md`` and ``listing.md``).
+
+``deepfield mcp`` serves it over stdio (nothing but protocol messages on stdout) or over
+streamable HTTP. Over HTTP it binds to loopback unless users are configured, and then every
+request needs their HTTP Basic login, since the tools can write.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+from collections.abc import Callable
+from typing import Any, Literal, ParamSpec, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.types import Resource as MCPResource
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..errors import DeepfieldError, UnknownFieldError
+from ..field import Field, WriteResult
+from ..page import INTRO_FILE, LISTING_FILE
+from ..search import MODES, UNITS
+from ..store import Store
+from .auth import Auth
+from .service import Service
+
+P = ParamSpec("P")
+R = TypeVar("R")
+SCHEME = "memoryfield"
+MAX_LISTED_PAGES = 1000
+"""Pages listed per field by resources/list (all remain readable through the template)."""
+
+INSTRUCTIONS = (
+    "deepfield long-term memory: fields of Markdown pages. Search first (results are stubs: "
+    "title, summary, best snippet), then read the page's outline and only the sections you "
+    "need. Write pages you learn; keep a page's uuid to replace it. Use research for "
+    "questions that need several searches, context for a ready-made context block."
+)
+
+
+def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Report deepfield errors to the agent as tool errors it can act on."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except DeepfieldError as exc:
+            raise ToolError(str(exc)) from None
+        except ModuleNotFoundError as exc:
+            raise ToolError(f"not available in this build ({exc.name})") from None
+
+    return wrapper
+
+
+class DeepfieldMCP(MCPServer[Any]):
+    """MCPServer whose resource list is the store's pages as they are now."""
+
+    def __init__(self, service: Service, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.service = service
+
+    async def list_resources(self) -> list[MCPResource]:
+        from starlette.concurrency import run_in_threadpool
+
+        listed = await super().list_resources()
+        return listed + await run_in_threadpool(self._page_resources)
+
+    def _page_resources(self) -> list[MCPResource]:
+        out: list[MCPResource] = []
+        for name in self.service.field_names():
+            docs = self.service.locked(name, lambda f: f.pages())
+            for special in (INTRO_FILE, LISTING_FILE):
+                if (self.service.store.root / name / special).is_file():
+                    out.append(MCPResource(
+                        uri=f"{SCHEME}://{name}/{special}", name=f"{name}/{special}",
+                        mime_type="text/markdown",
+                        description="The field's introduction" if special == INTRO_FILE
+                        else "The field's catalogue of pages"))
+            for doc in docs[:MAX_LISTED_PAGES]:
+                out.append(MCPResource(
+                    uri=f"{SCHEME}://{name}/{doc.filename}", name=f"{name}/{doc.filename}",
+                    title=doc.title, description=doc.summary, mime_type="text/markdown"))
+        return out
+
+
+def create_mcp_server(store: Store, *, service: Service | None = None) -> DeepfieldMCP:
+    """The MCP server for ``store`` (run it with ``.run()`` or mount its HTTP app)."""
+    svc = service or Service(store)
+    server = DeepfieldMCP(svc, name="deepfield", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def field_list(names: list[str] | None) -> list[str]:
+        chosen = names or svc.field_names()
+        if not chosen:
+            raise UnknownFieldError("the store has no fields yet")
+        return chosen
+
+    @server.tool()
+    @_tool_errors
+    def list_fields() -> dict[str, Any]:
+        """List the fields (memories) in the store, with their page counts and introductions."""
+        fields = []
+        for name in svc.field_names():
+            count = svc.locked(name, lambda f: len(f.pages()))
+            intro = svc.field(name).intro()
+            fields.append({"name": name, "pages": count,
+                           "intro": intro[:500] if intro else None})
+        return {"fields": fields}
+
+    @server.tool()
+    @_tool_errors
+    def list_pages(field: str) -> dict[str, Any]:
+        """List a field's pages: filename, title, summary and uuid of each."""
+        docs = svc.locked(field, lambda f: f.pages())
+        pages = [{"filename": d.filename, "title": d.title, "summary": d.summary,
+                  "uuid": d.uuid} for d in docs]
+        return {"field": field, "pages": pages, "count": len(pages)}
+
+    @server.tool()
+    @_tool_errors
+    def search(query: str, fields: list[str] | None = None, k: int = 10,
+               mode: Literal["bm25", "vector", "hybrid"] | None = None,
+               unit: Literal["page", "chunk"] = "page") -> dict[str, Any]:
+        """Search pages. Returns stubs (filename, title, summary, best snippet with its
+        heading and lines), best first. mode: bm25, vector or hybrid (default: hybrid when
+        the store has an embedding model); unit: page (one per page) or chunk (with text)."""
+        if mode is not None and mode not in MODES:
+            raise DeepfieldError(f"unknown mode {mode!r}", "use bm25, vector or hybrid")
+        if unit not in UNITS:
+            raise DeepfieldError(f"unknown unit {unit!r}", "use page or chunk")
+        return svc.search_many(field_list(fields), query, k=max(1, min(k, 100)), mode=mode,
+                               unit=unit)
+
+    @server.tool()
+    @_tool_errors
+    def read(field: str, page: str, mode: Literal["outline", "full", "section"] = "outline",
+             section: str | None = None, depth: int = 2) -> dict[str, Any]:
+        """Read a page progressively: its outline (headings with first sentences; the
+        default), the full text, or one section (mode=section with section=HEADING or
+        'Parent > Child'). page is a filename, stem or uuid."""
+        if mode == "section" and not section:
+            raise DeepfieldError("mode=section needs section=HEADING")
+        view = svc.read(field, page, view=mode, section=section, depth=depth)
+        out: dict[str, Any] = view.to_json()
+        return out
+
+    @server.tool()
+    @_tool_errors
+    def write(field: str, text: str, name: str | None = None) -> dict[str, Any]:
+        """Write a page (Markdown, optional YAML frontmatter). Missing title/uuid/dates are
+        filled in; a uuid of an existing page replaces that page; name picks the filename
+        (else derived from the title); pages over 8 KB are split. Returns what was written."""
+        return svc.writing(field, lambda f: _write(f, text, name)).to_json()
+
+    @server.tool()
+    @_tool_errors
+    def remember(field: str, text: str, format: str | None = None) -> dict[str, Any]:
+        """Memorize a text (notes, a conversation, a document): the memorizer turns it into
+        pages or updates existing ones. Returns the pages written."""
+        return svc.writing(field, lambda f: svc.remember(f, text, format=format,
+                                                           source="mcp"))
+
+    @server.tool()
+    @_tool_errors
+    def research(question: str, fields: list[str] | None = None, max_rounds: int = 3,
+                 budget: int = 1000) -> dict[str, Any]:
+        """Research a question over several rounds of search and reading; returns findings
+        with citations (field, filename, lines)."""
+        return svc.research(field_list(fields), question, max_rounds=max_rounds,
+                            budget=budget)
+
+    @server.tool()
+    @_tool_errors
+    def context(field: str, task: str = "", budget: int = 2000,
+                level: Literal["light", "medium", "deep"] = "deep") -> dict[str, Any]:
+        """Build one context block to put in your prompt, within a token budget (tokens):
+        preferences and always-load pages, the field's introduction, domain material of the
+        level (light, medium) and, at level deep, research on the task."""
+        return svc.locked(field, lambda f: svc.context(f, task, budget=budget, level=level))
+
+    @server.resource(f"{SCHEME}://{{field}}/{{page}}.md", mime_type="text/markdown",
+                     name="page", description="A page of a field, as stored")
+    def page_resource(field: str, page: str) -> str:
+        filename = f"{page}.md"
+        try:
+            fld = svc.field(field)
+            path = svc.page_path(fld, filename)
+            if filename == LISTING_FILE:
+                svc.locked(field, lambda f: f.ensure_synced(embed=False))
+            return path.read_text(encoding="utf-8", errors="replace")
+        except (DeepfieldError, FileNotFoundError, IsADirectoryError):
+            raise ResourceNotFoundError(f"no page {filename} in field {field}") from None
+
+    return server
+
+
+def _write(field: Field, text: str, name: str | None) -> WriteResult:
+    return field.write(text, name=name)
+
+
+class BasicAuthMiddleware:
+    """Every HTTP request needs a valid Basic login (the MCP tools can write)."""
+
+    def __init__(self, app: ASGIApp, auth: Auth) -> None:
+        self.app = app
+        self.auth = auth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        header = dict(scope.get("headers") or []).get(b"authorization", b"")
+        if self.auth.user(header.decode("latin-1")) is not None:
+            await self.app(scope, receive, send)
+            return
+        challenge = self.auth.challenge()["WWW-Authenticate"].encode()
+        await send({"type": "http.response.start", "status": 401, "headers": [
+            (b"www-authenticate", challenge), (b"content-type", b"application/json")]})
+        await send({"type": "http.response.body",
+                    "body": b'{"error": {"type": "Unauthorized", "message": "login needed"}}'})
+
+
+def basic_header(user: str, password: str) -> str:
+    """The ``Authorization`` header value for a Basic login (for clients and tests)."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()

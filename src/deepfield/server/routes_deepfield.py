@@ -1,0 +1,134 @@
+"""deepfield's own HTTP routes, beside the spec's, under ``/{field}/_/``.
+
+``_`` is not a valid page name, so these paths can never collide with a page:
+
+    GET  /{field}/_/pages                       the catalogue as JSON
+    GET  /{field}/_/read/{page}?view=&section=  progressive reading (outline, full, section)
+    GET  /{field}/_/context?task=&budget=&level= a context block for a task
+    GET  /{field}/_/research?q=&rounds=&budget= multi-round research with citations
+    POST /{field}/_/remember                    memorize a text (a write: same rules as PUT)
+
+Context, research and remember use the store's ``[llm]`` models when configured and their
+offline algorithms otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ..errors import DeepfieldError
+from ..field import Field
+from .app import deny_read, deny_write, error_response
+from .routes_spec import _check_body, _int_param
+from .service import Service
+
+
+def _service(request: Request) -> Service:
+    service: Service = request.app.state.service
+    return service
+
+
+async def pages(request: Request) -> Response:
+    if (denied := deny_read(request)) is not None:
+        return denied
+    name = request.path_params["field"]
+
+    def run(field: Field) -> list[dict[str, Any]]:
+        return [{"filename": d.filename, "uuid": d.uuid, "title": d.title,
+                 "summary": d.summary, "last_modified": d.last_modified, "bytes": d.size}
+                for d in field.pages()]
+
+    found = await _service(request).run(name, run)
+    return JSONResponse({"field": name, "pages": found, "count": len(found)})
+
+
+async def read(request: Request) -> Response:
+    if (denied := deny_read(request)) is not None:
+        return denied
+    name, ref = request.path_params["field"], request.path_params["page"]
+    view = request.query_params.get("view", "outline")
+    section = request.query_params.get("section")
+    if view not in ("outline", "full", "section"):
+        raise DeepfieldError(f"unknown view {view!r}", "use outline, full or section")
+    if view == "section" and not section:
+        raise DeepfieldError("view=section needs section=HEADING")
+    depth = _int_param(request, "depth", 2, 1, 6)
+    sentences = _int_param(request, "sentences", 1, 0, 20)
+    page = await run_in_threadpool(_service(request).read, name, ref, view=view,
+                                   section=section, depth=depth, sentences=sentences)
+    return JSONResponse(page.to_json())
+
+
+def _missing(feature: str) -> Response:
+    return error_response(501, "NotImplemented", f"{feature} is not available in this build",
+                          "upgrade deepfield")
+
+
+async def context(request: Request) -> Response:
+    if (denied := deny_read(request)) is not None:
+        return denied
+    name = request.path_params["field"]
+    task = request.query_params.get("task", "")
+    level = request.query_params.get("level", "deep")
+    if not task.strip() and level == "deep":
+        raise DeepfieldError("give the task as ?task=…", "or ask for level=light|medium")
+    budget = _int_param(request, "budget", 2000, 1, 100_000)
+    service = _service(request)
+    try:
+        result = await service.run(name, lambda f: service.context(f, task, budget=budget,
+                                                                   level=level))
+    except ModuleNotFoundError:
+        return _missing("context building")
+    return JSONResponse(result)
+
+
+async def research(request: Request) -> Response:
+    if (denied := deny_read(request)) is not None:
+        return denied
+    name = request.path_params["field"]
+    question = request.query_params.get("q", "")
+    if not question.strip():
+        raise DeepfieldError("give the question as ?q=…")
+    rounds = _int_param(request, "rounds", 3, 1, 10)
+    budget = _int_param(request, "budget", 1000, 50, 100_000)
+    service = _service(request)
+    try:
+        result = await run_in_threadpool(service.research, [name], question,
+                                         max_rounds=rounds, budget=budget)
+    except ModuleNotFoundError:
+        return _missing("research")
+    return JSONResponse(result)
+
+
+async def remember(request: Request) -> Response:
+    if (denied := deny_write(request)) is not None:
+        return denied
+    name = request.path_params["field"]
+    service = _service(request)
+    service.field(name)
+    body = await request.body()
+    if (bad := _check_body(body)) is not None:
+        return bad
+    text = body.decode("utf-8")
+    fmt = request.query_params.get("format") or None
+    try:
+        result = await service.run(name, lambda f: service.remember(f, text, format=fmt),
+                                   write=True)
+    except ModuleNotFoundError:
+        return _missing("remember")
+    return JSONResponse(result, status_code=201)
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/{field}/_/pages", pages, methods=["GET"]),
+        Route("/{field}/_/read/{page}", read, methods=["GET"]),
+        Route("/{field}/_/context", context, methods=["GET"]),
+        Route("/{field}/_/research", research, methods=["GET"]),
+        Route("/{field}/_/remember", remember, methods=["POST"]),
+    ]

@@ -1,0 +1,266 @@
+"""The memoryfield spec's HTTP routes, one set per field under ``/{field}/``.
+
+``GET /`` (index.md), ``GET /memoryfield.zip``, ``GET /{page}.md``, ``GET /search?q=`` and the
+writable pages: ``PUT`` (201 created, 204 replaced; 400 bad name or empty body, 415 not UTF-8,
+409 uuid conflict, 412 failed ``If-Match``) and ``DELETE`` (204; the page moves into the
+field's ``archive/`` and leaves the index). The index and ``listing.md`` are brought up to
+date inside the request, before the page can be returned again.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ..errors import DeepfieldError, InvalidNameError, PageNotFoundError
+from ..field import Field
+from ..fsutil import atomic_write
+from ..page import INTRO_FILE, LISTING_FILE
+from ..search import MODES, UNITS
+from ..writer import archive_file
+from .app import deny_read, deny_write, error_response
+from .service import Service
+
+MARKDOWN = "text/markdown; charset=utf-8"
+MAX_K = 100
+
+
+def _service(request: Request) -> Service:
+    service: Service = request.app.state.service
+    return service
+
+
+def etag_of(data: bytes) -> str:
+    return '"' + hashlib.sha256(data).hexdigest() + '"'
+
+
+def _markdown(request: Request, data: bytes, mtime: float | None = None) -> Response:
+    """A Markdown file with validators: ETag (sha256) and Last-Modified (its mtime), and
+    304 for a matching ``If-None-Match`` or (without one) ``If-Modified-Since``."""
+    headers = {"ETag": etag_of(data)}
+    if mtime is not None:
+        headers["Last-Modified"] = email.utils.formatdate(mtime, usegmt=True)
+    match = request.headers.get("if-none-match")
+    since = request.headers.get("if-modified-since")
+    if match is not None:
+        if headers["ETag"] in match or match.strip() == "*":
+            return Response(status_code=304, headers=headers)
+    elif since is not None and mtime is not None:
+        try:
+            when = email.utils.parsedate_to_datetime(since).timestamp()
+        except (TypeError, ValueError):
+            when = None
+        if when is not None and int(mtime) <= when:
+            return Response(status_code=304, headers=headers)
+    return Response(data, media_type=MARKDOWN, headers=headers)
+
+
+def _read(path: Path) -> tuple[bytes, float]:
+    with path.open("rb") as handle:
+        return handle.read(), os.fstat(handle.fileno()).st_mtime
+
+
+async def get_intro(request: Request) -> Response:
+    """``GET /{field}/``: the field's index.md (a short generated one if it has none)."""
+    if (denied := deny_read(request)) is not None:
+        return denied
+    name = request.path_params["field"]
+    service = _service(request)
+    field = service.field(name)
+    path = field.path / INTRO_FILE
+    if path.is_file() and not path.is_symlink():
+        data, mtime = await run_in_threadpool(_read, path)
+        return _markdown(request, data, mtime)
+    data = (f"# {name}\n\nA memoryfield served by deepfield. Its catalogue of pages is "
+            f"[listing.md](listing.md); search it at `search?q=`.\n").encode()
+    return _markdown(request, data)
+
+
+async def get_zip(request: Request) -> Response:
+    """``GET /{field}/memoryfield.zip``: the whole field (pages, index.md, listing.md)."""
+    if (denied := deny_read(request)) is not None:
+        return denied
+    name = request.path_params["field"]
+    snap = await run_in_threadpool(_service(request).snapshot, name)
+    tag = f'"{snap.sha256}"'
+    if tag in request.headers.get("if-none-match", ""):
+        return Response(status_code=304, headers={"ETag": tag})
+    return Response(snap.data, media_type="application/zip", headers={
+        "ETag": tag,
+        "Content-Disposition": f'attachment; filename="{name}.memoryfield.zip"',
+    })
+
+
+def _int_param(request: Request, key: str, default: int, low: int, high: int) -> int:
+    raw = request.query_params.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise DeepfieldError(f"{key} must be a whole number, not {raw!r}") from None
+    if not low <= value <= high:
+        raise DeepfieldError(f"{key} must be between {low} and {high}, not {value}")
+    return value
+
+
+async def search(request: Request) -> Response:
+    """``GET /{field}/search?q=&mode=&unit=&k=``: ranked results in the spec's JSON shape."""
+    if (denied := deny_read(request)) is not None:
+        return denied
+    name = request.path_params["field"]
+    query = request.query_params.get("q", "")
+    k = _int_param(request, "k", 10, 1, MAX_K)
+    mode = request.query_params.get("mode") or None
+    unit = request.query_params.get("unit") or "page"
+    if mode is not None and mode not in MODES:
+        raise DeepfieldError(f"unknown search mode {mode!r}", "use bm25, vector or hybrid")
+    if unit not in UNITS:
+        raise DeepfieldError(f"unknown result unit {unit!r}", "use page or chunk")
+    service = _service(request)
+    if not query.strip():
+        service.field(name)  # 404 for an unknown field even without a query
+        return JSONResponse({"results": [], "count": 0, "query": query, "field": name})
+    out = await run_in_threadpool(service.search, name, query, k=k, mode=mode, unit=unit)
+    return JSONResponse(out)
+
+
+async def get_page(request: Request) -> Response:
+    """``GET /{field}/{page}.md``: the page exactly as stored."""
+    if (denied := deny_read(request)) is not None:
+        return denied
+    name, filename = request.path_params["field"], request.path_params["filename"]
+    service = _service(request)
+    field = service.field(name)
+    path = service.page_path(field, filename)
+    if filename == LISTING_FILE:  # make sure the catalogue reflects edits made meanwhile
+        await service.run(name, lambda f: f.ensure_synced(embed=False))
+    try:
+        data, mtime = await run_in_threadpool(_read, path)
+    except (FileNotFoundError, IsADirectoryError):
+        raise PageNotFoundError(f"no page {filename!r} in field {name}") from None
+    return _markdown(request, data, mtime)
+
+
+def _check_body(body: bytes) -> Response | None:
+    if not body.strip():
+        return error_response(400, "InvalidPageError", "the request body is empty",
+                              "send the complete page as UTF-8 Markdown")
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return error_response(415, "InvalidPageError",
+                              f"the request body is not UTF-8 (bad byte at offset {exc.start})",
+                              "encode the page as UTF-8")
+    return None
+
+
+def _precondition(request: Request, path_exists: bool, current: bytes | None) -> bool:
+    """``If-Match`` (optional, never required): True when the write may go ahead."""
+    wanted = request.headers.get("if-match")
+    if wanted is None:
+        return True
+    if wanted.strip() == "*":
+        return path_exists
+    return current is not None and etag_of(current) in wanted
+
+
+def _write(field: Field, filename: str, body: bytes, request: Request) -> tuple[int, Any]:
+    """Store the page (under the field lock); (status, JSON result or None)."""
+    path = field.path / filename
+    existed = path.is_file()
+    current = path.read_bytes() if existed else None
+    if not _precondition(request, existed, current):
+        return 412, None
+    if filename == INTRO_FILE:  # the introduction is free text, stored as sent
+        atomic_write(path, body)
+        return (204 if existed else 201), {"field": field.name, "pages": [
+            {"filename": INTRO_FILE, "action": "updated" if existed else "created"}]}
+    result = field.write(body, name=filename[:-3])
+    return (204 if existed else 201), result.to_json()
+
+
+async def put_page(request: Request) -> Response:
+    """``PUT /{field}/{page}.md``: create (201) or replace (204) one page."""
+    if (denied := deny_write(request)) is not None:
+        return denied
+    name, filename = request.path_params["field"], request.path_params["filename"]
+    service = _service(request)
+    field = service.field(name)
+    service.page_path(field, filename)
+    if filename == LISTING_FILE:
+        return _generated(filename)
+    body = await request.body()
+    if (bad := _check_body(body)) is not None:
+        return bad
+    status, result = await service.run(name, lambda f: _write(f, filename, body, request),
+                                       write=True)
+    if status == 412:
+        return error_response(412, "PreconditionFailed",
+                              f"{filename} does not match If-Match", "GET it again, then retry")
+    location = {"Location": f"/{name}/{filename}"}
+    if status == 204:
+        return Response(status_code=204, headers=location)
+    return JSONResponse(result, status_code=201, headers=location)
+
+
+def _generated(filename: str) -> Response:
+    return error_response(405, "MethodNotAllowed",
+                          f"{filename} is generated from the pages and cannot be written",
+                          "change the pages instead", {"Allow": "GET"})
+
+
+def _archive(field: Field, filename: str) -> str:
+    if filename == INTRO_FILE:
+        if not (field.path / filename).is_file():
+            raise PageNotFoundError(f"no {INTRO_FILE} in field {field.name}")
+        return archive_file(field.path, filename)
+    if not (field.path / filename).is_file():
+        raise PageNotFoundError(f"no page {filename!r} in field {field.name}")
+    return field.archive(filename)
+
+
+async def delete_page(request: Request) -> Response:
+    """``DELETE /{field}/{page}.md``: move the page into ``archive/`` (never destroyed)."""
+    if (denied := deny_write(request)) is not None:
+        return denied
+    name, filename = request.path_params["field"], request.path_params["filename"]
+    service = _service(request)
+    field = service.field(name)
+    service.page_path(field, filename)
+    if filename == LISTING_FILE:
+        return _generated(filename)
+    where = await service.run(name, lambda f: _archive(f, filename), write=True)
+    return Response(status_code=204, headers={"X-Deepfield-Archived-As": where})
+
+
+async def page(request: Request) -> Response:
+    """One route for GET / PUT / DELETE, so a bad name is 400 whatever the method."""
+    filename = request.path_params["filename"]
+    if not filename.endswith(".md"):
+        raise PageNotFoundError(f"no route or page {filename!r}",
+                                "pages end in .md; see /openapi.json for the routes")
+    if not filename[:-3] or "/" in filename:
+        raise InvalidNameError(f"{filename!r} is not a page filename")
+    if request.method == "PUT":
+        return await put_page(request)
+    if request.method == "DELETE":
+        return await delete_page(request)
+    return await get_page(request)
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/{field}/", get_intro, methods=["GET"]),
+        Route("/{field}/memoryfield.zip", get_zip, methods=["GET"]),
+        Route("/{field}/search", search, methods=["GET"]),
+        Route("/{field}/{filename}", page, methods=["GET", "PUT", "DELETE"]),
+    ]

@@ -1,0 +1,344 @@
+"""What both servers (HTTP and MCP) do with a store, made safe for many concurrent requests.
+
+A :class:`~deepfield.Field` holds one SQLite connection that serves one caller at a time, so
+each field gets a writer used under its lock and a pool of searchers (pool.py); blocking calls
+run in worker threads, never on the event loop. The library calls are the same as the CLI's;
+what is added here is the spec's search fallback, the zip snapshot cache and the path checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import (
+    ConfigError,
+    DeepfieldError,
+    EmbeddingError,
+    FieldExistsError,
+    IndexStateError,
+    InvalidNameError,
+    LLMError,
+    PageConflictError,
+    PageNotFoundError,
+    ReviewItemError,
+    SectionNotFoundError,
+    StoreNotFoundError,
+    SupersessionCycleError,
+    TransportError,
+    UnknownFieldError,
+)
+from ..field import Field
+from ..llm.config import LLMConfig, Role, build_llm, load_llm_config
+from ..page import INTRO_FILE, LISTING_FILE, check_name, is_valid_name
+from ..read import PageView
+from ..scan import scan_field
+from ..search import search_fields
+from ..store import Store
+from .pool import FieldSlot, SharedEmbedder
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A ``.memoryfield.zip`` of a field as it was when ``key`` was taken."""
+
+    key: str
+    data: bytes
+    sha256: str
+
+
+class Service:
+    """A store as the servers see it: fields by name, each with a locked writer and a pool of
+    searchers (see pool.py); blocking calls are moved off the event loop."""
+
+    def __init__(self, store: Store, llm_config: LLMConfig | None = None, *,
+                 readers: int | None = None) -> None:
+        self.store = store
+        self.llm_config = llm_config if llm_config is not None else load_llm_config(store.root)
+        self.readers = readers or min(8, max(2, os.cpu_count() or 2))
+        self.embedder = SharedEmbedder(store.embedder) if store.embedder is not None else None
+        self._llms: dict[str, Any] = {}
+        self._slots: dict[str, FieldSlot] = {}
+        self._guard = threading.Lock()
+        self._zips: dict[str, Snapshot] = {}
+        self._background = ThreadPoolExecutor(1, thread_name_prefix="deepfield-sync")
+
+    def close(self) -> None:
+        self._background.shutdown(wait=True)
+        with self._guard:
+            for slot in self._slots.values():
+                slot.close()
+            self._slots.clear()
+
+    # ------------------------------------------------------------------ fields
+
+    def field_names(self) -> list[str]:
+        return [n for n in self.store.field_names() if is_valid_name(n)]
+
+    def slot(self, name: str) -> FieldSlot:
+        """The writer and searchers of field ``name``; only spec names are served."""
+        if not is_valid_name(name):
+            raise InvalidNameError(f"field name {name!r} is not a spec name")
+        with self._guard:
+            slot = self._slots.get(name)
+            if slot is None:
+                path = self.store.field(name).path  # raises UnknownFieldError
+                slot = FieldSlot(path, name, self.embedder, self.readers, self._background)
+                self._slots[name] = slot
+            return slot
+
+    def field(self, name: str) -> Field:
+        """The field's writer (use it under :meth:`lock`)."""
+        return self.slot(name).writer
+
+    def lock(self, name: str) -> threading.Lock:
+        return self.slot(name).lock
+
+    def locked(self, name: str, fn: Callable[[Field], T]) -> T:
+        """Run ``fn(field)`` under the field's lock (blocking; call from a worker thread)."""
+        return self.slot(name).locked(fn)
+
+    def writing(self, name: str, fn: Callable[[Field], T]) -> T:
+        """Like :meth:`locked`, for calls that write pages (searches need no re-scan after)."""
+        slot = self.slot(name)
+        with slot.lock:
+            try:
+                result = fn(slot.writer)
+                slot.embed_new()  # hybrid search finds the new text by meaning at once
+                return result
+            finally:
+                slot.wrote()
+
+    async def run(self, name: str, fn: Callable[[Field], T], *, write: bool = False) -> T:
+        """Run ``fn(field)`` in a worker thread under the field's lock."""
+        return await run_in_threadpool(self.writing if write else self.locked, name, fn)
+
+    # ------------------------------------------------------------------ files
+
+    def page_path(self, field: Field, filename: str) -> Path:
+        """The file of page ``filename`` inside the field, refusing anything that escapes it
+        (``..``, absolute paths, symbolic links pointing out of the folder)."""
+        if "/" in filename or "\\" in filename or not filename.endswith(".md"):
+            raise InvalidNameError(f"{filename!r} is not a page filename")
+        check_name(filename)
+        root = field.path.resolve()
+        path = field.path / filename
+        if path.is_symlink() or path.resolve().parent != root:
+            raise PageNotFoundError(f"no page {filename!r} in field {field.name}")
+        return path
+
+    def read(self, name: str, ref: str, *, view: str, section: str | None = None,
+             depth: int = 2, sentences: int = 1) -> PageView:
+        """Read a page (outline, full or section) by filename, stem or uuid; the resolved
+        file goes through :meth:`page_path`, so a symbolic link is never followed."""
+
+        def run(field: Field) -> PageView:
+            filename = field.resolve(ref)
+            self.page_path(field, filename)
+            return field.read(filename, outline_only=view == "outline", depth=depth,
+                              sentences=sentences, section=section if view == "section" else None)
+
+        return self.locked(name, run)
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, name: str, query: str, *, k: int, mode: str | None,
+               unit: str) -> dict[str, Any]:
+        """Search one field (blocking; see :meth:`search_many`)."""
+        return self.search_many([name], query, k=k, mode=mode, unit=unit)
+
+    def search_many(self, names: list[str], query: str, *, k: int, mode: str | None,
+                    unit: str) -> dict[str, Any]:
+        """Search fields together. The default mode is hybrid when the fields have an
+        embedding model, else BM25; a BM25 search that finds fewer than ``k`` pages adds the
+        spec's substring matches. One field: on a free searcher, in parallel with others;
+        several: on their writers, holding their locks in name order."""
+        chosen = mode or ("hybrid" if self.embedder is not None else "bm25")
+
+        def run(fields: list[Field], sync: bool) -> dict[str, Any]:
+            response = search_fields(fields, query, k=k, mode=chosen, unit=unit, sync=sync)
+            out = response.to_json(with_text=unit == "chunk")
+            if chosen == "bm25" and unit == "page" and len(response.results) < k:
+                seen = {(r["field"], r["filename"]) for r in out["results"]}
+                for field in fields:
+                    out["results"] += substring_matches(field, query, seen,
+                                                        k - len(out["results"]))
+                out["count"] = len(out["results"])
+            return out
+
+        if len(set(names)) == 1:
+            out = self.slot(names[0]).search(lambda f: run([f], False), embed=chosen != "bm25")
+            out["field"] = names[0]
+            return out
+        fields = [self.field(n) for n in names]
+        with self.holding(names):
+            return run(fields, True)
+
+    @contextmanager
+    def holding(self, names: list[str]) -> Iterator[None]:
+        """Hold the locks of several fields, always taken in the same (name) order."""
+        locks = [self.lock(n) for n in sorted(set(names))]
+        for lock in locks:
+            lock.acquire()
+        try:
+            yield
+        finally:
+            for lock in reversed(locks):
+                lock.release()
+
+    # ------------------------------------------------------------------ memory
+
+    def llm(self, role: Role) -> Any:
+        """The store's chat model for ``role`` (None: the offline algorithms)."""
+        if role not in self._llms:
+            self._llms[role] = build_llm(self.llm_config, role)
+        return self._llms[role]
+
+    def context(self, field: Field, task: str, *, budget: int,
+                level: str = "deep") -> dict[str, Any]:
+        """A context block for ``task`` at ``level`` (call under the field's lock)."""
+        from ..context import build_context
+
+        result = build_context(field, task, budget=budget, level=level,
+                               llm=self.llm("researcher"))
+        out: dict[str, Any] = result.to_json()
+        out.setdefault("text", result.text)
+        return out
+
+    def research(self, names: list[str], question: str, *, max_rounds: int,
+                 budget: int) -> dict[str, Any]:
+        """Research ``question`` over the named fields (holding their locks, in name order)."""
+        from ..research import research
+
+        fields = [self.field(n) for n in names]
+        with self.holding(names):
+            result = research(fields, question, llm=self.llm("researcher"),
+                              max_rounds=max_rounds, budget=budget)
+        out: dict[str, Any] = result.to_json()
+        return out
+
+    def remember(self, field: Field, text: str, *, format: str | None,
+                 source: str = "remote") -> dict[str, Any]:
+        """Memorize ``text`` into the field (call under the field's lock). The text is always
+        passed as content: a client can never make the server open a path of its choosing."""
+        from ..memorize import remember
+
+        result = remember(field, source, text=text, llm=self.llm("memorizer"),
+                          format=format or "auto")
+        out: dict[str, Any] = result.to_json()
+        return out
+
+    # ------------------------------------------------------------------ zip
+
+    def snapshot(self, name: str) -> Snapshot:
+        """The field as a ``.memoryfield.zip`` (rebuilt only when a file changed)."""
+
+        def run(field: Field) -> Snapshot:
+            field.ensure_synced(embed=False)  # listing.md current before it is packed
+            members = zip_members(field.path)
+            stats = [(n, p.stat()) for n, p in members]
+            key = hashlib.sha256(repr([(n, s.st_mtime_ns, s.st_size) for n, s in stats])
+                                 .encode()).hexdigest()
+            cached = self._zips.get(field.name)
+            if cached is not None and cached.key == key:
+                return cached
+            data = pack_zip(field.path, members)
+            snap = Snapshot(key, data, hashlib.sha256(data).hexdigest())
+            self._zips[field.name] = snap
+            return snap
+
+        return self.locked(name, run)
+
+
+def substring_matches(field: Field, query: str, seen: set[tuple[str, str]],
+                      limit: int) -> list[dict[str, Any]]:
+    """The spec's fallback for servers without a vector index: pages whose filename, title or
+    summary contains the query (case-insensitive), after the keyword results."""
+    needle = " ".join(query.lower().split())
+    if not needle or limit <= 0:
+        return []
+    index = field.index_handle()
+    found: list[dict[str, Any]] = []
+    for entry in index.catalogue():
+        if (field.name, entry.filename) in seen:
+            continue
+        haystack = f"{entry.filename}\n{entry.title}\n{entry.summary or ''}".lower()
+        if needle in haystack:
+            doc = index.doc_by_filename(entry.filename)
+            found.append({
+                "filename": entry.filename,
+                "frontmatter": doc.frontmatter if doc else None,
+                "score": 0.0, "field": field.name, "uuid": doc.uuid if doc else None,
+                "title": entry.title, "summary": entry.summary, "match": "substring",
+            })
+            seen.add((field.name, entry.filename))
+            if len(found) >= limit:
+                break
+    return found
+
+
+def zip_members(folder: Path) -> list[tuple[str, Path]]:
+    """(name in the zip, file) of everything a memoryfield zip of ``folder`` holds."""
+    try:
+        from ..portable.archive import pack_members
+    except ImportError:  # pragma: no cover - the portable package is optional here
+        names = [f.name for f in scan_field(folder).files]
+        names += [n for n in (INTRO_FILE, LISTING_FILE)
+                  if (folder / n).is_file() and not (folder / n).is_symlink()]
+        return [(n, folder / n) for n in sorted(names)]
+    return pack_members(folder)[0]
+
+
+def pack_zip(folder: Path, members: list[tuple[str, Path]]) -> bytes:
+    """The zip's bytes: through ``deepfield pack``'s own writer when it is there (same bytes as
+    the command), else a flat deterministic ZIP of the members. Its sha256 is the ETag."""
+    try:
+        from ..portable.archive import pack_folder
+    except ImportError:  # pragma: no cover
+        pass
+    else:
+        with tempfile.TemporaryDirectory(prefix="deepfield-zip-") as tmp:
+            out = Path(tmp) / "field.memoryfield.zip"
+            return pack_folder(folder, out, force=True).path.read_bytes()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for arcname, path in members:
+            moment = max(path.stat().st_mtime, 315532800)  # ZIP dates start in 1980
+            info = zipfile.ZipInfo(arcname, time.gmtime(moment)[:6])
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, path.read_bytes())
+    return buffer.getvalue()
+
+
+def error_status(exc: DeepfieldError) -> int:
+    """The HTTP status for a library error: the request's fault is 4xx (400 unless it names
+    something missing, 404, or conflicting, 409), a model or remote behind us 502/503, the
+    server's own state (configuration, index) 500."""
+    if isinstance(exc, UnknownFieldError | PageNotFoundError | SectionNotFoundError
+                  | ReviewItemError):
+        return 404
+    if isinstance(exc, PageConflictError | FieldExistsError | SupersessionCycleError):
+        return 409
+    if isinstance(exc, EmbeddingError):
+        return 503
+    if isinstance(exc, LLMError | TransportError):
+        return 502
+    if isinstance(exc, ConfigError | IndexStateError | StoreNotFoundError):
+        return 500
+    return 400

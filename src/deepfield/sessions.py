@@ -1,0 +1,237 @@
+"""Read one conversation session for the memorizer, whatever shape it comes in.
+
+Accepted: OpenAI-style messages (a JSON list, ``{"messages": [...]}`` with optional ``date``,
+``title``, ``project``, ``topic`` keys, or JSONL with one message per line), a LoCoMo session
+(a list of ``{speaker, dia_id, text}`` turns, or a LoCoMo conversation plus a session number),
+and Markdown or plain-text transcripts (``Speaker: text`` lines; anything else is kept as is).
+Every format becomes a :class:`Session` of turns; the raw text of a transcript is kept
+verbatim, because the page body must be the session itself, not a rendering of it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import SessionFormatError
+from .importers.locomo import iter_sessions, parse_when, turn_line
+from .page import Page, check_text
+
+FORMATS = ("auto", "openai", "jsonl", "locomo", "markdown", "text")
+MAX_SESSION_BYTES = 16 << 20
+_SPEAKER_LINE = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?([A-Z][\w .'-]{0,40}?)(?:\*\*)?\s*"
+                           r"(?:\(([^)]{1,20})\))?\s*:\s*(?:\*\*)?\s*(\S.*)$")
+
+
+@dataclass(frozen=True)
+class Turn:
+    speaker: str
+    text: str
+    turn_id: str | None = None
+
+    def line(self) -> str:
+        label = f"{self.speaker} ({self.turn_id})" if self.turn_id else self.speaker
+        return f"{label}: {self.text}"
+
+
+@dataclass
+class Session:
+    turns: list[Turn]
+    format: str
+    when: str | None = None
+    """The session's date/time as given (any text); ``date`` is its ISO form when known."""
+    date: str | None = None
+    title: str | None = None
+    project: str | None = None
+    topic: str | None = None
+    source: str | None = None
+    raw: str | None = None
+    """A transcript's own text, used verbatim as the page body."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def participants(self) -> list[str]:
+        seen: list[str] = []
+        for turn in self.turns:
+            if turn.speaker and turn.speaker not in seen and turn.speaker != "system":
+                seen.append(turn.speaker)
+        return seen
+
+    def transcript(self) -> str:
+        """The session as the page body shows it: raw text, or one line per turn."""
+        if self.raw is not None:
+            return self.raw.strip() + "\n"
+        return "\n".join(turn.line() for turn in self.turns) + "\n"
+
+
+def load_session(path: str | Path, *, format: str = "auto", session: int | None = None) -> Session:
+    """Read a session file (``-`` is not handled here; pass the text to parse_session)."""
+    file = Path(path)
+    if not file.is_file():
+        raise SessionFormatError(f"no session file {file}", "check the path")
+    data = file.read_bytes()
+    if not data.strip():
+        raise SessionFormatError(f"session file {file} is empty")
+    text = check_text(data, f"session file {file}", MAX_SESSION_BYTES)
+    if format == "auto":
+        format = {".jsonl": "jsonl", ".md": "markdown", ".markdown": "markdown",
+                  ".txt": "text"}.get(file.suffix.lower(), "auto")
+    return parse_session(text, format=format, source=file.name, session=session)
+
+
+def parse_session(
+    text: str, *, format: str = "auto", source: str | None = None, session: int | None = None
+) -> Session:
+    if format not in FORMATS:
+        raise SessionFormatError(f"unknown session format {format!r}",
+                                 f"use one of: {', '.join(FORMATS)}")
+    where = source or "the session"
+    if not text.strip():
+        raise SessionFormatError(f"{where} is empty")
+    if format == "auto":
+        stripped = text.lstrip()
+        format = "json" if stripped[:1] in "[{" else "markdown"
+        if format == "json":
+            try:
+                json.loads(text)
+            except json.JSONDecodeError:
+                format = "jsonl" if stripped.startswith("{") else "markdown"
+    if format in ("json", "openai", "locomo"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SessionFormatError(f"{where} is not valid JSON: {exc}") from None
+        result = _from_json(data, where, session, format)
+    elif format == "jsonl":
+        result = _from_jsonl(text, where)
+    else:
+        result = _from_transcript(text, where)
+    result.source = source
+    if not any(turn.text.strip() for turn in result.turns):
+        raise SessionFormatError(f"{where} has no messages with text")
+    return result
+
+
+def _from_json(data: Any, where: str, number: int | None, format: str) -> Session:
+    meta: dict[str, Any] = {}
+    if isinstance(data, dict) and isinstance(data.get("conversation"), dict):
+        data = data["conversation"]  # a whole LoCoMo sample
+    if isinstance(data, dict) and any(re.fullmatch(r"session_\d+", k) for k in data):
+        return _locomo_conversation(data, where, number)
+    if isinstance(data, dict) and "content" in data and "messages" not in data:
+        data = [data]  # one message (a one-line JSONL file read as JSON)
+    if isinstance(data, dict):
+        meta = data
+        data = data.get("messages", data.get("turns"))
+    if not isinstance(data, list) or not data:
+        raise SessionFormatError(f"{where} has no list of messages")
+    if all(isinstance(item, dict) and "speaker" in item for item in data):
+        turns = [Turn(str(t["speaker"]), _clean(t.get("text")) + _caption(t),
+                      str(t["dia_id"]) if t.get("dia_id") else None) for t in data]
+        result = Session(turns, "locomo")
+    elif all(isinstance(item, dict) and ("role" in item or "content" in item) for item in data):
+        result = Session([_message_turn(item) for item in data], "openai")
+    else:
+        raise SessionFormatError(
+            f"{where}: expected OpenAI-style messages ({{role, content}}) or LoCoMo turns "
+            "({speaker, dia_id, text})"
+        )
+    result.when = _text(meta.get("date") or meta.get("when") or meta.get("session_date"))
+    result.date = _iso(result.when)
+    result.title = _text(meta.get("title"))
+    result.project = _text(meta.get("project"))
+    result.topic = _text(meta.get("topic"))
+    return result
+
+
+def _locomo_conversation(data: dict[str, Any], where: str, number: int | None) -> Session:
+    sessions = {s.number: s for s in iter_sessions({"conversation": data, "sample_id": "x"})}
+    if number is None:
+        if len(sessions) != 1:
+            raise SessionFormatError(
+                f"{where} is a LoCoMo conversation with {len(sessions)} sessions",
+                f"choose one with --session N (1..{max(sessions, default=0)}), or import the "
+                "whole conversation with `deepfield import locomo`",
+            )
+        number = next(iter(sessions))
+    found = sessions.get(number)
+    if found is None or not found.turns:
+        raise SessionFormatError(f"{where} has no session {number} with turns")
+    turns = []
+    for raw in found.turns:
+        line = turn_line(raw)
+        speaker, _, rest = line.partition(" (")
+        turn_id, _, text = rest.partition("): ")
+        turns.append(Turn(speaker, text, turn_id))
+    when = found.when or None
+    return Session(turns, "locomo", when=when, date=parse_when(when or ""),
+                   extra={"session": number})
+
+
+def _from_jsonl(text: str, where: str) -> Session:
+    items = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SessionFormatError(f"{where} line {number} is not JSON: {exc.msg}") from None
+        if not isinstance(item, dict):
+            raise SessionFormatError(f"{where} line {number} is not a message object")
+        items.append(item)
+    return _from_json(items, where, None, "jsonl")
+
+
+def _from_transcript(text: str, where: str) -> Session:
+    page = Page.parse(text)
+    meta = page.frontmatter or {}
+    turns: list[Turn] = []
+    for line in page.body.splitlines():
+        match = _SPEAKER_LINE.match(line)
+        if match and not line.lstrip().startswith("#"):
+            turns.append(Turn(match.group(1).strip(), match.group(3).strip(), match.group(2)))
+        elif line.strip() and turns:
+            turns[-1] = Turn(turns[-1].speaker, f"{turns[-1].text}\n{line}", turns[-1].turn_id)
+        elif line.strip() and not line.lstrip().startswith("#"):
+            turns.append(Turn("", line.strip()))
+    when = _text(meta.get("date") or meta.get("when"))
+    return Session(turns, "markdown", when=when, date=_iso(when), title=_text(meta.get("title")),
+                   project=_text(meta.get("project")), topic=_text(meta.get("topic")),
+                   raw=page.body)
+
+
+def _message_turn(item: dict[str, Any]) -> Turn:
+    role = str(item.get("name") or item.get("role") or "unknown")
+    content = item.get("content")
+    if isinstance(content, list):  # [{type: text, text: ...}, {type: image_url, ...}]
+        parts = [str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content]
+        content = "\n".join(p for p in parts if p)
+    return Turn(role, _clean(content, keep_lines=True))
+
+
+def _clean(value: Any, keep_lines: bool = False) -> str:
+    text = "" if value is None else str(value)
+    if keep_lines:
+        return "\n".join(line.rstrip() for line in text.strip().splitlines())
+    return " ".join(text.split())
+
+
+def _caption(turn: dict[str, Any]) -> str:
+    caption = turn.get("blip_caption")
+    return f" [image: {' '.join(str(caption).split())}]" if caption else ""
+
+
+def _text(value: Any) -> str | None:
+    return " ".join(str(value).split()) or None if value not in (None, "") else None
+
+
+def _iso(when: str | None) -> str | None:
+    if not when:
+        return None
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ][\d:.]+)?(Z|[+-]\d{2}:?\d{2})?", when):
+        return when.replace(" ", "T")
+    return parse_when(when)

@@ -1,0 +1,141 @@
+"""Activation: the append-only use log, ACT-R base-level scores and the search boost."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+
+import pytest
+
+import deepfield
+from deepfield.manage.activation import (
+    ACTIVATION_DIR,
+    ACTIVATION_WEIGHT,
+    base_level,
+    boost,
+    load_activation,
+    read_log,
+    record_activation,
+    top_pages,
+)
+
+from .conftest import Cli
+
+
+def _events(field: deepfield.Field) -> list[dict[str, object]]:
+    lines = []
+    for path in sorted((field.path / ACTIVATION_DIR).glob("*.jsonl")):
+        lines += [json.loads(line) for line in path.read_text().splitlines()]
+    return lines
+
+
+def test_read_records_an_event_with_the_uuid(field: deepfield.Field) -> None:
+    written = field.add("Woks", "Carbon fibre woks heat unevenly.").pages[0]
+    field.read("woks")
+    field.read("woks", outline_only=True)
+    field.read("woks", record=False)
+    events = _events(field)
+    assert [e["event"] for e in events] == ["read", "read"]
+    assert events[0]["page"] == "woks.md" and events[0]["uuid"] == written.uuid
+    assert not field.warnings()  # the activation/ folder is never taken for a page folder
+    assert [d.filename for d in field.pages()] == ["woks.md"]
+
+
+def test_base_level_rises_with_frequency_and_recency() -> None:
+    now = 1_000_000.0
+    once_recent = base_level([now - 3600], now)
+    once_old = base_level([now - 30 * 86400], now)
+    often_old = base_level([now - 30 * 86400 + i for i in range(20)], now)
+    assert once_recent > once_old
+    assert often_old > once_old
+    assert math.isclose(once_recent, -0.5 * math.log(3600))
+    assert boost(None) == 0.0 and 0 < boost(once_old) < boost(once_recent) < ACTIVATION_WEIGHT
+
+
+def test_logs_of_several_hosts_merge_and_corrupt_lines_are_skipped(
+    field: deepfield.Field, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    field.add("Alpha", "alpha text")
+    field.add("Beta", "beta text")
+    monkeypatch.setenv("DEEPFIELD_INSTANCE", "laptop")
+    record_activation(field, ["alpha.md"], "cite")
+    monkeypatch.setenv("DEEPFIELD_INSTANCE", "Server 2")
+    record_activation(field, ["alpha.md", "beta.md"], "open")
+    folder = field.path / ACTIVATION_DIR
+    assert sorted(p.name for p in folder.iterdir()) == ["laptop.jsonl", "server-2.jsonl"]
+    with (folder / "laptop.jsonl").open("a") as handle:
+        handle.write('{"t": "not a time", "page": "alpha.md"}\n{broken\n\n')
+    with caplog.at_level(logging.WARNING, logger="deepfield"):
+        log = read_log(folder)
+    assert log.events == 3
+    assert log.warnings == ["activation/laptop.jsonl: skipped 2 corrupt line(s)"]
+    assert "corrupt" in caplog.text
+    top = top_pages(field)
+    assert [p.filename for p in top] == ["alpha.md", "beta.md"]
+    assert top[0].uses == 2 and top[0].events == {"cite": 1, "open": 1}
+
+
+def test_activation_follows_a_renamed_page_by_uuid(field: deepfield.Field) -> None:
+    field.add("Gamma", "gamma text")
+    record_activation(field, ["gamma.md"])
+    (field.path / "gamma.md").rename(field.path / "gamma-renamed.md")
+    assert [p.filename for p in top_pages(field)] == ["gamma-renamed.md"]
+
+
+def test_recording_never_fails_a_read(field: deepfield.Field) -> None:
+    field.add("Delta", "delta text")
+    (field.path / ACTIVATION_DIR).write_text("a file where the folder should be")
+    assert field.read("delta").text  # OSError is logged, not raised
+    assert record_activation(field, ["delta.md"]) == 0
+    with pytest.raises(ValueError, match="unknown activation event"):
+        record_activation(field, ["delta.md"], "liked")
+
+
+def test_cited_pages_rise_in_search_and_the_boost_can_be_disabled(
+    keyword_store: deepfield.Store,
+) -> None:
+    fld = keyword_store.create_field("facts")
+    for name in ("one", "two", "three"):
+        fld.add(f"Server note {name}", f"The backup server rotates logs nightly ({name}).")
+    plain = [h.filename for h in fld.search("backup server logs", mode="bm25").results]
+    last = plain[-1]
+    record_activation(fld, [last] * 5, "cite")
+    boosted = [h.filename for h in fld.search("backup server logs", mode="bm25").results]
+    assert boosted[0] == last
+    off = fld.search("backup server logs", mode="bm25", activation=False).results
+    assert [h.filename for h in off] == plain
+    # unrelated pages are not pulled in by activation alone
+    fld.add("Cooking", "Carbon fibre woks heat unevenly.")
+    record_activation(fld, ["cooking.md"] * 20, "cite")
+    assert "cooking.md" not in [h.filename for h in fld.search("backup", mode="bm25").results]
+
+
+def test_the_aggregate_is_cached_until_a_log_changes(field: deepfield.Field) -> None:
+    field.add("Eps", "eps text")
+    record_activation(field, ["eps.md"], when=time.time() - 60)
+    first = load_activation(field.path)
+    assert load_activation(field.path) is first
+    record_activation(field, ["eps.md"])
+    second = load_activation(field.path)
+    assert second is not first and len(second.times[next(iter(second.times))]) == 2
+
+
+def test_cli_read_counts_and_activation_lists(cli: Cli) -> None:
+    cli("new", "notes")
+    cli("add", "notes", "Carbon fibre woks heat unevenly.", "--title", "Woks")
+    cli("read", "notes", "woks")
+    out = cli.json("activation", "notes")
+    assert [p["filename"] for p in out["pages"]] == ["woks.md"]
+    assert out["pages"][0]["events"] == {"read": 1}
+
+
+def test_logs_travel_with_the_field_in_a_zip(field: deepfield.Field) -> None:
+    from deepfield.portable.archive import pack_members
+
+    field.add("Zeta", "zeta text")
+    record_activation(field, ["zeta.md"])
+    members, warnings = pack_members(field.path)
+    assert any(name.startswith(f"{ACTIVATION_DIR}/") for name, _ in members)
+    assert not warnings

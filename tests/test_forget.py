@@ -1,0 +1,73 @@
+"""Forgetting: cold pages move to archive/ (never deleted); pinned and domain pages stay."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import deepfield
+from deepfield.manage.activation import record_activation
+from deepfield.manage.forget import forget
+
+from .conftest import Cli
+
+DAY = 86_400
+
+
+def _page(field: deepfield.Field, name: str, days_old: int, **keys: object) -> str:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - days_old * DAY))
+    front = {"created": stamp, "updated": stamp, **keys}
+    return field.add(name.title(), f"Notes about {name}.", name=name,
+                     frontmatter=front, review=False).pages[0].filename
+
+
+def _populate(field: deepfield.Field) -> None:
+    _page(field, "fresh", 1)
+    _page(field, "old-used", 400)
+    _page(field, "old-cold", 300)
+    _page(field, "ancient", 900)
+    _page(field, "pinned-note", 1000, pinned=True)
+    _page(field, "basic-info", 1000, role="basic-info")
+    record_activation(field, ["old-used.md"] * 3, "cite", when=time.time() - 2 * DAY)
+
+
+def test_dry_run_lists_cold_pages_and_keeps_protected_ones(field: deepfield.Field) -> None:
+    _populate(field)
+    report = forget(field, keep_top=2, dry_run=True)
+    assert [e.filename for e in report.forgotten] == ["old-cold.md", "ancient.md"]
+    assert {e.filename: e.reason for e in report.kept} == {
+        "pinned-note.md": "pinned", "basic-info.md": "domain page (role: basic-info)"}
+    assert report.archived == [] and len(field.pages()) == 6
+
+
+def test_older_than_and_a_real_run_archives(field: deepfield.Field) -> None:
+    _populate(field)
+    report = forget(field, older_than_days=365)
+    assert [e.filename for e in report.forgotten] == ["ancient.md"]  # old-used was cited
+    assert report.archived == ["archive/ancient.md"]
+    assert {e.filename for e in report.kept} == {"pinned-note.md", "basic-info.md"}
+    assert "ancient.md" not in {d.filename for d in field.pages()}
+    assert (field.path / "archive" / "ancient.md").is_file()
+    assert field.restore("ancient") == "ancient.md"
+    both = forget(field, keep_top=3, older_than_days=200, dry_run=True)
+    assert [e.filename for e in both.forgotten] == ["ancient.md"]
+
+
+def test_forget_needs_a_rule(field: deepfield.Field) -> None:
+    with pytest.raises(deepfield.DeepfieldError, match="needs a rule"):
+        forget(field)
+
+
+def test_cli_forget(cli: Cli) -> None:
+    cli("new", "notes")
+    cli("add", "notes", "a", "--title", "Alpha")
+    cli("add", "notes", "b", "--title", "Beta")
+    cli("read", "notes", "beta")
+    out = cli.json("forget", "notes", "--keep-top", "1", "--dry-run")
+    assert [e["filename"] for e in out["forgotten"]] == ["alpha.md"] and out["dry_run"]
+    out = cli.json("forget", "notes", "--keep-top", "1")
+    assert out["archived"] == ["archive/alpha.md"]
+    assert cli.json("ls", "notes", "--archived")["archived"] == ["alpha.md"]
+    text = cli("forget", "notes", "--keep-top", "0", "--dry-run").output
+    assert "would archive beta.md" in text

@@ -1,0 +1,170 @@
+"""Chat backends against the scripted OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from deepfield.errors import ConfigError, LLMReplyError, LLMServiceError
+from deepfield.llm import (
+    LLMConfig,
+    OpenAIChat,
+    ReplyNotJSONError,
+    Usage,
+    build_llm,
+    complete_json,
+    create_llm,
+    load_llm_config,
+    parse_json_reply,
+)
+
+from .fake_openai import CHAT, FakeOpenAIServer, chat_completion
+
+
+def model(server: FakeOpenAIServer, **options: object) -> OpenAIChat:
+    sleeps: list[float] = []
+    chat = OpenAIChat(url=server.url, model="m", api_key="k", sleep=sleeps.append,
+                      **options)  # type: ignore[arg-type]
+    chat.sleeps = sleeps  # type: ignore[attr-defined]
+    return chat
+
+
+@pytest.mark.parametrize(("reply", "expected"), [
+    ('{"a": 1}', {"a": 1}),
+    ('<think>first {"no": 1} then</think>\n{"a": 2}', {"a": 2}),
+    ('Sure! Here it is:\n```json\n{"a": 3}\n```\nHope that helps.', {"a": 3}),
+    ('The answer is {"a": 4} as requested.', {"a": 4}),
+    ('{"a": [1, 2,], "b": 5,}', {"a": [1, 2], "b": 5}),
+    ('<think>unclosed reasoning {"x": 1}', None),
+])
+def test_parse_json_reply(reply: str, expected: object) -> None:
+    if expected is None:
+        with pytest.raises(ReplyNotJSONError):
+            parse_json_reply(reply)
+    else:
+        assert parse_json_reply(reply) == expected
+
+
+def test_truncated_and_missing_json_say_why() -> None:
+    with pytest.raises(ReplyNotJSONError, match="cut off"):
+        parse_json_reply('{"memo": "a long memo that never')
+    with pytest.raises(ReplyNotJSONError, match="no valid JSON object"):
+        parse_json_reply("I cannot help with that.")
+    with pytest.raises(ReplyNotJSONError, match="empty"):
+        parse_json_reply("<think>only thoughts</think>")
+    assert parse_json_reply('noise ["a", "b"] noise', expect=list) == ["a", "b"]
+
+
+def test_request_shape_usage_and_json_mode(openai_server: FakeOpenAIServer) -> None:
+    openai_server.enqueue(CHAT, json=chat_completion("hello", usage={
+        "prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}))
+    reply = model(openai_server).chat([{"role": "user", "content": "hi"}], max_tokens=50,
+                                      temperature=0.1, json_mode=True)
+    assert (reply.text, reply.prompt_tokens, reply.completion_tokens) == ("hello", 12, 3)
+    assert reply.seconds > 0 and reply.finish_reason == "stop"
+    request = openai_server.requests_to(CHAT)[-1]
+    assert request.json["model"] == "m" and request.json["max_tokens"] == 50
+    assert request.json["messages"] == [{"role": "user", "content": "hi"}]
+    assert request.json["response_format"] == {"type": "json_object"}
+    assert request.headers["authorization"] == "Bearer k"
+
+
+def test_json_mode_dropped_when_the_server_rejects_it(openai_server: FakeOpenAIServer) -> None:
+    openai_server.enqueue(CHAT, status=400, json={"error": {"message": "response_format"}})
+    openai_server.enqueue(CHAT, json=chat_completion('{"ok": true}'))
+    chat = model(openai_server)
+    assert chat.chat([{"role": "user", "content": "x"}], json_mode=True).text == '{"ok": true}'
+    assert not chat.json_mode_supported
+    assert "response_format" not in openai_server.requests_to(CHAT)[-1].json
+
+
+def test_retries_on_429_and_5xx_with_retry_after(openai_server: FakeOpenAIServer) -> None:
+    openai_server.enqueue(CHAT, status=429, headers={"Retry-After": "2"})
+    openai_server.enqueue(CHAT, status=503)
+    openai_server.enqueue(CHAT, json=chat_completion("done"))
+    chat = model(openai_server)
+    assert chat.chat([{"role": "user", "content": "x"}]).text == "done"
+    assert chat.retries == 2 and chat.sleeps[0] == 2.0  # type: ignore[attr-defined]
+
+
+def test_gives_up_naming_url_model_and_offline_way_out(openai_server: FakeOpenAIServer) -> None:
+    for _ in range(3):
+        openai_server.enqueue(CHAT, status=500)
+    with pytest.raises(LLMServiceError) as caught:
+        model(openai_server, max_retries=2).chat([{"role": "user", "content": "x"}])
+    text = str(caught.value)
+    assert openai_server.url in text and "'m'" in text and "giving up after 3 attempts" in text
+    assert "--offline" in text
+
+
+def test_timeout_and_unreachable(openai_server: FakeOpenAIServer) -> None:
+    openai_server.enqueue(CHAT, json=chat_completion("late"), delay=1.0)
+    with pytest.raises(LLMServiceError, match="no reply within"):
+        model(openai_server, timeout=0.2).chat([{"role": "user", "content": "x"}])
+    dead = OpenAIChat(url="http://127.0.0.1:9/v1", model="m", max_retries=1,
+                      sleep=lambda _s: None)
+    with pytest.raises(LLMServiceError, match="cannot connect"):
+        dead.chat([{"role": "user", "content": "x"}])
+
+
+def test_auth_error_is_not_retried(openai_server: FakeOpenAIServer) -> None:
+    openai_server.enqueue(CHAT, status=401)
+    chat = OpenAIChat(url=openai_server.url, model="m", api_key_env="NO_SUCH_KEY_VAR",
+                      sleep=lambda _s: None)
+    with pytest.raises(LLMServiceError, match=r"\$NO_SUCH_KEY_VAR is not set"):
+        chat.chat([{"role": "user", "content": "x"}])
+    assert len(openai_server.requests_to(CHAT)) == 1
+
+
+def test_garbage_reply_gets_one_repair(openai_server: FakeOpenAIServer) -> None:
+    openai_server.enqueue(CHAT, json=chat_completion("Sorry, here you go: memo is nice"))
+    openai_server.enqueue(CHAT, json=chat_completion('<think>fix it</think>{"memo": "ok"}'))
+    usage = Usage()
+    value = complete_json(model(openai_server), [{"role": "user", "content": "x"}], usage)
+    assert value == {"memo": "ok"} and usage.calls == 2 and usage.repairs == 1
+    repair = openai_server.requests_to(CHAT)[-1].json["messages"]
+    assert repair[-1]["role"] == "user" and "cannot be used" in repair[-1]["content"]
+    assert repair[-2] == {"role": "assistant", "content": "Sorry, here you go: memo is nice"}
+
+
+def test_garbage_twice_is_a_clear_error(openai_server: FakeOpenAIServer) -> None:
+    truncated = chat_completion('{"memo": "cut')
+    truncated["choices"][0]["finish_reason"] = "length"
+    openai_server.enqueue(CHAT, json=truncated)
+    openai_server.enqueue(CHAT, json=chat_completion("still not json"))
+    with pytest.raises(LLMReplyError, match="did not return the JSON"):
+        complete_json(model(openai_server), [{"role": "user", "content": "x"}], Usage(),
+                      max_tokens=10)
+    first_repair = openai_server.requests_to(CHAT)[1].json["messages"][-1]["content"]
+    assert "10-token limit" in first_repair
+
+
+def test_reply_without_choices(openai_server: FakeOpenAIServer) -> None:
+    openai_server.enqueue(CHAT, json={"object": "list"})
+    with pytest.raises(LLMServiceError, match="no `choices`"):
+        model(openai_server).chat([{"role": "user", "content": "x"}])
+
+
+def test_config_roles_env_and_registry(tmp_path: Path) -> None:
+    (tmp_path / "deepfield.toml").write_text(
+        '[llm]\nurl = "http://127.0.0.1:1/v1"\nmodel = "big"\n'
+        '[llm.memorizer]\nmodel = "small"\n', encoding="utf-8")
+    config = load_llm_config(tmp_path)
+    assert config.for_role("memorizer")["model"] == "small"
+    assert config.for_role("researcher")["model"] == "big"
+    env = config.with_env({"DEEPFIELD_LLM_RESEARCHER_MODEL": "huge",
+                           "DEEPFIELD_LLM_URL": "http://127.0.0.1:2/v1"})
+    researcher = build_llm(env, "researcher")
+    assert isinstance(researcher, OpenAIChat)
+    assert (researcher.model, researcher.url) == ("huge", "http://127.0.0.1:2/v1")
+    assert build_llm(LLMConfig(), "researcher") is None
+    with pytest.raises(ConfigError, match="no LLM backend named"):
+        create_llm("nope", model="x")
+    with pytest.raises(ConfigError, match="not an http"):
+        OpenAIChat(url="localhost:11434", model="m")
+    (tmp_path / "deepfield.toml").write_text("[llm]\nmemorizer = 3\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"\[llm.memorizer\] must be a table"):
+        load_llm_config(tmp_path)
+    assert json.loads(json.dumps(Usage().to_json()))["calls"] == 0

@@ -1,0 +1,154 @@
+"""The review queue: duplicates and contradictions found on write, resolved by a person."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import deepfield
+from deepfield.manage.review import QUEUE_FILE, REVIEW_DIR, items, resolve_item
+
+from .conftest import Cli
+
+
+def _all_pages(field: deepfield.Field) -> set[str]:
+    """Every page file in the field and its archive (nothing may ever disappear)."""
+    return {p.name for p in field.path.glob("*.md")} | {
+        p.name.split("--archived-")[0].removesuffix(".md") + ".md"
+        for p in (field.path / "archive").glob("*.md")
+    }
+
+
+def _seed(field: deepfield.Field) -> str:
+    field.add("Bob's favourite food", "Bob loves ramen and eats it every Friday.")
+    field.add("Project Atlas budget", "The Atlas project has a budget of 40k EUR for 2024.")
+    return field.add("Alice's team", "Alice's team is based in the Berlin office.",
+                     summary="Alice's team works from Berlin.").pages[0].filename
+
+
+def test_a_contradiction_is_queued_and_the_page_flagged(field: deepfield.Field) -> None:
+    old = _seed(field)
+    result = field.add("Alice's team moved", "Alice's team moved from the Berlin office "
+                       "to Lisbon in March.", summary="Alice's team now works from Lisbon.")
+    new = result.pages[0].filename
+    assert any("contradiction" in w and old in w for w in result.warnings)
+    assert field.load(new)[1].get("review") == "pending"
+    queued, warnings = items(field)
+    assert not warnings and len(queued) == 1
+    item = queued[0]
+    assert (item.kind, item.new, item.old) == ("contradiction", new, old)
+    assert "lisbon" in item.reason.lower()
+
+
+def test_unrelated_pages_and_updates_are_not_queued(field: deepfield.Field) -> None:
+    old = _seed(field)
+    field.add("Carol's hobby", "Carol paints watercolours on weekends.")
+    page = field.load(old)[1]
+    page.body = "Alice's team is based in the Hamburg office.\n"
+    field.write(page)  # an update of the same uuid is the author's own change
+    assert items(field)[0] == []
+    assert not (field.path / REVIEW_DIR / QUEUE_FILE).exists()
+
+
+def test_near_duplicates_are_queued(field: deepfield.Field) -> None:
+    field.add("Deploy checklist", "Run the tests, tag the release, push the image, "
+              "announce in the channel.")
+    field.add("Deploy steps", "Run the tests, tag the release, push the image, "
+              "announce in the channel.")
+    (item,) = items(field)[0]
+    assert item.kind == "duplicate"
+
+
+def test_review_can_be_switched_off(field: deepfield.Field,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    _seed(field)
+    field.add("Alice's team moved", "Alice's team moved from Berlin to Lisbon.", review=False)
+    monkeypatch.setenv("DEEPFIELD_REVIEW", "0")
+    fresh = deepfield.open_field(field.path, field.embedder)
+    fresh.add("Alice's team again", "Alice's team moved from Berlin to Porto.")
+    assert items(field)[0] == []
+
+
+def test_accept_supersedes_and_clears_the_flag(field: deepfield.Field) -> None:
+    old = _seed(field)
+    before = _all_pages(field)
+    new = field.add("Alice's team moved", "Alice's team moved from Berlin to Lisbon.",
+                    ).pages[0].filename
+    (item,) = items(field)[0]
+    outcome = resolve_item(field, item.id[:4], "accept")
+    assert outcome["action"] == "accept"
+    assert field.load(new)[1].get("review") is None
+    assert field.load(old)[1].get("superseded_by") == new
+    assert old not in [h.filename for h in field.search("Alice team", mode="bm25").results]
+    assert items(field)[0] == []
+    (done,) = items(field, include_resolved=True)[0]
+    assert done.status == "accepted"
+    assert _all_pages(field) == before | {new}
+    with pytest.raises(deepfield.ReviewItemError, match="already accepted"):
+        resolve_item(field, item.id, "keep-both")
+
+
+def test_merge_appends_and_archives_never_deletes(field: deepfield.Field) -> None:
+    old = _seed(field)
+    new = field.add("Alice's team moved", "Alice's team moved from Berlin to Lisbon.",
+                    frontmatter={"source": "https://example.com/memo"}).pages[0].filename
+    before = _all_pages(field)
+    (item,) = items(field)[0]
+    outcome = resolve_item(field, item.id, "merge")
+    assert outcome["archived"].startswith("archive/")
+    merged = field.load(old)[1]
+    assert "moved from Berlin to Lisbon" in merged.body
+    assert merged.get("sources") == ["https://example.com/memo"]
+    assert not (field.path / new).exists()
+    assert _all_pages(field) == before
+
+
+def test_keep_both_and_corrupt_queue_lines(field: deepfield.Field) -> None:
+    _seed(field)
+    new = field.add("Alice's team moved", "Alice's team moved from Berlin to Lisbon.",
+                    ).pages[0].filename
+    with (field.path / REVIEW_DIR / QUEUE_FILE).open("a") as handle:
+        handle.write("{not json\n")
+    queued, warnings = items(field)
+    assert len(queued) == 1 and warnings == [f"{REVIEW_DIR}/{QUEUE_FILE}: line 2 is corrupt, "
+                                             "skipped"]
+    resolve_item(field, queued[0].id, "keep-both")
+    assert field.load(new)[1].get("review") is None
+    with pytest.raises(deepfield.ReviewItemError):
+        resolve_item(field, "zzzz", "accept")
+    with pytest.raises(deepfield.ReviewItemError):
+        resolve_item(field, queued[0].id, "delete")
+
+
+def test_cli_review(cli: Cli, tmp_path: Path) -> None:
+    cli("new", "notes")
+    cli("add", "notes", "Alice's team is based in the Berlin office.", "--title", "Alice team")
+    out = cli.json("add", "notes", "Alice's team moved from Berlin to Lisbon.",
+                   "--title", "Alice team moved")
+    assert any("review" in w for w in out["warnings"])
+    listed = cli.json("review", "notes")
+    (item,) = listed["items"]
+    assert item["kind"] == "contradiction"
+    text = cli("review", "notes").output
+    assert item["id"] in text
+    done = cli.json("review", "notes", item["id"], "accept")
+    assert done["supersede"]["superseded"] == ["alice-team.md"]
+    assert cli.json("review", "notes")["items"] == []
+    lines = (tmp_path / "clistore" / "notes" / REVIEW_DIR / QUEUE_FILE).read_text().splitlines()
+    assert [json.loads(line)["status"] for line in lines] == ["pending", "accepted"]
+
+
+def test_a_proposed_supersession_waits_for_confirmation(field: deepfield.Field) -> None:
+    from deepfield.manage.review import propose
+
+    old = field.add("Office", "The office is in Berlin.").pages[0].filename
+    new = field.add("Office address", "Our office address: Lisbon, Rua Augusta 1.",
+                    review=False).pages[0].filename
+    item = propose(field, new, old, "the LLM says the office moved")
+    assert field.load(new)[1].get("review") == "pending"
+    assert field.load(old)[1].get("superseded_by") is None  # nothing applied yet
+    resolve_item(field, item, "accept")
+    assert field.load(old)[1].get("superseded_by") == new
+    assert field.load(new)[1].get("review") is None

@@ -1,0 +1,540 @@
+"""The HTTP server under uvicorn on 127.0.0.1: every spec route and status code, auth, the
+loopback rule, path escapes, the zip, deepfield's own routes and concurrent searches."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.client as httplib
+import io
+import json
+import os
+import socket
+import threading
+import time
+import tomllib
+import zipfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+import deepfield
+from deepfield.config import load_config
+from deepfield.server import Auth, create_app, hash_password, verify_password
+from deepfield.server.auth import is_local_name, is_loopback, save_user
+
+from .conftest import run_deepfield
+
+WOK = b"---\ntitle: Carbon fibre woks\nsummary: Woks that heat unevenly.\n---\n# Woks\n\n" \
+      b"## Heat\n\nCarbon fibre woks conduct heat unevenly.\n\n## Care\n\nOil them after use.\n"
+
+
+class Served:
+    """A uvicorn server in a thread on a free loopback port."""
+
+    def __init__(self, app: Any) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, log_level="error", access_log=False, lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
+                                       daemon=True)
+
+    def __enter__(self) -> Served:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+        self.sock.close()
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file of a field (archive included, index files excluded) with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and ".sqlite3" not in p.name and ".deepfield" not in p.parts}
+
+
+def basic(user: str, password: str) -> dict[str, str]:
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
+@pytest.fixture
+def server(store: deepfield.Store) -> Iterator[tuple[Served, deepfield.Store]]:
+    store.create_field("notes", intro="Notes about cooking.")
+    with Served(create_app(store)) as served:
+        yield served, store
+
+
+@pytest.fixture
+def http(server: tuple[Served, deepfield.Store]) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server[0].url, timeout=10) as client:
+        yield client
+
+
+def test_fields_intro_and_openapi(server: tuple[Served, deepfield.Store],
+                                  http: httpx.Client) -> None:
+    _, store = server
+    assert http.get("/").json()["fields"][0]["name"] == "notes"
+    intro = http.get("/notes/")
+    assert intro.status_code == 200 and "Notes about cooking." in intro.text
+    assert intro.headers["content-type"].startswith("text/markdown")
+    assert http.get("/notes", follow_redirects=True).text == intro.text  # to /notes/
+    store.create_field("bare")
+    assert "listing.md" in http.get("/bare/").text  # generated when there is no index.md
+    assert http.get("/nope/").status_code == 404
+    spec = http.get("/openapi.json").json()
+    assert spec["openapi"].startswith("3.1")
+    for route in create_app(store).routes:  # every route and method is documented
+        assert isinstance(route, Route)
+        documented = spec["paths"][route.path]
+        assert {m.lower() for m in route.methods or ()} - {"head"} == set(documented), route
+    put = spec["paths"]["/{field}/{filename}"]["put"]["responses"]
+    assert {"201", "204", "400", "401", "409", "415"} <= set(put)
+
+
+def test_put_get_search_delete(server: tuple[Served, deepfield.Store],
+                               http: httpx.Client) -> None:
+    _, store = server
+    folder = store.field("notes").path
+    created = http.put("/notes/woks.md", content=WOK)
+    assert created.status_code == 201, created.text
+    assert created.headers["location"] == "/notes/woks.md"
+    uuid = created.json()["pages"][0]["uuid"]
+    page = http.get("/notes/woks.md")
+    assert page.status_code == 200 and "conduct heat unevenly" in page.text
+    assert page.headers["etag"] == '"' + hashlib.sha256(page.content).hexdigest() + '"'
+    assert http.get("/notes/woks.md", headers={"If-None-Match": page.headers["etag"]}
+                    ).status_code == 304
+    assert "(woks.md)" in http.get("/notes/listing.md").text
+    hits = http.get("/notes/search", params={"q": "unevenly"}).json()
+    assert hits["results"][0]["filename"] == "woks.md"
+    assert hits["results"][0]["frontmatter"]["uuid"] == uuid
+    # Replace without a uuid: 204, the stored uuid is kept, search sees the new text at once.
+    replaced = http.put("/notes/woks.md", content=b"# Woks\n\nSeasoning builds a patina.\n")
+    assert replaced.status_code == 204 and replaced.content == b""
+    assert f"uuid: {uuid}" in http.get("/notes/woks.md").text
+    hits = http.get("/notes/search", params={"q": "patina", "mode": "bm25"}).json()
+    assert [r["filename"] for r in hits["results"]] == ["woks.md"]
+    assert http.get("/notes/search", params={"q": "unevenly", "mode": "bm25"}
+                    ).json()["results"] == []
+    # Pages without frontmatter are accepted.
+    assert http.put("/notes/plain.md", content=b"just text\n").status_code == 201
+    deleted = http.delete("/notes/woks.md")
+    assert deleted.status_code == 204
+    assert http.get("/notes/woks.md").status_code == 404
+    assert http.delete("/notes/woks.md").status_code == 404
+    assert (folder / "archive" / "woks.md").is_file()  # archived, never destroyed
+    assert "woks.md" not in http.get("/notes/listing.md").text
+    hits = http.get("/notes/search", params={"q": "patina"}).json()["results"]
+    assert "woks.md" not in [h["filename"] for h in hits]
+
+
+def test_bad_writes_leave_the_store_unchanged(server: tuple[Served, deepfield.Store],
+                                              http: httpx.Client) -> None:
+    _, store = server
+    folder = store.field("notes").path
+    assert http.put("/notes/woks.md", content=WOK).status_code == 201
+    stored_uuid = http.get("/notes/_/read/woks").json()["uuid"]
+    before = snapshot(folder)
+    other = "6aa615f0-486f-48a7-a210-ba4f5ff18c8b"
+    cases = [
+        ("/notes/Bad_Name.md", b"# x\n", 400),
+        ("/notes/-bad.md", b"# x\n", 400),
+        ("/notes/ok.md", b"\xff\xfe\x00bad", 415),
+        ("/notes/ok.md", b"", 400),
+        ("/notes/ok.md", b"  \n\n", 400),
+        ("/notes/woks.md", f"---\nuuid: {other}\n---\nnew\n".encode(), 409),
+        ("/notes/copy.md", f"---\nuuid: {stored_uuid}\n---\ncopy\n".encode(), 409),
+        ("/notes/listing.md", b"# mine\n", 405),
+        ("/nope/ok.md", b"# x\n", 404),
+    ]
+    for path, body, status in cases:
+        response = http.put(path, content=body)
+        assert response.status_code == status, (path, response.text)
+        assert response.json()["error"]["message"]
+    assert http.put("/notes/woks.md", content=b"# x\n", headers={"If-Match": '"nope"'}
+                    ).status_code == 412
+    assert http.delete("/notes/listing.md").status_code == 405
+    assert snapshot(folder) == before
+
+
+def _raw(port: int, method: str, path: str, body: bytes | None = None) -> int:
+    conn = httplib.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request(method, path, body=body)
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_paths_that_escape_the_field_are_refused(server: tuple[Served, deepfield.Store],
+                                                 tmp_path: Path) -> None:
+    served, store = server
+    folder = store.field("notes").path
+    secret = tmp_path / "secret.md"
+    secret.write_text("# secret\n")
+    (folder / "link.md").symlink_to(secret)
+    before = snapshot(folder)
+    toml = (store.root / "deepfield.toml").read_bytes()
+    for method in ("GET", "PUT", "DELETE"):
+        body = b"# evil\n" if method == "PUT" else None
+        for path in ("/notes/../deepfield.toml", "/notes/%2e%2e/deepfield.toml",
+                     "/notes/..%2Fdeepfield.toml", "/notes/..%2fsecret.md",
+                     "/notes/%2e%2e%2fnotes.md", "/notes//etc/passwd", "/notes/link.md",
+                     "/%2e%2e/notes/index.md", "/notes/_/read/..%2F..%2Fdeepfield.toml",
+                     "/notes/_/read/link", "/notes/_/read/link.md",
+                     "/notes/.deepfield.md", "/.deepfield/x.md"):
+            status = _raw(served.port, method, path, body)
+            assert status in (400, 404, 405), (method, path, status)
+    assert snapshot(folder) == before
+    assert secret.read_text() == "# secret\n"
+    assert (store.root / "deepfield.toml").read_bytes() == toml
+
+
+def test_basic_auth_for_writes(store: deepfield.Store) -> None:
+    store.create_field("notes")
+    auth = Auth({"alice": hash_password("s3cret", n=1 << 10)})
+    with Served(create_app(store, auth=auth)) as served, \
+            httpx.Client(base_url=served.url, timeout=10) as client:
+        folder = store.field("notes").path
+        before = snapshot(folder)
+        for headers in ({}, basic("alice", "wrong"), basic("bob", "s3cret"),
+                        {"Authorization": "Basic !!notbase64"}, {"Authorization": "Bearer x"}):
+            for response in (client.put("/notes/a.md", content=b"# a\n", headers=headers),
+                             client.delete("/notes/index.md", headers=headers)):
+                assert response.status_code == 401
+                assert response.headers["www-authenticate"].startswith("Basic realm=")
+        assert snapshot(folder) == before
+        assert client.get("/notes/search", params={"q": "a"}).status_code == 200  # reads open
+        ok = client.put("/notes/a.md", content=b"# a\n", headers=basic("alice", "s3cret"))
+        assert ok.status_code == 201
+        again = client.put("/notes/a.md", content=b"# a\n\nmore\n",
+                           headers=basic("alice", "s3cret"))
+        assert again.status_code == 204
+
+
+def test_private_store_gates_reads(store: deepfield.Store) -> None:
+    store.create_field("notes")
+    auth = Auth({"alice": hash_password("pw", n=1 << 10)}, private=True)
+    client = TestClient(create_app(store, auth=auth), client=("127.0.0.1", 5000))
+    for path in ("/", "/notes/", "/notes/search?q=x", "/notes/listing.md",
+                 "/notes/memoryfield.zip", "/notes/_/pages"):
+        assert client.get(path).status_code == 401, path
+        assert client.get(path, headers=basic("alice", "pw")).status_code == 200, path
+
+
+def test_without_users_only_loopback_may_write(store: deepfield.Store) -> None:
+    store.create_field("notes")
+    app = create_app(store)
+    remote = TestClient(app, client=("203.0.113.7", 40000))
+    folder = store.field("notes").path
+    before = snapshot(folder)
+    assert remote.put("/notes/a.md", content=b"# a\n").status_code == 403
+    assert remote.delete("/notes/index.md").status_code == 403
+    assert remote.post("/notes/_/remember", content=b"hello").status_code == 403
+    assert remote.get("/notes/").status_code == 200
+    assert snapshot(folder) == before
+    for host in ("127.0.0.1", "::1", "127.8.9.1", "::ffff:127.0.0.1"):
+        client = TestClient(app, client=(host, 40000), base_url="http://127.0.0.1:8765")
+        name = f"p{abs(hash(host)) % 1000}"
+        assert client.put(f"/notes/{name}.md", content=b"# p\n").status_code == 201, host
+    assert not is_loopback("10.0.0.1") and not is_loopback(None) and not is_loopback("x")
+
+
+def test_web_pages_cannot_use_a_loopback_server(store: deepfield.Store) -> None:
+    """DNS rebinding (a loopback request naming another host) and cross-site writes."""
+    store.create_field("notes")
+    app = create_app(store)
+    folder = store.field("notes").path
+    before = snapshot(folder)
+    rebound = TestClient(app, client=("127.0.0.1", 40000), base_url="http://evil.example:8765")
+    assert rebound.get("/notes/").status_code == 403
+    assert rebound.get("/notes/search", params={"q": "x"}).status_code == 403
+    assert rebound.put("/notes/a.md", content=b"# a\n").status_code == 403
+    local = TestClient(app, client=("127.0.0.1", 40000), base_url="http://127.0.0.1:8765")
+    forged = {"Origin": "https://evil.example", "Content-Type": "text/plain"}
+    assert local.post("/notes/_/remember", content=b"hi", headers=forged).status_code == 403
+    assert local.put("/notes/a.md", content=b"# a\n", headers=forged).status_code == 403
+    assert snapshot(folder) == before
+    same = {"Origin": "http://127.0.0.1:8765"}
+    assert local.put("/notes/a.md", content=b"# a\n", headers=same).status_code == 201
+    assert local.get("/notes/", headers={"Origin": "https://evil.example"}).status_code == 200
+    for name in ("localhost:1", "127.0.0.1", "[::1]:80", "app.localhost", "LOCALHOST"):
+        assert is_local_name(name), name
+    for name in ("evil.example", "10.0.0.1:80", "", "127.0.0.1.evil.example"):
+        assert not is_local_name(name), name
+
+
+def test_zip_download(server: tuple[Served, deepfield.Store], http: httpx.Client) -> None:
+    http.put("/notes/woks.md", content=WOK)
+    http.put("/notes/gone.md", content=b"# gone\n")
+    http.delete("/notes/gone.md")
+    response = http.get("/notes/memoryfield.zip")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/zip"
+    tag = response.headers["etag"]
+    assert tag == '"' + hashlib.sha256(response.content).hexdigest() + '"'
+    names = zipfile.ZipFile(io.BytesIO(response.content)).namelist()
+    assert {"woks.md", "index.md", "listing.md"} <= set(names)
+    assert not any(n.startswith(("archive/", ".")) or n.endswith(".sqlite3") for n in names)
+    assert http.get("/notes/memoryfield.zip", headers={"If-None-Match": tag}
+                    ).status_code == 304
+    http.put("/notes/new.md", content=b"# new\n")
+    assert http.get("/notes/memoryfield.zip").headers["etag"] != tag
+
+
+def test_search_parameters_and_substring_fallback(keyword_store: deepfield.Store) -> None:
+    field = keyword_store.create_field("notes")
+    field.add("Carbon fibre woks", "They heat unevenly.", summary="Cookware notes.")
+    client = TestClient(create_app(keyword_store), client=("127.0.0.1", 5000),
+                        base_url="http://localhost:8765")
+    out = client.get("/notes/search", params={"q": "fibr"}).json()  # no BM25 term matches
+    assert out["mode"] == "bm25"
+    assert [r["filename"] for r in out["results"]] == ["carbon-fibre-woks.md"]
+    assert out["results"][0]["frontmatter"]["title"] == "Carbon fibre woks"
+    assert client.get("/notes/search", params={"q": "zzz"}).json()["results"] == []
+    assert client.get("/notes/search").json()["results"] == []
+    for params in ({"q": "x", "mode": "nope"}, {"q": "x", "unit": "para"},
+                   {"q": "x", "k": "0"}, {"q": "x", "k": "lots"}, {"q": "x", "mode": "vector"}):
+        assert client.get("/notes/search", params=params).status_code == 400, params
+    assert client.get("/nope/search", params={"q": "x"}).status_code == 404
+
+
+def test_external_edits_are_noticed(server: tuple[Served, deepfield.Store],
+                                    http: httpx.Client) -> None:
+    _, store = server
+    folder = store.field("notes").path
+    assert http.get("/notes/search", params={"q": "zeppelin"}).json()["results"] == []
+    (folder / "airships.md").write_text("# Airships\n\nA zeppelin floats.\n")
+    hits = http.get("/notes/search", params={"q": "zeppelin"}).json()["results"]
+    assert [h["filename"] for h in hits] == ["airships.md"]
+    assert "(airships.md)" in http.get("/notes/listing.md").text
+
+
+def test_deepfield_routes(server: tuple[Served, deepfield.Store], http: httpx.Client) -> None:
+    http.put("/notes/woks.md", content=WOK)
+    pages = http.get("/notes/_/pages").json()
+    assert [p["filename"] for p in pages["pages"]] == ["woks.md"]
+    outline = http.get("/notes/_/read/woks.md").json()
+    assert outline["view"] == "outline" and "## Heat" in outline["text"]
+    section = http.get("/notes/_/read/woks", params={"view": "section", "section": "Care"})
+    assert section.json()["text"].strip().endswith("Oil them after use.")
+    full = http.get("/notes/_/read/woks", params={"view": "full"}).json()
+    assert "Carbon fibre woks conduct" in full["text"]
+    assert http.get("/notes/_/read/woks", params={"view": "section", "section": "Nope"}
+                    ).status_code == 404
+    assert http.get("/notes/_/read/nope").status_code == 404
+    assert http.get("/notes/_/read/woks", params={"view": "bad"}).status_code == 400
+    assert http.get("/notes/_/context").status_code == 400
+    assert http.get("/notes/_/research").status_code == 400
+
+
+def _has(module: str, name: str) -> bool:
+    """True once another part of deepfield (being written meanwhile) provides ``name``."""
+    import importlib
+
+    try:
+        return hasattr(importlib.import_module(module), name)
+    except ImportError:
+        return False
+
+
+@pytest.mark.skipif(not _has("deepfield.memorize", "remember"),
+                    reason="deepfield.memorize not built yet")
+def test_remember_route(server: tuple[Served, deepfield.Store], http: httpx.Client) -> None:
+    response = http.post("/notes/_/remember", content=b"user: I moved to Lisbon in May.\n"
+                         b"assistant: Noted, Lisbon since May.\n")
+    assert response.status_code == 201, response.text
+    assert http.get("/notes/search", params={"q": "Lisbon"}).json()["results"]
+    assert http.post("/notes/_/remember", content=b"").status_code == 400
+    assert http.post("/notes/_/remember", content=b"\xff\xfe").status_code == 415
+
+
+@pytest.mark.skipif(not _has("deepfield.research", "research"),
+                    reason="deepfield.research not built yet")
+def test_research_route(server: tuple[Served, deepfield.Store], http: httpx.Client) -> None:
+    http.put("/notes/woks.md", content=WOK)
+    response = http.get("/notes/_/research", params={"q": "how do woks heat?"})
+    assert response.status_code == 200, response.text
+    assert "woks.md" in json.dumps(response.json())
+
+
+@pytest.mark.skipif(not _has("deepfield.context", "build_context"),
+                    reason="deepfield.context not built yet")
+def test_context_route(server: tuple[Served, deepfield.Store], http: httpx.Client) -> None:
+    http.put("/notes/woks.md", content=WOK)
+    response = http.get("/notes/_/context", params={"task": "cook with a wok", "budget": 500})
+    assert response.status_code == 200, response.text
+    assert isinstance(response.json()["text"], str)
+    light = http.get("/notes/_/context", params={"level": "light"})
+    assert light.status_code == 200 and "Notes about cooking." in light.json()["text"]
+    assert http.get("/notes/_/context", params={"task": "x", "budget": 5}).status_code == 400
+    assert http.get("/notes/_/context", params={"task": "x", "level": "x"}).status_code == 400
+
+
+def test_concurrent_searches_and_writes(server: tuple[Served, deepfield.Store]) -> None:
+    served, store = server
+    field = store.field("notes")
+    for i in range(30):
+        field.add(f"Note {i}", f"Topic {i % 5} about woks, pans and kettles number {i}.")
+    errors: list[str] = []
+    started = time.monotonic()
+
+    def client_loop(worker: int) -> int:
+        done = 0
+        with httpx.Client(base_url=served.url, timeout=10) as client:
+            for i in range(25):
+                if time.monotonic() - started > 20:
+                    break
+                if worker == 0 and i % 5 == 0:  # a writer among the readers
+                    r = client.put(f"/notes/w{i}.md", content=f"# W{i}\n\nwok {i}\n".encode())
+                    ok = r.status_code == 201
+                else:
+                    r = client.get("/notes/search", params={"q": f"topic {i % 5} woks"})
+                    ok = r.status_code == 200 and bool(r.json()["results"])
+                if not ok:
+                    errors.append(f"{r.status_code} {r.text[:200]}")
+                done += 1
+        return done
+
+    with ThreadPoolExecutor(8) as pool:
+        done = sum(pool.map(client_loop, range(8)))
+    assert errors == []
+    assert done == 200
+    assert time.monotonic() - started < 30
+
+
+def test_passwords_and_config(tmp_path: Path, cli: Any) -> None:
+    hashed = hash_password("pw", n=1 << 10)
+    assert verify_password("pw", hashed) and not verify_password("pW", hashed)
+    assert not verify_password("pw", "md5$abc") and not verify_password("pw", "garbage")
+    result = cli("passwd", "alice", "--password-stdin", "--json", input="s3cret\n")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["saved"]
+    cli("passwd", "bob", "--password-stdin", input="other\n")
+    cli("passwd", "alice", "--password-stdin", input="changed\n")
+    config = load_config(cli.store_path)
+    assert set(config.server.users) == {"alice", "bob"}
+    assert verify_password("changed", config.server.users["alice"])
+    assert config.embedding.backend == "fake"  # the rest of the file is kept
+    tomllib.loads((cli.store_path / "deepfield.toml").read_text())
+    with pytest.raises(deepfield.DeepfieldError):
+        save_user(cli.store_path, "bad name", hashed)
+    printed = cli("passwd", "carol", "--password-stdin", "--print", input="x\n")
+    assert printed.stdout.startswith('carol = "scrypt$')
+    assert "carol" not in load_config(cli.store_path).server.users
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_cli_serve_in_a_subprocess(keyword_store: deepfield.Store, workers: int) -> None:
+    import subprocess
+    import sys
+
+    keyword_store.create_field("notes").add("Woks", "Carbon fibre woks heat unevenly.")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPFIELD_")}
+    with subprocess.Popen(
+        [sys.executable, "-m", "deepfield", "serve", str(keyword_store.root), "--port", "0",
+         "--workers", str(workers), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            info = json.loads(proc.stdout.readline())
+            assert info["writes"] == "loopback only" and info["fields"] == ["notes"]
+            assert info["workers"] == workers
+            with httpx.Client(base_url=info["url"], timeout=10) as client:
+                deadline = time.monotonic() + 15
+                while True:
+                    try:
+                        hits = client.get("notes/search", params={"q": "woks"}).json()
+                        break
+                    except httpx.TransportError:
+                        assert time.monotonic() < deadline
+                        time.sleep(0.05)
+                assert hits["results"][0]["filename"] == "woks.md"
+                name = f"pans-{workers}"
+                assert client.put(f"notes/{name}.md", content=b"# Pans\n").status_code == 201
+                for _ in range(4):  # whichever process answers sees the new page
+                    found = client.get("notes/search", params={"q": "pans"}).json()
+                    assert f"{name}.md" in [r["filename"] for r in found["results"]]
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    if workers == 1:
+        missing = run_deepfield("serve", str(keyword_store.root / "nope"), "--port", "0")
+        assert missing.returncode == 1 and b"error: no store" in missing.stderr
+
+
+def test_pages_have_validators_for_mirrors(server: tuple[Served, deepfield.Store],
+                                           http: httpx.Client) -> None:
+    http.put("/notes/woks.md", content=WOK)
+    page = http.get("/notes/woks.md")
+    stamp = page.headers["last-modified"]
+    assert http.get("/notes/woks.md", headers={"If-Modified-Since": stamp}).status_code == 304
+    assert http.get("/notes/woks.md", headers={
+        "If-Modified-Since": "Mon, 01 Jan 2001 00:00:00 GMT"}).status_code == 200
+    assert http.get("/notes/", headers={"If-Modified-Since": http.get("/notes/").headers[
+        "last-modified"]}).status_code == 304
+
+
+@pytest.mark.skipif(not _has("deepfield.portable", "open_remote"),
+                    reason="deepfield.portable not built yet")
+def test_portable_remote_reads_the_server(server: tuple[Served, deepfield.Store],
+                                          http: httpx.Client, tmp_path: Path) -> None:
+    from deepfield import portable
+
+    served, _ = server
+    http.put("/notes/woks.md", content=WOK)
+    remote = portable.open_remote(served.url + "/notes/", cache=tmp_path / "mirror")
+    try:
+        assert "woks.md" in [d.filename for d in remote.pages()]
+        assert remote.search("unevenly", mode="bm25").results[0].filename == "woks.md"
+    finally:
+        remote.close()
+    assert portable.remote_search(served.url + "/notes/", "unevenly", k=3)[0]["filename"] \
+        == "woks.md"
+
+
+def test_written_pages_are_found_by_meaning_at_once(server: tuple[Served, deepfield.Store],
+                                                    http: httpx.Client) -> None:
+    http.put("/notes/woks.md", content=WOK)
+    http.put("/notes/pans.md", content=b"# Pans\n\nCast iron skillets hold heat.\n")
+    hits = http.get("/notes/search", params={"q": "skillets", "mode": "vector"}).json()
+    assert hits["results"][0]["filename"] == "pans.md"
+    assert hits["pending_vectors"] == 0
+
+
+def test_pages_edited_in_place_are_noticed(server: tuple[Served, deepfield.Store],
+                                           http: httpx.Client) -> None:
+    _, store = server
+    http.put("/notes/woks.md", content=WOK)
+    path = store.field("notes").path / "woks.md"
+    with path.open("r+", encoding="utf-8") as handle:  # same inode: the folder's mtime stays
+        text = handle.read()
+        handle.seek(0)
+        handle.write(text.replace("Oil them after use.", "Oil them with flaxseed."))
+    deadline = time.monotonic() + 8
+    while True:  # a background sync picks it up within a few seconds of searching
+        hits = http.get("/notes/search", params={"q": "flaxseed", "mode": "bm25"}).json()
+        if hits["results"] and hits["results"][0]["filename"] == "woks.md":
+            break
+        assert time.monotonic() < deadline, "in-place edit never noticed"
+        time.sleep(0.2)

@@ -1,0 +1,89 @@
+"""Supersession: newer pages hide older ones from search, keep them readable, refuse cycles."""
+
+from __future__ import annotations
+
+import pytest
+
+import deepfield
+from deepfield.manage.supersede import supersede
+
+from .conftest import Cli
+
+OLD = """---
+title: Alice's team location
+# where the team sits
+tags: [team, alice]
+uuid: 11111111-2222-4333-8444-555555555555
+summary: Alice's team is based in Berlin.
+created: "2024-01-02T10:00:00Z"
+updated: "2024-01-02T10:00:00Z"
+---
+Alice's team is based in the Berlin office.
+"""
+
+
+def _names(response: deepfield.SearchResponse) -> list[str]:
+    return [h.filename for h in response.results]
+
+
+def test_writing_supersedes_links_and_hides_the_old_page(field: deepfield.Field) -> None:
+    field.write(OLD, name="alice-team-berlin")
+    result = field.add("Alice's team moved", "Alice's team moved from the Berlin office to "
+                       "Lisbon.", frontmatter={"supersedes": "alice-team-berlin.md"})
+    new = result.pages[0].filename
+    old_text = (field.path / "alice-team-berlin.md").read_text()
+    # only one line was added; every other byte (comment, key order, updated) is kept
+    assert old_text == OLD.replace("updated: \"2024-01-02T10:00:00Z\"\n",
+                                   f"updated: \"2024-01-02T10:00:00Z\"\nsuperseded_by: {new}\n")
+    for mode in ("bm25", "vector", "hybrid"):
+        assert "alice-team-berlin.md" not in _names(field.search("Alice team Berlin", mode=mode))
+        assert new in _names(field.search("Alice team Berlin", mode=mode))
+        shown = field.search("Alice team Berlin", mode=mode, include_superseded=True)
+        assert "alice-team-berlin.md" in _names(shown)
+    view = field.read("alice-team-berlin")
+    assert "superseded by" in " ".join(view.warnings)
+    assert view.frontmatter is not None and view.frontmatter["superseded_by"] == new
+
+
+def test_supersede_by_uuid_and_a_cycle_is_refused(field: deepfield.Field) -> None:
+    a = field.add("Budget 2024", "The Atlas budget is 10k.").pages[0]
+    b = field.add("Budget 2025", "The Atlas budget is 12k.",
+                  frontmatter={"supersedes": a.uuid}).pages[0]
+    assert field.load(a.filename)[1].get("superseded_by") == b.filename
+    before = (field.path / a.filename).read_text()
+    page = field.load(a.filename)[1]
+    page.set("supersedes", b.filename)
+    with pytest.raises(deepfield.SupersessionCycleError, match="cycle"):
+        field.write(page)
+    assert (field.path / a.filename).read_text() == before  # nothing written
+    with pytest.raises(deepfield.SupersessionCycleError):
+        supersede(field, b.filename, a.filename)
+    with pytest.raises(deepfield.SupersessionCycleError, match="itself"):
+        supersede(field, a.filename, a.filename)
+
+
+def test_chains_and_unknown_references(field: deepfield.Field) -> None:
+    a = field.add("Plan v1", "Launch in May.").pages[0].filename
+    b = field.add("Plan v2", "Launch in June.").pages[0].filename
+    c = field.add("Plan v3", "Launch in July.").pages[0].filename
+    supersede(field, a, b)
+    supersede(field, b, c)
+    with pytest.raises(deepfield.SupersessionCycleError):
+        supersede(field, c, a)  # a -> b -> c already: c cannot be older than a
+    assert _names(field.search("launch plan", mode="bm25")) == [c]
+    written = field.add("Plan v4", "Launch in August.", frontmatter={"supersedes": "nope"})
+    assert any("no such page" in w for w in written.warnings)
+
+
+def test_cli_supersede_and_include_superseded(cli: Cli) -> None:
+    cli("new", "notes")
+    cli("add", "notes", "The office is in Berlin.", "--title", "Office")
+    cli("add", "notes", "The office moved to Lisbon.", "--title", "Office move")
+    out = cli.json("supersede", "notes", "office", "office-move")
+    assert out["superseded"] == ["office.md"] and out["new"] == "office-move.md"
+    hits = cli.json("search", "office", "--mode", "bm25")["results"]
+    assert [h["filename"] for h in hits] == ["office-move.md"]
+    hits = cli.json("search", "office", "--mode", "bm25", "--include-superseded")["results"]
+    assert {h["filename"] for h in hits} == {"office.md", "office-move.md"}
+    with pytest.raises(deepfield.SupersessionCycleError):
+        cli("supersede", "notes", "office-move", "office")
