@@ -139,3 +139,14 @@ def test_logs_travel_with_the_field_in_a_zip(field: deepfield.Field) -> None:
     members, warnings = pack_members(field.path)
     assert any(name.startswith(f"{ACTIVATION_DIR}/") for name, _ in members)
     assert not warnings
+
+
+def test_uses_from_before_a_page_had_a_uuid_still_count(field: deepfield.Field) -> None:
+    (field.path / "by-hand.md").write_text("# By hand\n\nno uuid yet\n")
+    field.ensure_synced(embed=False)
+    record_activation(field, ["by-hand.md"], "open", uuids=[None])
+    written = field.write(field.load("by-hand")[1].render(), name="by-hand").pages[0]
+    assert written.uuid  # a rewrite gave it one
+    record_activation(field, ["by-hand.md"], "cite", uuids=[written.uuid])
+    (top,) = top_pages(field)
+    assert top.uses == 2 and top.events == {"open": 1, "cite": 1}

@@ -27,9 +27,15 @@ def test_demo_runs_end_to_end_and_again(tmp_path: Path) -> None:
     assert tops["深圳的外壳供应商报价"] == "supplier-notes-zh.md"
     assert log["outline"]["view"] == "outline" and log["section"]["text"].startswith(
         "## Consequences")
+    assert log["remember"]["action"] == "created" and log["remember"]["memo_by"] == "extractive"
+    assert "1.4.2" in log["remember"]["memo"]
+    assert "firmware 1.4.2" in log["research"]["context"] and log["research"]["tokens"] <= 400
+    assert log["context"]["blocks"][0]["filename"] == "user-preferences.md"
+    assert log["context"]["tokens"] <= 700 and log["context"]["research"] is not None
     again = run_deepfield("demo", "--dir", str(tmp_path / "demo"), "--json", timeout=600)
     second = json.loads(again.stdout)
     assert {p["action"] for p in second["written"]} == {"unchanged"}
+    assert second["remember"]["action"] == "unchanged"
     assert second["index"]["chunks_embedded"] == 0
     human = run_deepfield("--store", str(tmp_path / "demo"), "search", "valve failure", "-k", "2")
     assert human.returncode == 0 and b"aurora/" in human.stdout

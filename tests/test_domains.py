@@ -8,7 +8,7 @@ import pytest
 
 import deepfield
 from deepfield.domains import Filters, atomic_frontmatter, atomic_meta
-from deepfield.domains.domain import add_atomic, create_domain, role_pages
+from deepfield.domains.domain import add_atomic, create_domain, role_pages, taxonomy_report
 from deepfield.domains.levels import LevelBlock, level_blocks, pack_blocks
 from deepfield.errors import (
     DeepfieldError,
@@ -16,6 +16,7 @@ from deepfield.errors import (
     InvalidMetadataError,
     InvalidNameError,
 )
+from deepfield.manage.supersede import supersede
 from deepfield.page import Page
 from deepfield.tokens import count_tokens
 
@@ -264,3 +265,26 @@ def test_domain_cli(cli: Cli) -> None:
         cli("domain", "add", "agents", "--kind", "blog", "--title", "X", "--source", "notes")
     bad = cli("domain", "add", "agents", "--kind", "paper", "--title", "X")
     assert bad.exit_code == 2 and "'paper' is not one of" in bad.output
+
+
+def test_superseded_pages_stay_out_of_level_material(keyword_store: deepfield.Store) -> None:
+    field = _domain(keyword_store)
+    supersede(field, "old-method.md", "new-method.md")
+    medium = level_blocks(field, "medium")
+    assert "old-method.md" not in [b.filename for b in medium]
+    assert "- Memory [2]\n" in medium[2].text  # the taxonomy counts current pages only
+    report = taxonomy_report(field)
+    assert report.counts.atomic == 2 and report.to_json()["tree"][0]["pages"] == 2
+    # a revised spec page (sorting after the old one) takes its role once it supersedes it
+    (field.path / "zz-basic-info.md").write_text(
+        "---\nrole: basic-info\n---\n# Basic info, revised\n\nAgents that remember.\n")
+    field.ensure_synced(embed=False)
+    assert role_pages(field)["basic-info"] == "basic-info.md"
+    supersede(field, "basic-info.md", "zz-basic-info.md")
+    assert role_pages(field)["basic-info"] == "zz-basic-info.md"
+    assert "Agents that remember" in level_blocks(field, "light")[1].text
+
+
+def test_domain_name_too_long(keyword_store: deepfield.Store) -> None:
+    with pytest.raises(InvalidNameError, match="characters long"):
+        create_domain(keyword_store, "a" * 300)

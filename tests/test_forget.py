@@ -71,3 +71,36 @@ def test_cli_forget(cli: Cli) -> None:
     assert cli.json("ls", "notes", "--archived")["archived"] == ["alpha.md"]
     text = cli("forget", "notes", "--keep-top", "0", "--dry-run").output
     assert "would archive beta.md" in text
+
+
+def test_pinned_spellings_and_pending_reviews_are_kept(field: deepfield.Field) -> None:
+    for name, value in (("pin-yes", "yes"), ("pin-text", "'true'"), ("pin-one", "1"),
+                        ("not-pinned", "'false'")):
+        (field.path / f"{name}.md").write_text(
+            f"---\npinned: {value}\nupdated: '2001-01-01T00:00:00Z'\n---\n# {name}\n\nx\n")
+    _page(field, "disputed", 900, review="pending")
+    report = forget(field, older_than_days=30)
+    assert [e.filename for e in report.forgotten] == ["not-pinned.md"]
+    assert {e.filename: e.reason.split(" (")[0] for e in report.kept} == {
+        "pin-yes.md": "pinned", "pin-text.md": "pinned", "pin-one.md": "pinned",
+        "disputed.md": "review pending"}
+    assert sorted(d.filename for d in field.pages()) == [
+        "disputed.md", "pin-one.md", "pin-text.md", "pin-yes.md"]
+    assert (field.path / "archive" / "not-pinned.md").is_file()  # moved, never deleted
+
+
+def test_a_page_gone_before_archiving_is_a_warning(field: deepfield.Field,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    _page(field, "first", 400)
+    _page(field, "second", 400)
+    real = field.archive
+
+    def flaky(ref: str) -> str:
+        if ref == "first.md":
+            raise deepfield.PageNotFoundError("no page 'first.md' in notes")
+        return real(ref)
+
+    monkeypatch.setattr(field, "archive", flaky)
+    report = forget(field, older_than_days=30)
+    assert report.archived == ["archive/second.md"]
+    assert report.warnings == ["first.md was not archived: no page 'first.md' in notes"]

@@ -168,3 +168,20 @@ def test_config_roles_env_and_registry(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"\[llm.memorizer\] must be a table"):
         load_llm_config(tmp_path)
     assert json.loads(json.dumps(Usage().to_json()))["calls"] == 0
+
+
+def test_qa_metrics_and_answer(openai_server: FakeOpenAIServer) -> None:
+    from deepfield.qa import answer, bleu1, normalize_answer, token_f1
+
+    assert normalize_answer("The  Pride-Parade!") == "prideparade"
+    assert token_f1("7 May 2023", "7 May 2023") == 1.0
+    assert token_f1("on 7 May", "7 May 2023") == pytest.approx(2 * (2 / 3) * (2 / 3) / (4 / 3))
+    assert token_f1("Sweden", "Norway") == 0.0 and token_f1("", "") == 1.0
+    assert bleu1("7 May", "7 May 2023") == pytest.approx(1.0 * 2.718281828 ** (1 - 3 / 2))
+    assert bleu1("x y z w", "x y") == pytest.approx(0.5)
+    openai_server.enqueue(CHAT, json=chat_completion('<think>date</think> "7 May 2023"'))
+    usage = Usage()
+    said = answer(model(openai_server), "When?", "[s.md] L3: went on 7 May 2023", usage)
+    assert said == "7 May 2023" and usage.calls == 1
+    sent = openai_server.requests_to(CHAT)[0].json
+    assert sent["temperature"] == 0.0 and "L3: went on 7 May 2023" in sent["messages"][1]["content"]

@@ -121,15 +121,18 @@ def test_streamable_http(store: deepfield.Store) -> None:
             async with Client(url) as client:
                 await _exercise(client, store.root / "notes")
 
-    with Served(app) as served:
-        anyio.run(main, served.url + "/mcp")
+    try:
+        with Served(app) as served:
+            anyio.run(main, served.url + "/mcp")
+    finally:
+        server.service.close()
 
 
 def test_streamable_http_with_users_needs_a_login(store: deepfield.Store) -> None:
     store.create_field("notes")
     auth = Auth({"alice": hash_password("pw", n=1 << 10)})
-    app: Any = BasicAuthMiddleware(
-        create_mcp_server(store).streamable_http_app(host="127.0.0.1"), auth)
+    server = create_mcp_server(store)
+    app: Any = BasicAuthMiddleware(server.streamable_http_app(host="127.0.0.1"), auth)
     before = snapshot(store.root / "notes")
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "write", "arguments": {"field": "notes", "text": "# x\n"}}}
@@ -153,6 +156,7 @@ def test_streamable_http_with_users_needs_a_login(store: deepfield.Store) -> Non
                     assert {t.name for t in tools.tools} == TOOLS
 
         anyio.run(main)
+    server.service.close()
 
 
 def test_cli_refuses_open_http_without_users(cli: Any) -> None:

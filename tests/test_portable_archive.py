@@ -157,6 +157,11 @@ HOSTILE: dict[str, list[tuple[str | zipfile.ZipInfo, bytes]]] = {
     "page-subfolder": [("ok.md", b"# ok\n"), ("sub/page.md", b"# nested\n")],
     "bomb": [("bomb.md", b"\0" * (2 << 20))],
     "duplicate": [("a.md", b"# a\n"), ("a.md", b"# b\n")],
+    "file-and-folder": [("logs/x.txt", b"x"), ("logs", b"y")],
+    "folder-entry-and-file": [("a/", b""), ("a", b"y")],
+    "case-folder": [("Logs", b"y"), ("logs/x.txt", b"x")],
+    "long-name": [("a" * 300 + ".png", b"x")],
+    "many-small-bombs": [(f"f{i}.txt", b"\0" * (900 << 10)) for i in range(3)],
 }
 
 

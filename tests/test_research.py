@@ -226,3 +226,18 @@ def test_cli_research_and_context(cli: Cli) -> None:
     assert block["tokens"] <= 300 and "3 June" in block["text"]
     with pytest.raises(BudgetError):
         cli("context", "x", "--field", "ops", "--budget", "5")
+
+
+def test_frontmatter_is_never_quoted_as_evidence(keyword_store: deepfield.Store) -> None:
+    from deepfield.memorize import remember
+
+    field = keyword_store.create_field("chat")
+    session = [{"role": "user", "name": "Ana", "content": "The boiler failed on 3 June."},
+               {"role": "assistant", "content": "Ana should call the boiler technician."}]
+    written = remember(field, "s.json", text=json.dumps(session))
+    body_start = (field.path / written.filename).read_text().split("\n").index("---", 1) + 2
+    result = research([field], "When did the boiler fail?", record=False)
+    assert result.evidence
+    for item in result.evidence:
+        assert item.line >= body_start or item.text == written.memo, item
+    assert "3 June" in result.context

@@ -152,3 +152,36 @@ def test_a_proposed_supersession_waits_for_confirmation(field: deepfield.Field) 
     resolve_item(field, item, "accept")
     assert field.load(old)[1].get("superseded_by") == new
     assert field.load(new)[1].get("review") is None
+
+
+def test_merge_keeps_supersession_links_sound(field: deepfield.Field) -> None:
+    from deepfield.manage.review import propose
+
+    old = field.add("Office", "The office is in Berlin.").pages[0].filename
+    older = field.add("Office 2019", "The office was in Bonn.", review=False).pages[0].filename
+    # the new page replaces both; merging it into `old` must not make `old` supersede itself
+    new = field.add("Office now", "The office is in Lisbon.", review=False,
+                    frontmatter={"supersedes": [old, older]}).pages[0].filename
+    assert field.load(old)[1].get("superseded_by") == new
+    before = _all_pages(field)
+    resolve_item(field, propose(field, new, old, "same office"), "merge")
+    merged = field.load(old)[1]
+    assert merged.get("supersedes") == older and merged.get("superseded_by") is None
+    assert field.load(older)[1].get("superseded_by") == old
+    assert "Lisbon" in merged.body and not (field.path / new).exists()
+    assert old in [h.filename for h in field.search("office", mode="bm25").results]
+    assert _all_pages(field) == before
+
+
+def test_a_renamed_page_keeps_its_flag_while_items_are_pending(field: deepfield.Field) -> None:
+    from deepfield.manage.review import propose
+
+    a = field.add("Office", "The office is in Berlin.").pages[0].filename
+    b = field.add("Office hours", "The office opens at nine.").pages[0].filename
+    new = field.add("Office update", "The office is in Lisbon now.", review=False).pages[0]
+    first = propose(field, new.filename, a, "moved?")
+    propose(field, new.filename, b, "hours?")
+    (field.path / new.filename).rename(field.path / "office-latest.md")
+    field.ensure_synced(embed=False)
+    resolve_item(field, first, "keep-both")
+    assert field.load("office-latest")[1].get("review") == "pending"  # one item still open

@@ -158,6 +158,8 @@ def test_bad_writes_leave_the_store_unchanged(server: tuple[Served, deepfield.St
     cases = [
         ("/notes/Bad_Name.md", b"# x\n", 400),
         ("/notes/-bad.md", b"# x\n", 400),
+        ("/notes/notes.txt", b"# x\n", 400),
+        ("/notes/.md", b"# x\n", 400),
         ("/notes/ok.md", b"\xff\xfe\x00bad", 415),
         ("/notes/ok.md", b"", 400),
         ("/notes/ok.md", b"  \n\n", 400),
@@ -173,6 +175,7 @@ def test_bad_writes_leave_the_store_unchanged(server: tuple[Served, deepfield.St
     assert http.put("/notes/woks.md", content=b"# x\n", headers={"If-Match": '"nope"'}
                     ).status_code == 412
     assert http.delete("/notes/listing.md").status_code == 405
+    assert http.delete("/notes/woks.txt").status_code == 400
     assert snapshot(folder) == before
 
 
@@ -229,6 +232,21 @@ def test_basic_auth_for_writes(store: deepfield.Store) -> None:
         again = client.put("/notes/a.md", content=b"# a\n\nmore\n",
                            headers=basic("alice", "s3cret"))
         assert again.status_code == 204
+
+
+def test_unknown_users_cost_a_password_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unknown name is as slow as a wrong password, so user names cannot be probed."""
+    from deepfield.server import auth as auth_module
+
+    checked: list[str] = []
+    real = auth_module.verify_password
+    monkeypatch.setattr(auth_module, "verify_password",
+                        lambda pw, stored: checked.append(pw) or real(pw, stored))
+    auth = Auth({"alice": hash_password("pw", n=1 << 10)})
+    assert auth.user(basic("mallory", "guess")["Authorization"]) is None
+    assert auth.user(basic("alice", "guess")["Authorization"]) is None
+    assert checked == ["guess", "guess"]
+    assert auth.user(basic("alice", "pw")["Authorization"]) == "alice"
 
 
 def test_private_store_gates_reads(store: deepfield.Store) -> None:

@@ -87,3 +87,14 @@ def test_cli_supersede_and_include_superseded(cli: Cli) -> None:
     assert {h["filename"] for h in hits} == {"office.md", "office-move.md"}
     with pytest.raises(deepfield.SupersessionCycleError):
         cli("supersede", "notes", "office-move", "office")
+
+
+def test_a_new_page_closing_a_loop_through_a_dangling_reference(field: deepfield.Field) -> None:
+    x = field.add("Plan X", "Launch in May.", frontmatter={"supersedes": "plan-y"})
+    assert any("no such page" in w for w in x.warnings)
+    y = field.add("Plan Y", "Launch in June.", frontmatter={"supersedes": "plan-x"})
+    assert y.pages[0].filename == "plan-y.md"
+    assert any("cycle" in w and "not linked" in w for w in y.warnings)
+    assert field.load("plan-x")[1].get("superseded_by") is None  # nothing hidden by a loop
+    assert sorted(_names(field.search("launch plan", mode="bm25"))) == ["plan-x.md",
+                                                                         "plan-y.md"]

@@ -137,6 +137,60 @@ def test_http_zip_route_and_pinned_zip_url(
     assert not list(tmp_path.rglob("escape.md"))
 
 
+def test_an_oversized_zip_is_refused_while_it_streams_to_disk(
+    store: deepfield.Store, static_server: tuple[Path, str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from deepfield.portable.transports import http as http_transport
+    from deepfield.portable.zipsafe import ZipLimits
+
+    root, url = static_server
+    field = store.create_field("travel")
+    field.add("Helsinki trip", "Book the sauna early. " * 50)
+    (root / "travel").mkdir()
+    portable.pack(field, root / "travel" / "memoryfield.zip")
+    monkeypatch.setattr(http_transport, "DEFAULT_LIMITS", ZipLimits(max_total_bytes=200))
+    cache = tmp_path / "cache"
+    with pytest.raises(RemoteUnavailableError, match="larger than 200 bytes"):
+        portable.open_remote(url + "travel", cache=cache)
+    assert not [p for p in cache.rglob("*") if p.name.endswith((".tmp", ".zip"))]
+
+
+def test_a_pin_is_checked_or_refused_never_ignored(
+    capsys: pytest.CaptureFixture[str], store: deepfield.Store,
+    static_server: tuple[Path, str], tmp_path: Path,
+) -> None:
+    root, url = static_server
+    field = store.create_field("travel")
+    field.add("Helsinki trip", "Book the sauna early.")
+    (root / "travel").mkdir()
+    packed = portable.pack(field, root / "travel" / "memoryfield.zip")
+    deepfield.open_field(write_field(root / "travel"), None).index()  # a listing.md too
+    cache = tmp_path / "cache"
+    # A pinned server field is read through its zip (where the pin is checked), not page by
+    # page through listing.md.
+    pinned = portable.open_remote(f"{url}travel/#sha256={packed.sha256}", cache=cache)
+    try:
+        assert list(mirror_pages(pinned)) == ["helsinki-trip.md"]
+    finally:
+        pinned.close()
+    with pytest.raises(deepfield.errors.PinMismatchError):
+        portable.open_remote(f"{url}travel/", pin="0" * 64, cache=cache)
+    with pytest.raises(TransportError, match="pin"):
+        portable.remote_search(f"{url}travel/#sha256={packed.sha256}", "sauna")
+    code, _, stderr = run_main(capsys, "--store", str(store.root), "remote", "search",
+                               f"{url}travel/", "sauna", "--sha256", "0" * 64)
+    assert code == 1 and "not the pinned" in stderr
+    # Sources that cannot be pinned refuse a pin instead of dropping it.
+    folder = write_field(tmp_path / "plain")
+    with pytest.raises(TransportError, match="pins are for"):
+        portable.open_remote(f"{folder}#sha256={packed.sha256}", cache=cache)
+    (root / "bare").mkdir()
+    (root / "bare" / "index.md").write_text("# bare\n")
+    with pytest.raises(RemoteUnavailableError, match="pin cannot be checked"):
+        portable.open_remote(f"{url}bare/", pin=packed.sha256, cache=cache)
+
+
 class _SearchHandler(http.server.BaseHTTPRequestHandler):
     """A tiny memoryfield server with only /search and /{page}.md (no listing, no zip)."""
 

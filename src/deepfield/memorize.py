@@ -30,6 +30,7 @@ from .llm.jsonreply import ReplyNotJSONError, parse_json_reply, strip_thinking
 from .markdown import split_sentences
 from .page import Page, slugify
 from .salience import dates, key_terms, names, numbers, sentence_score
+from .search import search_fields
 from .sessions import Session, load_session, parse_session
 from .tokens import count_tokens, truncate_to_tokens
 
@@ -106,31 +107,35 @@ def remember(
     digest = hashlib.sha256(" ".join(transcript.split()).encode("utf-8")).hexdigest()
     page_uuid = str(uuidlib.uuid5(_NAMESPACE, digest))
     usage = Usage()
-    field.ensure_synced(embed=False)
-    existing = [d for d in field.index_handle().docs_by_uuid(page_uuid) if d.uuid == page_uuid]
-    if existing:
-        doc = existing[0]
-        return RememberResult(
-            field.name, doc.filename, page_uuid, doc.title, "unchanged", doc.summary or "",
-            str((doc.frontmatter or {}).get("memo_by", "")), [doc.filename],
-            list((doc.frontmatter or {}).get("related") or []), usage,
-            time.perf_counter() - started,
-        )
-    topic_terms = _topic_terms(parsed)
-    related = _related_pages(field, parsed, topic_terms)
-    warnings: list[str] = []
-    memo_by = "extractive"
-    draft: dict[str, str | None] = {}
-    if llm is not None:
-        draft, warning = _llm_draft(llm, parsed, related, usage)
-        if warning:
-            warnings.append(warning)
-        memo_by = f"llm:{llm.model}" if draft.get("memo") else memo_by
-    memo = draft.get("memo") or extractive_memo(parsed, topic_terms)
-    page = _session_page(parsed, memo, memo_by, draft, topic_terms, related, page_uuid, digest)
-    # Sessions are records of what was said, not claims that replace each other: they skip
-    # the duplicate/contradiction review (a person can still supersede one by hand).
-    result = field.write(page, name=_free_stem(field, page, parsed), review=False)
+    # One index sync for the whole job (the uuid check, related pages and the write), and
+    # listing.md rewritten once at the end: Field.batch.
+    with field.batch():
+        index = field.index_handle()
+        existing = [d for d in index.docs_by_uuid(page_uuid) if d.uuid == page_uuid]
+        if existing:
+            doc = existing[0]
+            return RememberResult(
+                field.name, doc.filename, page_uuid, doc.title, "unchanged", doc.summary or "",
+                str((doc.frontmatter or {}).get("memo_by", "")), [doc.filename],
+                list((doc.frontmatter or {}).get("related") or []), usage,
+                time.perf_counter() - started,
+            )
+        topic_terms = _topic_terms(parsed)
+        related = _related_pages(field, parsed, topic_terms)
+        warnings: list[str] = []
+        memo_by = "extractive"
+        draft: dict[str, str | None] = {}
+        if llm is not None:
+            draft, warning = _llm_draft(llm, parsed, related, usage)
+            if warning:
+                warnings.append(warning)
+            memo_by = f"llm:{llm.model}" if draft.get("memo") else memo_by
+        memo = draft.get("memo") or extractive_memo(parsed, topic_terms)
+        page = _session_page(parsed, memo, memo_by, draft, topic_terms, related, page_uuid,
+                             digest)
+        # Sessions are records of what was said, not claims that replace each other: they
+        # skip the duplicate/contradiction review (a person can still supersede one by hand).
+        result = field.write(page, name=_free_stem(field, page, parsed), review=False)
     first = result.pages[0]
     return RememberResult(
         field.name, first.filename, first.uuid, first.title, first.action, memo, memo_by,
@@ -212,9 +217,11 @@ def _related_pages(
     """(filename, title, memo) of earlier pages about the same people and things (BM25)."""
     text = " ".join(t.text for t in session.turns)
     query = " ".join([*names(text)[:6], *topic_terms])
-    if not query.strip() or not field.index_handle().docs():
+    if not query.strip():
         return []
-    hits = field.search(query, k=RELATED_PAGES, mode="bm25", activation=False).results
+    # The caller synced the index; a second sync per session would double the cost.
+    hits = search_fields([field], query, k=RELATED_PAGES, mode="bm25", activation=False,
+                         sync=False).results
     return [(h.filename, h.title, h.summary or "") for h in hits if h.summary]
 
 

@@ -51,8 +51,8 @@ def forget_cmd(ctx: click.Context, field: str, dry_run: bool, keep_top: int | No
                older_than: float | None, as_json: bool) -> None:
     """Move FIELD's coldest pages into archive/ (never deleted; `deepfield restore` undoes it).
 
-    Pinned pages (`pinned: true`), `always_load: true` pages and domain pages (`role:`) are
-    never forgotten; they are listed as kept.
+    Pinned pages (`pinned: true`), `always_load: true` pages, domain pages (`role:`) and pages
+    waiting for review (`review: pending`) are never forgotten; they are listed as kept.
     """
     fld = settings(ctx).field(field)
     report = forget(fld, keep_top=keep_top, older_than_days=older_than, dry_run=dry_run)
@@ -69,6 +69,8 @@ def forget_cmd(ctx: click.Context, field: str, dry_run: bool, keep_top: int | No
     done = "would be archived" if dry_run else "archived"
     click.echo(f"{len(report.forgotten)} of {report.pages} pages {done}, "
                f"{len(report.kept)} protected pages kept")
+    if report.archived:
+        click.echo(f"bring one back with `deepfield restore {fld.name} NAME`", err=True)
 
 
 @app.command("supersede")

@@ -85,6 +85,7 @@ def remote_group() -> None:
 def remote_fetch(ctx: click.Context, source: str, pin: str | None, as_json: bool) -> None:
     """Refresh the local mirror of SOURCE (only changed files are fetched)."""
     remote = open_remote(source, embedder=settings(ctx).embedder(), pin=pin)
+    remote.close()  # only the refresh was wanted; its index connection is not needed
     report = remote.refresh_report
     assert report is not None
     if as_json:
@@ -108,7 +109,13 @@ def remote_fetch(ctx: click.Context, source: str, pin: str | None, as_json: bool
 def remote_search_cmd(ctx: click.Context, source: str, query: str, k: int, mode: str,
                       pin: str | None, as_json: bool) -> None:
     """Search SOURCE: an HTTP server's own /search when it has one, else the local mirror."""
-    if source.lower().startswith(("http://", "https://")) and not source.endswith(".zip"):
+    from ..portable.remote import split_pin
+
+    if pin is None:
+        source, pin = split_pin(source)
+    # A pin is checked on the zip, so a pinned server is searched through its mirror.
+    if pin is None and source.lower().startswith(("http://", "https://")) \
+            and not source.endswith(".zip"):
         from ..errors import RemoteUnavailableError
 
         try:
@@ -128,7 +135,10 @@ def remote_search_cmd(ctx: click.Context, source: str, query: str, k: int, mode:
                 click.echo("no results")
             return
     remote = open_remote(source, embedder=settings(ctx).embedder(), pin=pin)
-    response = search_fields([remote], query, k=k, mode=mode)
+    try:
+        response = search_fields([remote], query, k=k, mode=mode)
+    finally:
+        remote.close()
     if as_json:
         print_json(response.to_json() | {"source": "mirror"})
         return

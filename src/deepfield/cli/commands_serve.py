@@ -173,22 +173,26 @@ def mcp_cmd(ctx: click.Context, store: Path | None, transport: str, host: str, p
         )
     # stdio carries the protocol: logs go to stderr, never stdout.
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr)
-    server = create_mcp_server(opened, service=Service(opened, _llm_config(env.store_path)))
-    if transport == "stdio":
-        server.run("stdio")
-        return
-    asgi: Any = server.streamable_http_app(streamable_http_path=mcp_path, host=host)
-    if users:
-        asgi = BasicAuthMiddleware(asgi, Auth(dict(users)))
-    sock = _bind(host, port)
-    url = _url(sock, host, mcp_path)
-    if as_json:
-        print_json({"url": url, "store": str(opened.root), "transport": "http",
-                    "auth": bool(users)})
-    else:
-        click.echo(f"MCP (streamable HTTP) for {opened.root} at {url}", err=True)
-    sys.stdout.flush()
-    _serve(asgi, sock, log_level)
+    service = Service(opened, _llm_config(env.store_path))
+    server = create_mcp_server(opened, service=service)
+    try:
+        if transport == "stdio":
+            server.run("stdio")
+            return
+        asgi: Any = server.streamable_http_app(streamable_http_path=mcp_path, host=host)
+        if users:
+            asgi = BasicAuthMiddleware(asgi, Auth(dict(users)))
+        sock = _bind(host, port)
+        url = _url(sock, host, mcp_path)
+        if as_json:
+            print_json({"url": url, "store": str(opened.root), "transport": "http",
+                        "auth": bool(users)})
+        else:
+            click.echo(f"MCP (streamable HTTP) for {opened.root} at {url}", err=True)
+        sys.stdout.flush()
+        _serve(asgi, sock, log_level)
+    finally:
+        service.close()  # its per-field connections and background sync thread
 
 
 @app.command("passwd")

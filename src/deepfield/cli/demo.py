@@ -1,8 +1,10 @@
 """``deepfield demo``: the main job end to end on bundled sample pages, with embedded defaults.
 
 Create a store, write pages (filling frontmatter, splitting one over 8 KB), index them with the
-default offline embedder, search in the three modes, and read progressively. Every step calls
-the public library API, so this file doubles as a worked example of it.
+default offline embedder, search in the three modes, read progressively, remember a meeting
+(memo + header + raw session), research a question that needs two pages, and build a context
+block for an agent — all offline. Every step calls the public library API, so this file
+doubles as a worked example of it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from typing import Any
 import click
 
 from ..config import EmbeddingConfig
+from ..context import build_context
+from ..memorize import remember
 from ..page import INTRO_FILE
+from ..research import research
 from ..store import init
 from .app import print_json, progress_bar
 
@@ -27,6 +32,11 @@ QUERIES = [
     ("farmers lose trust when crops go dry", "vector"),
     ("深圳的外壳供应商报价", "hybrid"),
 ]
+
+
+SESSION = "standup-2026-05-12.json"
+RESEARCH_QUESTION = "Why do valves get stuck and which firmware fixes it?"
+CONTEXT_TASK = "Plan this week's work on plot 7"
 
 
 def _samples() -> list[tuple[str, bytes]]:
@@ -95,6 +105,25 @@ def run_demo(directory: Path, embedder_name: str | None, *, as_json: bool) -> No
     say("   one section of decision-battery-chemistry.md:")
     for line in section.text.splitlines():
         say(f"     {line}")
+    session = resources.files("deepfield") / "samples" / "sessions" / SESSION
+    remembered = remember(field, SESSION, text=session.read_text(encoding="utf-8"))
+    log["remember"] = remembered.to_json()
+    say(f"6. remember a meeting: {remembered.action} {remembered.filename} "
+        f"({remembered.memo_by} memo, {remembered.seconds * 1000:.0f} ms)")
+    say(f"     memo: {remembered.memo[:300]}")
+    found = research([field], RESEARCH_QUESTION, budget=400)
+    log["research"] = found.to_json()
+    say(f"7. research: {RESEARCH_QUESTION}  ({len(found.rounds)} rounds, "
+        f"{found.seconds * 1000:.0f} ms, {found.tokens} tokens, offline)")
+    for line in found.context.splitlines():
+        say(f"     {line[:150]}")
+    block = build_context(field, CONTEXT_TASK, budget=700)
+    log["context"] = block.to_json()
+    say(f"8. context block for \"{CONTEXT_TASK}\" ({block.tokens} of 700 tokens; "
+        f"paste into an agent's prompt):")
+    for line in block.text.splitlines()[:14]:
+        say(f"     {line[:150]}")
+    say("     …")
     log["seconds"] = round(time.perf_counter() - started, 2)
     say(f"done in {log['seconds']} s. Try: deepfield --store {directory} search \"valve failure\"")
     if as_json:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import FieldExistsError, PageNotFoundError, TaxonomyError
+from ..errors import FieldExistsError, InvalidNameError, PageNotFoundError, TaxonomyError
+from ..manage.supersede import SUPERSEDED_BY, refs
 from ..page import check_name
 from .atomic import KINDS, atomic_frontmatter, atomic_meta
 from .taxonomy import (
@@ -41,8 +42,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DomainCreated", "TaxonomyReport", "add_atomic", "create_domain", "domain_summary",
-    "load_taxonomy", "role_pages", "taxonomy_report",
+    "is_superseded", "load_taxonomy", "role_pages", "taxonomy_report",
 ]
+
+MAX_NAME = 100
+"""Longest domain name: the folder name must stay well under the file system's 255 bytes."""
+
+
+def is_superseded(frontmatter: dict[str, Any] | None) -> bool:
+    """True when a page names a successor (``superseded_by``): context leaves it out."""
+    return bool(refs((frontmatter or {}).get(SUPERSEDED_BY)))
 
 
 @dataclass
@@ -61,8 +70,9 @@ def role_pages(field: Field, docs: Sequence[DocRow] | None = None) -> dict[str, 
     """role → filename of the domain's well-known pages that exist.
 
     A page's ``role`` key wins; a page at the usual filename counts unless it names another
-    role."""
+    role. A superseded page counts only when no current page has its role."""
     rows = list(field.pages() if docs is None else docs)
+    rows.sort(key=lambda doc: is_superseded(doc.frontmatter))  # stable: current pages first
     found: dict[str, str] = {}
     for doc in rows:
         role = (doc.frontmatter or {}).get(ROLE_KEY)
@@ -87,6 +97,11 @@ def create_domain(
     there (by role or filename) are kept as they are.
     """
     check_name(name, "domain")
+    if len(name) > MAX_NAME:
+        raise InvalidNameError(
+            f"domain name {name[:40]!r}… is {len(name)} characters long",
+            f"use at most {MAX_NAME} characters",
+        )
     try:
         field = store.create_field(name, intro=intro_text(name, description), exist_ok=exist_ok)
     except FieldExistsError as exc:
@@ -140,7 +155,8 @@ class TaxonomyReport:
 
 
 def taxonomy_report(field: Field) -> TaxonomyReport:
-    """The tree with page counts and the lint of the field's atomic pages."""
+    """The tree with counts of the current (not superseded) atomic pages, and the lint of
+    all of them."""
     docs = field.pages()
     taxonomy = load_taxonomy(field, docs)
     if taxonomy is None:
@@ -150,8 +166,9 @@ def taxonomy_report(field: Field) -> TaxonomyReport:
             f"add the domain's pages with `deepfield domain new {field.name} --adopt`",
         )
     pages = [d for d in docs if d.filename != taxonomy.filename]
+    current = [d for d in pages if not is_superseded(d.frontmatter)]  # as search counts them
     return TaxonomyReport(
-        field.name, taxonomy, count_pages(taxonomy, pages), lint_pages(taxonomy, pages)
+        field.name, taxonomy, count_pages(taxonomy, current), lint_pages(taxonomy, pages)
     )
 
 

@@ -8,7 +8,8 @@ ResearcherZero builds an agent's context from a domain in layers; deepfield name
 * ``deep``: the medium material; ``deepfield context`` adds research on the task to it.
 
 Human preferences always come first and are the only block :func:`pack_blocks` truncates
-rather than drops. Template guidance (HTML comments) and sections left empty are not loaded.
+rather than drops. Template guidance (HTML comments) and sections left empty are not loaded,
+nor are superseded pages (``superseded_by`` set), which search hides too.
 Blocks are in priority order, so packing keeps the most important ones.
 """
 
@@ -25,7 +26,7 @@ from ..page import Page, derive_title
 from ..read import outline, render_outline
 from ..tokens import count_tokens
 from .atomic import atomic_meta
-from .domain import load_taxonomy, role_pages
+from .domain import is_superseded, load_taxonomy, role_pages
 from .taxonomy import count_pages, render_tree
 
 if TYPE_CHECKING:
@@ -84,7 +85,8 @@ def level_blocks(field: Field, level: str) -> list[LevelBlock]:
 
     A field without the domain's pages yields only what it has (possibly nothing)."""
     check_level(level)
-    docs = field.pages()
+    # Superseded pages stay out of context (as out of search): their successors speak for them.
+    docs = [d for d in field.pages() if not is_superseded(d.frontmatter)]
     roles = role_pages(field, docs)
     blocks: list[LevelBlock] = []
 

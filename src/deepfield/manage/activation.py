@@ -120,11 +120,24 @@ class ActivationLog:
     events: int = 0
 
     def key_for(self, filename: str, uuid: str | None) -> str | None:
-        """The key under which a page's events are stored, if it has any."""
-        if uuid and uuid in self.times:
+        """The key under which a page's events are stored, if it has any.
+
+        A page used before it had a uuid (written by hand, given one by a later rewrite) has
+        events under both keys; they are joined under a third key, made once."""
+        by_file = f"file:{filename}"
+        if not (uuid and uuid in self.times):
+            return by_file if by_file in self.times else None
+        if by_file not in self.times:
             return uuid
-        key = f"file:{filename}"
-        return key if key in self.times else None
+        both = f"both:{uuid}:{filename}"
+        if both not in self.times:
+            self.times[both] = self.times[uuid] + self.times[by_file]
+            counts = dict(self.counts.get(uuid, {}))
+            for kind, n in self.counts.get(by_file, {}).items():
+                counts[kind] = counts.get(kind, 0) + n
+            self.counts[both] = counts
+            self.filenames[both] = filename
+        return both
 
     def base_level(self, key: str | None, now: float | None = None,
                    extra: Sequence[float] = ()) -> float | None:
@@ -287,8 +300,9 @@ def rerank(
         if not ids:
             continue
         log_ = load_activation(fld.path) if activation else None
-        if include_superseded and log_ is not None and not log_.times:
-            continue
+        hide = not include_superseded and _has_superseded(index)
+        if not hide and (log_ is None or not log_.times):
+            continue  # nothing to hide, nothing to boost: the common case costs no query
         info = _doc_info(index, ids)
         for cid in ids:
             filename, uuid, superseded = info.get(cid, ("", None, False))
@@ -306,6 +320,22 @@ def rerank(
     out = [(key, score) for key, score in out if score != -math.inf]
     out.sort(key=lambda pair: -pair[1])
     return out
+
+
+_SUPERSEDED: dict[tuple[int, int], bool] = {}
+
+
+def _has_superseded(index: FieldIndex) -> bool:
+    """Whether any page of the index is superseded (cached per index generation)."""
+    key = (id(index), index.generation())
+    if key not in _SUPERSEDED:
+        if len(_SUPERSEDED) > 256:
+            _SUPERSEDED.clear()
+        row = index.conn.execute(
+            "SELECT 1 FROM df_docs WHERE json_extract(frontmatter, '$.superseded_by') "
+            "IS NOT NULL LIMIT 1").fetchone()
+        _SUPERSEDED[key] = row is not None
+    return _SUPERSEDED[key]
 
 
 def _doc_info(index: FieldIndex, ids: list[int]) -> dict[int, tuple[str, str | None, bool]]:

@@ -3,9 +3,10 @@
 A page's heat is its base-level activation (activation.py) over its logged uses plus its last
 update, counted as one use, so a page nobody opened fades from the time it was written.
 Protected pages are never archived and are reported as kept: ``pinned: true``,
-``always_load: true``, domain pages (a ``role`` key), the introduction and the catalogue
-(which are not pages anyway). Everything is read from the index (no page file is parsed), so a
-dry run over 10,000 pages takes well under a second.
+``always_load: true`` (``yes``, ``"true"`` and 1 count too: a person meant it), domain pages (a
+``role`` key), pages waiting for review (``review: pending``: a conflict must be resolved, not
+hidden), the introduction and the catalogue (which are not pages anyway). Everything is read
+from the index (no page file is parsed), so a dry run over 10,000 pages takes well under a second.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import math
 import time
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DeepfieldError
+from ..errors import DeepfieldError, PageNotFoundError
 from .activation import iso_time, load_activation
 
 if TYPE_CHECKING:
@@ -62,13 +63,19 @@ class ForgetReport:
 def protected_reason(frontmatter: dict[str, Any] | None) -> str | None:
     """Why a page must never be forgotten, or None."""
     front = frontmatter or {}
-    if front.get("pinned") is True:
+    if _truthy(front.get("pinned")):
         return "pinned"
-    if front.get("always_load") is True:
+    if _truthy(front.get("always_load")):
         return "always_load"
     if front.get("role"):
         return f"domain page (role: {front.get('role')})"
+    if str(front.get("review", "")).strip().lower() == "pending":
+        return "review pending (resolve it with `deepfield review`)"
     return None
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or str(value).strip().lower() in ("true", "yes", "on", "1")
 
 
 def _moment(text: Any) -> float | None:
@@ -79,8 +86,6 @@ def _moment(text: Any) -> float | None:
     except ValueError:
         return None
     if parsed.tzinfo is None:
-        from datetime import UTC
-
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.timestamp()
 
@@ -130,7 +135,11 @@ def forget(
         (report.kept if reason else report.forgotten).append(entry)
     if not dry_run:
         for entry in report.forgotten:
-            report.archived.append(fld.archive(entry.filename))
+            try:
+                report.archived.append(fld.archive(entry.filename))
+            except (PageNotFoundError, OSError) as exc:  # removed or locked meanwhile: go on
+                why = exc.message if isinstance(exc, PageNotFoundError) else str(exc)
+                report.warnings.append(f"{entry.filename} was not archived: {why}")
     report.seconds = time.perf_counter() - started
     return report
 

@@ -1,6 +1,7 @@
 """What ``Field.write`` does before and after storing a page, for supersession and review.
 
-Before: a ``supersedes`` link is resolved and checked for cycles (a cycle refuses the write),
+Before: a ``supersedes`` link is resolved and checked for cycles (a cycle refuses the write;
+for a new page, whose name is not known yet, a cycle leaves it unlinked with a warning),
 and a new page is compared with similar pages (see review.py); suspicious pairs mark the page
 ``review: pending``. After: the old pages get ``superseded_by`` and the pairs are queued.
 """
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING
 
+from ..errors import SupersessionCycleError
 from ..page import Page
 from .review import REVIEW_KEY, Finding, enqueue, find_conflicts
 from .supersede import SUPERSEDES, check_cycle, link, refs, resolve_refs
@@ -32,6 +34,8 @@ class WritePlan:
     supersedes: list[str] = dc_field(default_factory=list)
     findings: list[Finding] = dc_field(default_factory=list)
     warnings: list[str] = dc_field(default_factory=list)
+    check_after: bool = False
+    """Check for a supersession cycle once the new page has its filename."""
 
 
 def before_write(fld: Field, page: Page, stem: str | None, review: bool) -> WritePlan:
@@ -46,8 +50,10 @@ def before_write(fld: Field, page: Page, stem: str | None, review: bool) -> Writ
         fld.ensure_synced(embed=False)
         plan.supersedes, plan.warnings = resolve_refs(fld, targets)
         own = _own_filename(fld, page, stem)
-        if own is not None:  # only a page that exists already can close a loop
+        if own is not None:  # an existing page: refuse a loop before anything is written
             check_cycle(fld, own, plan.supersedes)
+        else:  # a new page: only a dangling reference to its future name can close a loop
+            plan.check_after = True
     if review and not existing and not targets and page.get(REVIEW_KEY) is None:
         plan.findings = find_conflicts(fld, page, exclude_uuid=page.uuid)
         if plan.findings:
@@ -72,8 +78,19 @@ def after_write(fld: Field, result: WriteResult, plan: WritePlan) -> None:
         return
     first = result.pages[0]
     result.warnings.extend(plan.warnings)
-    if plan.supersedes:
-        link(fld, first.filename, [o for o in plan.supersedes if o != first.filename])
+    olds = [o for o in plan.supersedes if o != first.filename]
+    if olds and plan.check_after:
+        # A new page's name is known only now: an older page may already have named it in a
+        # ``supersedes`` key that matched no page then. Linking would close a loop.
+        try:
+            check_cycle(fld, first.filename, olds)
+        except SupersessionCycleError as exc:
+            result.warnings.append(
+                f"{exc.message}; {first.filename} was written but not linked: remove one of "
+                "the two `supersedes` keys")
+            olds = []
+    if olds:
+        link(fld, first.filename, olds)
     if plan.findings:
         ids = enqueue(fld, first.filename, first.uuid, plan.findings)
         for finding, item in zip(plan.findings, ids, strict=True):

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import PageNotFoundError, ReviewItemError
 from ..page import Page, derive_title, now_iso
-from .supersede import SUPERSEDES, refs, rewrite_keys, supersede
+from .supersede import SUPERSEDED_BY, SUPERSEDES, refs, rewrite_keys, supersede
 
 if TYPE_CHECKING:
     from ..field import Field
@@ -51,9 +51,9 @@ CANDIDATES = 8
 SUBJECT_OVERLAP = 0.4
 DUPLICATE_JACCARD = 0.8
 TEXT_CHARS = 1500
+"""Only the first characters of a body are compared (facts come first; keeps writes cheap)."""
 FACT_CHARS = 1500
 """Longer pages (transcripts, articles) hold many values; only duplicates are looked for."""
-"""Only the first characters of a body are compared (facts come first; keeps writes cheap)."""
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\d.,:/-]*\d|\d")
 _STOP_WORDS = (
@@ -339,7 +339,7 @@ def resolve_item(fld: Field, item_id: str, action: str) -> dict[str, Any]:
         status = "kept-both"
     _append(fld, [{"id": item.id, "t": now_iso(), "status": status, "action": action}])
     if action != "merge":
-        _clear_flag(fld, new, item.id)
+        _clear_flag(fld, new, item.new_uuid, item.id)
     return outcome
 
 
@@ -356,16 +356,24 @@ def _merge(fld: Field, old: str, new: str) -> None:
     extra = refs(source.get("sources")) + refs(source.get("source"))
     if [s for s in extra if s not in sources]:
         target.set("sources", list(dict.fromkeys(sources + extra)))
-    for key in (SUPERSEDES,):
-        if source.get(key) and not target.get(key):
-            target.set(key, source.get(key))
+    # The old page takes over what the new one replaced, except itself (that is a cycle), and
+    # is no longer superseded by the page merged into it (which goes to the archive).
+    itself = {old, old[:-3], target.uuid}
+    inherited = [r for r in refs(source.get(SUPERSEDES)) if r not in itself]
+    if inherited and not target.get(SUPERSEDES):
+        target.set(SUPERSEDES, inherited[0] if len(inherited) == 1 else inherited)
+    merged = {new, new[:-3], source.uuid} - {None}
+    if refs(target.get(SUPERSEDED_BY)) and set(refs(target.get(SUPERSEDED_BY))) <= merged:
+        target.remove(SUPERSEDED_BY)
     fld.write(target, name=old[:-3], review=False)
 
 
-def _clear_flag(fld: Field, filename: str, done: str) -> None:
-    """Drop ``review: pending`` from a page once none of its items is pending."""
+def _clear_flag(fld: Field, filename: str, uuid: str | None, done: str) -> None:
+    """Drop ``review: pending`` from a page once none of its items is pending (items are
+    matched by uuid too: the page may have been renamed since it was queued)."""
     still, _ = items(fld)
-    if any(i.new == filename and i.id != done for i in still):
+    if any((i.new == filename or (uuid and i.new_uuid == uuid)) and i.id != done
+           for i in still):
         return
     with contextlib.suppress(OSError, PageNotFoundError):
         rewrite_keys(fld, filename, {REVIEW_KEY: None})

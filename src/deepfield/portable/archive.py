@@ -25,7 +25,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ArchiveError, FieldExistsError
+from ..errors import ArchiveError, FieldExistsError, UnsafeArchiveError
 from ..fsutil import TEMP_PREFIX, TEMP_SUFFIX
 from ..page import SPECIAL_FILES, is_debris, is_valid_name, slugify
 from ..scan import OWN_SUBDIRS
@@ -237,8 +237,15 @@ def extract_checked(
                 path = staging.joinpath(*info.filename.split("/"))
                 if info.is_dir():
                     continue
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with path.open("xb") as out:
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    out = path.open("xb")
+                except (FileExistsError, NotADirectoryError, IsADirectoryError):
+                    # names that differ only in case, on a case-insensitive file system
+                    raise UnsafeArchiveError(
+                        f"{zip_path.name}: entry {info.filename!r} clashes with another entry"
+                    ) from None
+                with out:
                     total += copy_member(archive, info, out, zip_path.name)
                 mtime = entry_mtime(info)
                 os.utime(path, (mtime, mtime))

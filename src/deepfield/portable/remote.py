@@ -227,8 +227,10 @@ def open_remote(
     source = _absolute(source)
     pin = pin or fragment_pin
     probe = create_transport(source, Path(tempfile.gettempdir()), pin)
-    name = probe.field_name()
-    probe.close()
+    try:
+        name = probe.field_name()
+    finally:
+        probe.close()
     folder = cache_dir_for(source, name, cache)
     folder.mkdir(parents=True, exist_ok=True)
     mirror = folder / name
@@ -251,6 +253,10 @@ def remote_search(source: str, query: str, k: int = 10) -> list[dict[str, Any]]:
     """Ask an HTTP memoryfield server's ``/search`` directly (spec-shaped results)."""
     from .transports.http import HttpTransport
 
+    source, pin = split_pin(source)
+    if pin is not None:
+        raise TransportError(f"a server's /search cannot be checked against a pin ({source})",
+                             "search the pinned zip's local mirror instead")
     transport = create_transport(source, Path(tempfile.gettempdir()))
     try:
         if not isinstance(transport, HttpTransport):

@@ -3,15 +3,18 @@
 A zip is checked whole before any member is used: its sha256 against a pin (when one is
 given), then every entry's name and size. Refused, with a clear error: path traversal (``..``),
 absolute paths, backslashes and drive letters, symbolic links, encrypted or duplicate entries,
-``.md`` files inside sub-folders (a memoryfield is flat), and zip bombs (too many entries, an
-entry or a total too large, or a compression ratio no Markdown reaches). Members are then read
-with running byte counts, so a header that lies about sizes cannot get more out than it declared.
+``.md`` files inside sub-folders (a memoryfield is flat), names no file system can hold (a
+component over 255 bytes, a file that is also a folder), and zip bombs (too many entries, an
+entry or a total too large, or a compression ratio no Markdown reaches, per entry or for the
+whole archive). Members are then read with running byte counts, so a header that lies about
+sizes cannot get more out than it declared.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import stat
 import struct
 import time
@@ -28,6 +31,8 @@ ZIP_SUFFIX = ".memoryfield.zip"
 UT_EXTRA_ID = 0x5455
 """Info-ZIP "extended timestamp" extra field: the exact UTC mtime (DOS times are local, 2 s)."""
 _READ_BLOCK = 1 << 20
+MAX_NAME_BYTES = 255
+"""Longest file or folder name common file systems hold (ext4, APFS, NTFS)."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,8 @@ def check_name(name: str) -> str | None:
     parts = name.rstrip("/").split("/")
     if any(part in ("", ".", "..") for part in parts):
         return "a '..', '.' or empty path component (path traversal)"
+    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in parts):
+        return f"a name with a component over {MAX_NAME_BYTES} bytes"
     if len(parts) > 1 and parts[-1].endswith(".md") and not name.endswith("/"):
         return "a .md page inside a sub-folder (memoryfields are flat: pages at the zip's root)"
     return None
@@ -191,7 +198,48 @@ def checked_members(
             )
         if not is_hidden(name):
             files.append(info)
+    _check_folders(seen, label)
+    _check_total_ratio(archive, total, label, limits)
     return files
+
+
+def _check_folders(names: set[str], label: str) -> None:
+    """Refuse a file that is also a folder of other entries (``a`` and ``a/b``): extracting
+    it would fail half-way, or on a case-insensitive file system, overwrite."""
+    files = {n.casefold() for n in names if not n.endswith("/")}
+    for name in sorted(names):
+        parts = name.rstrip("/").split("/")
+        for depth in range(1, len(parts) + name.endswith("/")):
+            folder = "/".join(parts[:depth])
+            if folder.casefold() in files:
+                raise UnsafeArchiveError(
+                    f"{label}: entry {folder!r} is a file and also a folder of {name!r}"
+                )
+
+
+def _check_total_ratio(archive: zipfile.ZipFile, total: int, label: str,
+                       limits: ZipLimits) -> None:
+    """Many small entries (each under the per-entry test) or entries that share their
+    compressed bytes add up to a bomb too: compare the total with the archive's own size."""
+    if total < limits.ratio_min_bytes:
+        return
+    size = _archive_size(archive)
+    if size and total / size > limits.max_ratio:
+        raise UnsafeArchiveError(
+            f"{label}: unpacks to {total} bytes from {size} ({total / size:.0f}:1, limit "
+            f"{limits.max_ratio:.0f}:1), a zip bomb"
+        )
+
+
+def _archive_size(archive: zipfile.ZipFile) -> int:
+    handle = archive.fp
+    if handle is None:
+        return 0
+    try:
+        return os.fstat(handle.fileno()).st_size
+    except (AttributeError, OSError, ValueError):  # an in-memory zip: its buffer's length
+        getbuffer = getattr(handle, "getbuffer", None)
+        return len(getbuffer()) if getbuffer is not None else 0
 
 
 @contextmanager

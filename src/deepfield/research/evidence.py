@@ -76,6 +76,16 @@ class PageLines:
                 self._cache[key] = []
         return self._cache[key]
 
+    def body_start(self, field_name: str, filename: str) -> int:
+        """First line of the page body (1-based): frontmatter lines are bookkeeping, not
+        evidence."""
+        lines = self.lines(field_name, filename)
+        if lines and lines[0].strip() == "---":
+            for number, line in enumerate(lines[1:], 2):
+                if line.strip() in ("---", "..."):
+                    return number + 1
+        return 1
+
 
 def page_date(hit: Hit) -> str | None:
     fm = hit.frontmatter or {}
@@ -142,6 +152,14 @@ def lines_of_hit(
     """(line number, verbatim text, shorter excerpt or None, weight) of a chunk hit's lines."""
     lines = pages.lines(hit.field, hit.filename)
     found: list[tuple[int, str, str | None, float]] = []
+    start = pages.body_start(hit.field, hit.filename)
+    if hit.line_start < start:
+        # The summary chunk: its evidence is the memo itself, cited at its frontmatter line.
+        where = next((i for i, line in enumerate(lines[:start], 1)
+                      if line.startswith("summary:")), hit.line_start)
+        if hit.summary and " ".join(hit.summary.split()) in " ".join(lines[where - 1].split()):
+            found.append((where, hit.summary, None, line_weight(hit.summary, terms, entities)))
+        return found
     for number in range(hit.line_start, min(hit.line_end, len(lines)) + 1):
         text = lines[number - 1].strip()
         if not text or text.startswith("#"):

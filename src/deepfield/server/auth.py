@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import ipaddress
@@ -53,6 +54,11 @@ def verify_password(password: str, stored: str) -> bool:
     except (ValueError, binascii.Error):
         return False
     return hmac.compare_digest(actual, expected)
+
+
+@functools.cache
+def _decoy_hash() -> str:
+    return hash_password(secrets.token_hex(16))
 
 
 def is_loopback(host: str | None) -> bool:
@@ -112,7 +118,10 @@ class Auth:
             return None
         name, sep, password = decoded.partition(":")
         stored = self.users.get(name)
-        if not sep or stored is None or not verify_password(password, stored):
+        if stored is None:  # as slow as a wrong password, so names cannot be probed
+            verify_password(password, _decoy_hash())
+            return None
+        if not sep or not verify_password(password, stored):
             return None
         with self._lock:
             if len(self._verified) > 1024:

@@ -243,17 +243,19 @@ async def delete_page(request: Request) -> Response:
 
 
 async def page(request: Request) -> Response:
-    """One route for GET / PUT / DELETE, so a bad name is 400 whatever the method."""
+    """One route for GET / PUT / DELETE, so a bad name is 400 whatever the method (the spec:
+    a write to a name that is not a page filename, ``.md`` missing included, is 400; the
+    write handlers check the login first, then the name)."""
     filename = request.path_params["filename"]
+    if request.method == "PUT":
+        return await put_page(request)
+    if request.method == "DELETE":
+        return await delete_page(request)
     if not filename.endswith(".md"):
         raise PageNotFoundError(f"no route or page {filename!r}",
                                 "pages end in .md; see /openapi.json for the routes")
     if not filename[:-3] or "/" in filename:
         raise InvalidNameError(f"{filename!r} is not a page filename")
-    if request.method == "PUT":
-        return await put_page(request)
-    if request.method == "DELETE":
-        return await delete_page(request)
     return await get_page(request)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from ...errors import RemoteUnavailableError, UnknownTransportError
+from ...errors import RemoteUnavailableError, TransportError, UnknownTransportError
 
 MAX_FILE_BYTES = 16 << 20
 """Largest single file a transport hands over (pages are ~8 KB; this bounds a hostile server)."""
@@ -52,6 +52,8 @@ class Transport(ABC):
     (a git mirror, a downloaded zip) that persists between refreshes."""
 
     name: ClassVar[str] = ""
+    accepts_pin: ClassVar[bool] = False
+    """Whether a sha256 pin can be checked (zips): a pin is never silently ignored."""
 
     def __init__(self, source: str, workdir: Path, pin: str | None = None) -> None:
         self.source = source
@@ -122,4 +124,13 @@ def create_transport(source: str, workdir: Path, pin: str | None = None) -> Tran
     found = find_transport(source)
     if found is None:
         raise UnknownTransportError(f"no transport can read {source!r}")
-    return found[1](source, workdir, pin)
+    transport = found[1](source, workdir, pin)
+    if pin is not None and not transport.accepts_pin:
+        transport.close()
+        raise TransportError(
+            f"a sha256 pin cannot be checked on {transport.label} ({found[0]}): pins are "
+            "for .memoryfield.zip files",
+            "drop the pin, or pin a zip (an HTTP field is then read through its "
+            "memoryfield.zip)",
+        )
+    return transport

@@ -5,7 +5,8 @@ conditional requests (``If-None-Match`` / ``If-Modified-Since``), so a refresh m
 changed. A server without ``listing.md`` is read through ``/memoryfield.zip`` (downloaded
 conditionally into the transport's workdir, pin-checked and checked whole like any zip); a URL
 that ends in ``.zip`` is that zip directly. ``search`` calls the server's ``/search`` and
-checks the answer has the spec's shape. Credentials in the URL (``https://user:pass@host/``)
+checks the answer has the spec's shape. A pinned field (``#sha256=``) is always read
+through its zip, the only form a pin can be checked on. Credentials in the URL (``https://user:pass@host/``)
 are sent as HTTP Basic auth and never shown in messages.
 """
 
@@ -13,13 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import io
 import json
 import os
 import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib.parse import quote, unquote
 
 import httpx
@@ -60,6 +62,7 @@ def _http_time(value: str | None) -> float | None:
 
 class HttpTransport(Transport):
     name = "http"
+    accepts_pin = True  # a pinned field is read through its zip, never page by page
 
     def __init__(self, source: str, workdir: Path, pin: str | None = None) -> None:
         super().__init__(source, workdir, pin)
@@ -92,9 +95,16 @@ class HttpTransport(Transport):
     def _get(self, url: str, headers: dict[str, str] | None = None,
              limit: int = MAX_FILE_BYTES) -> tuple[httpx.Response, bytes]:
         """GET with a size cap; connection failures become RemoteUnavailableError."""
+        buffer = io.BytesIO()
+        response = self._stream(url, headers, buffer, limit)
+        return response, buffer.getvalue()
+
+    def _stream(self, url: str, headers: dict[str, str] | None, out: IO[bytes],
+                limit: int) -> httpx.Response:
+        """GET into ``out`` (the body of a 200 only), refusing more than ``limit`` bytes."""
         try:
             with self.client.stream("GET", url, headers=headers or {}) as response:
-                chunks, size = [], 0
+                size = 0
                 if response.status_code == 200:
                     for chunk in response.iter_bytes():
                         size += len(chunk)
@@ -103,8 +113,8 @@ class HttpTransport(Transport):
                                 f"{self.label}: {url.rsplit('/', 1)[-1]} is larger than "
                                 f"{limit} bytes", "the server is misbehaving; refusing it",
                             )
-                        chunks.append(chunk)
-                return response, b"".join(chunks)
+                        out.write(chunk)
+                return response
         except httpx.HTTPError as exc:
             raise RemoteUnavailableError(f"cannot read {self.label}: {exc}") from None
 
@@ -128,15 +138,20 @@ class HttpTransport(Transport):
             headers["If-None-Match"] = str(meta["etag"])
         if meta.get("last_modified"):
             headers["If-Modified-Since"] = str(meta["last_modified"])
-        response, data = self._get(url, headers, limit=DEFAULT_LIMITS.max_total_bytes)
-        if response.status_code == 304 and target.exists():
-            return ZipTransport(str(target), self.workdir, self.pin)
+        # Straight to disk: a zip may be far larger than memory should hold.
+        fd, temp = tempfile.mkstemp(dir=self.workdir, suffix=".zip.tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                response = self._stream(url, headers, handle, DEFAULT_LIMITS.max_total_bytes)
+        except BaseException:
+            Path(temp).unlink()
+            raise
         if response.status_code != 200:
+            Path(temp).unlink()
+            if response.status_code == 304 and target.exists():
+                return ZipTransport(str(target), self.workdir, self.pin)
             raise MissingRemoteFileError(ZIP_NAME) if response.status_code == 404 else \
                 self._unexpected(ZIP_NAME, response)
-        fd, temp = tempfile.mkstemp(dir=self.workdir, suffix=".zip.tmp")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
         staged = ZipTransport(temp, self.workdir, self.pin)
         try:
             staged.list_files()  # pin and safety checks before it replaces the old copy
@@ -154,7 +169,7 @@ class HttpTransport(Transport):
     # ------------------------------------------------------------------ Transport
 
     def list_files(self) -> list[RemoteFile]:
-        if self.zip_url is None:
+        if self.zip_url is None and self.pin is None:
             response, data = self._get(self.base + LISTING_FILE)
             if response.status_code == 200:
                 names = parse_listing(data.decode("utf-8", "replace"))
@@ -164,6 +179,11 @@ class HttpTransport(Transport):
         try:
             self._zip = self._download_zip(self.zip_url or self.base + ZIP_NAME)
         except MissingRemoteFileError:
+            if self.pin is not None:
+                raise RemoteUnavailableError(
+                    f"{self.label} has no {ZIP_NAME}, so the sha256 pin cannot be checked",
+                    "drop the pin to read its pages one by one, or pin a zip URL",
+                ) from None
             if self.zip_url is None and self._has_search():
                 raise RemoteUnavailableError(
                     f"{self.label} offers /search but neither {LISTING_FILE} nor {ZIP_NAME}, "

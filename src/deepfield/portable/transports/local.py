@@ -61,6 +61,7 @@ class ZipTransport(Transport):
     """A memoryfield zip on disk (also used for one downloaded over HTTP)."""
 
     name = "zip"
+    accepts_pin = True
 
     def __init__(
         self, source: str, workdir: Path, pin: str | None = None,
