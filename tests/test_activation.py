@@ -150,3 +150,20 @@ def test_uses_from_before_a_page_had_a_uuid_still_count(field: deepfield.Field) 
     record_activation(field, ["by-hand.md"], "cite", uuids=[written.uuid])
     (top,) = top_pages(field)
     assert top.uses == 2 and top.events == {"open": 1, "cite": 1}
+
+
+def test_times_without_a_zone_are_utc(field: deepfield.Field,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = field.path / ACTIVATION_DIR
+    folder.mkdir()
+    (folder / "hand.jsonl").write_text(
+        '{"t": "2026-01-01T00:00:00", "page": "a.md"}\n'
+        '{"t": "2026-01-01T00:00:00Z", "page": "b.md"}\n')
+    monkeypatch.setenv("TZ", "America/New_York")  # a reader away from UTC
+    time.tzset()
+    try:
+        log = read_log(folder)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    assert log.times["file:a.md"] == log.times["file:b.md"]

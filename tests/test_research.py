@@ -241,3 +241,17 @@ def test_frontmatter_is_never_quoted_as_evidence(keyword_store: deepfield.Store)
     for item in result.evidence:
         assert item.line >= body_start or item.text == written.memo, item
     assert "3 June" in result.context
+
+
+def test_model_that_cannot_plan_still_gets_evidence(keyword_store: deepfield.Store,
+                                                    openai_server: FakeOpenAIServer) -> None:
+    field = keyword_store.create_field("ops")
+    field.add("Boiler log", "The boiler failed on 3 June.", name="boiler-log")
+    for reply in ("no idea", "still prose", "{broken", "nope"):
+        openai_server.enqueue(CHAT, json=chat_completion(reply))
+    result = research([field], "When did the boiler fail?", llm=_researcher(openai_server),
+                      max_rounds=2, record=False)
+    assert "3 June" in result.context and result.usage.calls == 4
+    assert any("heuristic plan used" in w for w in result.warnings)
+    assert any("evidence kept as found" in w for w in result.warnings)
+    assert result.rounds[0].decision == "stop: the model's integration reply was unusable"

@@ -212,6 +212,19 @@ def test_paths_that_escape_the_field_are_refused(server: tuple[Served, deepfield
     assert (store.root / "deepfield.toml").read_bytes() == toml
 
 
+def test_page_reads_never_follow_a_link_swapped_in(tmp_path: Path) -> None:
+    """A link put in place after the path was checked is still not followed."""
+    from deepfield.server.routes_spec import _read
+
+    secret = tmp_path / "secret.md"
+    secret.write_text("# secret\n")
+    (tmp_path / "page.md").symlink_to(secret)
+    with pytest.raises(FileNotFoundError):
+        _read(tmp_path / "page.md")
+    secret.with_name("plain.md").write_text("# plain\n")
+    assert _read(tmp_path / "plain.md")[0] == b"# plain\n"
+
+
 def test_basic_auth_for_writes(store: deepfield.Store) -> None:
     store.create_field("notes")
     auth = Auth({"alice": hash_password("s3cret", n=1 << 10)})
@@ -556,3 +569,74 @@ def test_pages_edited_in_place_are_noticed(server: tuple[Served, deepfield.Store
             break
         assert time.monotonic() < deadline, "in-place edit never noticed"
         time.sleep(0.2)
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key (PEM), made with ``cryptography``."""
+    pytest.importorskip("cryptography")
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def test_cli_serve_over_tls(keyword_store: deepfield.Store, tmp_path: Path) -> None:
+    """The spec asks for TLS wherever logins travel: `serve --tls-cert/--tls-key`."""
+    import ssl
+    import subprocess
+    import sys
+
+    cert, key = _self_signed(tmp_path)
+    keyword_store.create_field("notes").add("Woks", "Carbon fibre woks heat unevenly.")
+    root = str(keyword_store.root)
+    half = run_deepfield("serve", root, "--port", "0", "--tls-cert", str(cert))
+    assert half.returncode == 1 and half.stderr.count(b"\n") == 1
+    assert b"go together" in half.stderr
+    wrong = run_deepfield("serve", root, "--port", "0", "--tls-cert", str(cert), "--tls-key",
+                          str(cert))
+    assert wrong.returncode == 1 and b"error: cannot use" in wrong.stderr
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPFIELD_")}
+    with subprocess.Popen(
+        [sys.executable, "-m", "deepfield", "serve", root, "--port", "0", "--json",
+         "--tls-cert", str(cert), "--tls-key", str(key)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            info = json.loads(proc.stdout.readline())
+            assert info["tls"] is True and info["url"].startswith("https://127.0.0.1:")
+            context = ssl.create_default_context(cafile=str(cert))
+            with httpx.Client(base_url=info["url"], timeout=10, verify=context) as client:
+                deadline = time.monotonic() + 15
+                while True:
+                    try:
+                        hits = client.get("notes/search", params={"q": "woks"}).json()
+                        break
+                    except httpx.TransportError:
+                        assert time.monotonic() < deadline
+                        time.sleep(0.05)
+                assert hits["results"][0]["filename"] == "woks.md"
+        finally:
+            proc.terminate()
+            proc.wait(10)

@@ -98,3 +98,16 @@ def test_a_new_page_closing_a_loop_through_a_dangling_reference(field: deepfield
     assert field.load("plan-x")[1].get("superseded_by") is None  # nothing hidden by a loop
     assert sorted(_names(field.search("launch plan", mode="bm25"))) == ["plan-x.md",
                                                                          "plan-y.md"]
+
+
+def test_an_old_page_with_broken_yaml_is_a_warning_not_a_failed_write(
+    field: deepfield.Field,
+) -> None:
+    (field.path / "broken.md").write_text("---\ntitle: [unclosed\n---\n# Broken\n\nOld fact.\n")
+    field.ensure_synced(embed=False)
+    written = field.add("New fact", "New fact.", frontmatter={"supersedes": "broken"})
+    assert written.pages[0].filename == "new-fact.md"
+    assert any("could not be marked superseded" in w and "deepfield supersede" in w
+               for w in written.warnings)
+    with pytest.raises(deepfield.InvalidPageError, match="unreadable frontmatter"):
+        supersede(field, "broken", "new-fact")

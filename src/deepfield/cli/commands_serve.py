@@ -46,19 +46,60 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _url(sock: socket.socket, host: str, path: str = "/") -> str:
+Tls = tuple[str, str] | None
+"""(certificate file, private key file) to serve HTTPS, or None for plain HTTP."""
+
+
+def _url(sock: socket.socket, host: str, path: str = "/", tls: Tls = None) -> str:
     port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{path}"
+    return f"{'https' if tls else 'http'}://{shown}:{port}{path}"
 
 
-def _serve(asgi: Any, sock: socket.socket, log_level: str, workers: int = 1) -> None:
+def tls_options(command: Any) -> Any:
+    """``--tls-cert`` / ``--tls-key``: the spec asks for TLS wherever logins travel."""
+    file = click.Path(exists=True, dir_okay=False, path_type=Path)
+    command = click.option("--tls-key", type=file, default=None,
+                           help="Private key (PEM) for --tls-cert.")(command)
+    return click.option("--tls-cert", type=file, default=None,
+                        help="Serve HTTPS with this certificate (PEM; needs --tls-key).")(command)
+
+
+def _tls(cert: Path | None, key: Path | None) -> Tls:
+    """The checked pair, or None; a bad pair is one clear error before anything listens."""
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise ConfigError("--tls-cert and --tls-key go together", "give both, or neither")
+    import ssl
+
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigError(f"cannot use {cert} with {key} for TLS: {exc}",
+                          "give a PEM certificate and its matching private key") from None
+    return str(cert), str(key)
+
+
+def _warn_clear_logins(users: Any, host: str, tls: Tls) -> None:
+    from ..server.auth import is_loopback
+
+    if users and not tls and not (host == "localhost" or is_loopback(host)):
+        warn(f"logins to {host} travel unencrypted: serve HTTPS with --tls-cert/--tls-key, "
+             "or put a TLS proxy in front")
+
+
+def _serve(asgi: Any, sock: socket.socket, log_level: str, workers: int = 1,
+           tls: Tls = None) -> None:
     """Run uvicorn on ``sock``: ``asgi`` in this process, or (workers > 1) ``asgi`` is an
     import string of an app factory that each worker process calls."""
     import uvicorn
 
     config = uvicorn.Config(asgi, log_level=log_level, lifespan="auto", access_log=False,
-                            workers=workers, factory=workers > 1)
+                            workers=workers, factory=workers > 1,
+                            ssl_certfile=tls[0] if tls else None,
+                            ssl_keyfile=tls[1] if tls else None)
     if workers > 1:
         from uvicorn.supervisors import Multiprocess
 
@@ -95,10 +136,12 @@ def _llm_config(root: Path) -> Any:
               "keeps its own connections).")
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@tls_options
 @json_option
 @click.pass_context
 def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int, workers: int,
-              log_level: str, as_json: bool) -> None:
+              log_level: str, tls_cert: Path | None, tls_key: Path | None,
+              as_json: bool) -> None:
     """Serve every field of STORE over HTTP (the memoryfield spec's routes, plus deepfield's).
 
     Each field is under /FIELD/: GET / (index.md), /memoryfield.zip, /PAGE.md, /search?q=,
@@ -108,15 +151,16 @@ def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int, work
     """
     from ..server import create_app
 
+    tls = _tls(tls_cert, tls_key)
     env = _store_settings(ctx, store)
     opened = env.store()
     sock = _bind(host, port)
-    url = _url(sock, host)
+    url = _url(sock, host, tls=tls)
     users = opened.config.server.users
     info: dict[str, Any] = {
         "url": url, "store": str(opened.root), "fields": opened.field_names(),
         "auth": bool(users), "private": opened.config.server.private,
-        "writes": "login" if users else "loopback only", "workers": workers,
+        "writes": "login" if users else "loopback only", "workers": workers, "tls": bool(tls),
     }
     if as_json:
         print_json(info)
@@ -126,15 +170,17 @@ def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int, work
     if not users and host not in ("127.0.0.1", "localhost", "::1"):
         warn("no users configured: other hosts can read but not write "
              "(add one with `deepfield passwd USER`)")
+    _warn_clear_logins(users, host, tls)
     sys.stdout.flush()
     if workers > 1:
         opened.close()
         os.environ["DEEPFIELD_STORE"] = str(env.store_path.resolve())
         if env.embedder_name:
             os.environ["DEEPFIELD_EMBEDDER"] = env.embedder_name
-        _serve("deepfield.cli.commands_serve:worker_app", sock, log_level, workers)
+        _serve("deepfield.cli.commands_serve:worker_app", sock, log_level, workers, tls)
     else:
-        _serve(create_app(opened, llm_config=_llm_config(env.store_path)), sock, log_level)
+        _serve(create_app(opened, llm_config=_llm_config(env.store_path)), sock, log_level,
+               tls=tls)
 
 
 @app.command("mcp")
@@ -147,10 +193,12 @@ def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int, work
 @click.option("--path", "mcp_path", default="/mcp", show_default=True, help="HTTP endpoint path.")
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@tls_options
 @json_option
 @click.pass_context
 def mcp_cmd(ctx: click.Context, store: Path | None, transport: str, host: str, port: int,
-            mcp_path: str, log_level: str, as_json: bool) -> None:
+            mcp_path: str, log_level: str, tls_cert: Path | None, tls_key: Path | None,
+            as_json: bool) -> None:
     """Serve STORE to agents over MCP: tools to search, read, write, remember, research and
     build context, and every page as a memoryfield:// resource.
 
@@ -163,6 +211,7 @@ def mcp_cmd(ctx: click.Context, store: Path | None, transport: str, host: str, p
     from ..server.mcp_server import BasicAuthMiddleware, create_mcp_server
     from ..server.service import Service
 
+    tls = _tls(tls_cert, tls_key)
     env = _store_settings(ctx, store)
     opened = env.store()
     users = opened.config.server.users
@@ -183,14 +232,15 @@ def mcp_cmd(ctx: click.Context, store: Path | None, transport: str, host: str, p
         if users:
             asgi = BasicAuthMiddleware(asgi, Auth(dict(users)))
         sock = _bind(host, port)
-        url = _url(sock, host, mcp_path)
+        url = _url(sock, host, mcp_path, tls)
         if as_json:
             print_json({"url": url, "store": str(opened.root), "transport": "http",
-                        "auth": bool(users)})
+                        "auth": bool(users), "tls": bool(tls)})
         else:
             click.echo(f"MCP (streamable HTTP) for {opened.root} at {url}", err=True)
+        _warn_clear_logins(users, host, tls)
         sys.stdout.flush()
-        _serve(asgi, sock, log_level)
+        _serve(asgi, sock, log_level, tls=tls)
     finally:
         service.close()  # its per-field connections and background sync thread
 

@@ -56,7 +56,10 @@ def iso_time(moment: float) -> str:
 
 
 def _parse_time(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    """Epoch seconds of an ISO 8601 time; one without a zone is UTC (as we write them), not
+    the reader's local time, so merged logs from hosts in different zones agree."""
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
 
 
 def record_activation(

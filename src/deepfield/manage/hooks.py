@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING
 
-from ..errors import SupersessionCycleError
+from ..errors import DeepfieldError, SupersessionCycleError
 from ..page import Page
 from .review import REVIEW_KEY, Finding, enqueue, find_conflicts
 from .supersede import SUPERSEDES, check_cycle, link, refs, resolve_refs
@@ -89,8 +89,13 @@ def after_write(fld: Field, result: WriteResult, plan: WritePlan) -> None:
                 f"{exc.message}; {first.filename} was written but not linked: remove one of "
                 "the two `supersedes` keys")
             olds = []
-    if olds:
-        link(fld, first.filename, olds)
+    for old in olds:  # the new page is stored: a page that cannot be linked is a warning
+        try:
+            link(fld, first.filename, [old])
+        except DeepfieldError as exc:
+            result.warnings.append(
+                f"{old} could not be marked superseded by {first.filename} ({exc.message}); "
+                f"fix it, then run `deepfield supersede {fld.name} {old} {first.filename}`")
     if plan.findings:
         ids = enqueue(fld, first.filename, first.uuid, plan.findings)
         for finding, item in zip(plan.findings, ids, strict=True):

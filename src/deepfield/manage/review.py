@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import PageNotFoundError, ReviewItemError
+from ..errors import InvalidPageError, PageNotFoundError, ReviewItemError
 from ..page import Page, derive_title, now_iso
 from .supersede import SUPERSEDED_BY, SUPERSEDES, refs, rewrite_keys, supersede
 
@@ -375,5 +375,5 @@ def _clear_flag(fld: Field, filename: str, uuid: str | None, done: str) -> None:
     if any((i.new == filename or (uuid and i.new_uuid == uuid)) and i.id != done
            for i in still):
         return
-    with contextlib.suppress(OSError, PageNotFoundError):
+    with contextlib.suppress(OSError, PageNotFoundError, InvalidPageError):
         rewrite_keys(fld, filename, {REVIEW_KEY: None})

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import PageNotFoundError, SupersessionCycleError
+from ..errors import InvalidPageError, PageNotFoundError, SupersessionCycleError
 from ..fsutil import atomic_write, field_lock
 from ..listing import refresh_listing
 from ..page import Page
@@ -115,7 +115,10 @@ def rewrite_keys(fld: Field, filename: str, changes: dict[str, Any]) -> bool:
         current = path.read_text("utf-8", "replace")
         page = Page.parse(current)
         if page.frontmatter_error:
-            raise PageNotFoundError(f"{filename} has unreadable frontmatter; fix it first")
+            raise InvalidPageError(
+                f"{filename} has unreadable frontmatter ({page.frontmatter_error})",
+                "fix the YAML between its '---' lines, then run the command again",
+            )
         for key, value in changes.items():
             if value is None:
                 page.remove(key)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import BudgetError, DeepfieldError, PageNotFoundError
+from ..errors import BudgetError, DeepfieldError, LLMReplyError, PageNotFoundError
 from ..field import Field
 from ..index.keyword import query_terms
 from ..llm.base import ChatModel, Usage
@@ -209,7 +209,11 @@ class _Session:
 
     def _read_page(self, ref: str, number: int, terms: set[str]) -> tuple[list[dict[str, Any]],
                                                                            int]:
-        for fld in self.fields:
+        fields = self.fields
+        if "/" in ref:  # "field/page.md", as the memos shown to a model name pages
+            prefix, _, ref = ref.rpartition("/")
+            fields = [f for f in self.fields if f.name == prefix]
+        for fld in fields:
             try:
                 filename = fld.resolve(ref)
             except PageNotFoundError:
@@ -266,8 +270,15 @@ class _Session:
         memos = self._memos()
         for number in range(1, max_rounds + 1):
             started = time.perf_counter()
-            plan = gam.plan(llm, request, memos, usage)
             queries: list[tuple[str, str]] = []
+            try:
+                plan = gam.plan(llm, request, memos, usage)
+            except LLMReplyError as exc:
+                # A model that cannot plan (even after a repair) still gets evidence: the
+                # heuristic planner's queries for this request, and a warning saying so.
+                self.warnings.append(f"round {number}: {exc.message}; heuristic plan used")
+                plan = gam.Plan([], "", [], [])
+                queries = offline.first_queries(offline.analyse(request), dense=self.dense)
             if plan.keyword:
                 queries.append(("bm25", plan.keyword))
             queries += [("vector" if self.dense else "bm25", q) for q in plan.vector]
@@ -275,8 +286,14 @@ class _Session:
             before = set(self.pool.items)
             done, new = self.run(queries, number)
             fresh = [e for e in self.pool.ranked() if e.key not in before]
-            integration = gam.integrate(llm, self.question, request, summary, fresh[:40], usage,
-                                        evidence_tokens=3000)
+            unusable = False
+            try:
+                integration = gam.integrate(llm, self.question, request, summary, fresh[:40],
+                                            usage, evidence_tokens=3000)
+            except LLMReplyError as exc:
+                self.warnings.append(f"round {number}: {exc.message}; evidence kept as found")
+                integration = gam.Integration(summary, [], True, [])
+                unusable = True
             summary = integration.summary
             for item in self.pool.items.values():  # what the model used outranks the rest
                 if item.filename in integration.sources:
@@ -287,7 +304,9 @@ class _Session:
                 {"enough": integration.enough, "follow_up": integration.follow_up,
                  "sources": integration.sources})
             rounds.append(trace)
-            if integration.enough:
+            if unusable:
+                trace.decision = "stop: the model's integration reply was unusable"
+            elif integration.enough:
                 trace.decision = "stop: the model judged the summary enough"
             elif not integration.follow_up:
                 trace.decision = "stop: no follow-up requests"

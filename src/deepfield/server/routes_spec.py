@@ -10,6 +10,7 @@ date inside the request, before the page can be returned again.
 from __future__ import annotations
 
 import email.utils
+import errno
 import hashlib
 import os
 from pathlib import Path
@@ -64,7 +65,15 @@ def _markdown(request: Request, data: bytes, mtime: float | None = None) -> Resp
 
 
 def _read(path: Path) -> tuple[bytes, float]:
-    with path.open("rb") as handle:
+    """The file's bytes and mtime; never through a symbolic link, even one swapped in after
+    the path was checked (O_NOFOLLOW: ELOOP, reported as a missing page)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FileNotFoundError(str(path)) from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
         return handle.read(), os.fstat(handle.fileno()).st_mtime
 
 
@@ -75,10 +84,11 @@ async def get_intro(request: Request) -> Response:
     name = request.path_params["field"]
     service = _service(request)
     field = service.field(name)
-    path = field.path / INTRO_FILE
-    if path.is_file() and not path.is_symlink():
-        data, mtime = await run_in_threadpool(_read, path)
+    try:
+        data, mtime = await run_in_threadpool(_read, field.path / INTRO_FILE)
         return _markdown(request, data, mtime)
+    except (FileNotFoundError, IsADirectoryError):
+        pass  # no index.md (or a link, never followed): a short generated one
     data = (f"# {name}\n\nA memoryfield served by deepfield. Its catalogue of pages is "
             f"[listing.md](listing.md); search it at `search?q=`.\n").encode()
     return _markdown(request, data)

@@ -9,12 +9,9 @@ what is added here is the spec's search fallback, the zip snapshot cache and the
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import tempfile
 import threading
-import time
-import zipfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -43,9 +40,9 @@ from ..errors import (
 )
 from ..field import Field
 from ..llm.config import LLMConfig, Role, build_llm, load_llm_config
-from ..page import INTRO_FILE, LISTING_FILE, check_name, is_valid_name
+from ..page import check_name, is_valid_name
+from ..portable.archive import pack_folder, pack_members
 from ..read import PageView
-from ..scan import scan_field
 from ..search import search_fields
 from ..store import Store
 from .pool import FieldSlot, SharedEmbedder
@@ -257,7 +254,7 @@ class Service:
             cached = self._zips.get(field.name)
             if cached is not None and cached.key == key:
                 return cached
-            data = pack_zip(field.path, members)
+            data = pack_zip(field.path)
             snap = Snapshot(key, data, hashlib.sha256(data).hexdigest())
             self._zips[field.name] = snap
             return snap
@@ -294,36 +291,15 @@ def substring_matches(field: Field, query: str, seen: set[tuple[str, str]],
 
 def zip_members(folder: Path) -> list[tuple[str, Path]]:
     """(name in the zip, file) of everything a memoryfield zip of ``folder`` holds."""
-    try:
-        from ..portable.archive import pack_members
-    except ImportError:  # pragma: no cover - the portable package is optional here
-        names = [f.name for f in scan_field(folder).files]
-        names += [n for n in (INTRO_FILE, LISTING_FILE)
-                  if (folder / n).is_file() and not (folder / n).is_symlink()]
-        return [(n, folder / n) for n in sorted(names)]
     return pack_members(folder)[0]
 
 
-def pack_zip(folder: Path, members: list[tuple[str, Path]]) -> bytes:
-    """The zip's bytes: through ``deepfield pack``'s own writer when it is there (same bytes as
-    the command), else a flat deterministic ZIP of the members. Its sha256 is the ETag."""
-    try:
-        from ..portable.archive import pack_folder
-    except ImportError:  # pragma: no cover
-        pass
-    else:
-        with tempfile.TemporaryDirectory(prefix="deepfield-zip-") as tmp:
-            out = Path(tmp) / "field.memoryfield.zip"
-            return pack_folder(folder, out, force=True).path.read_bytes()
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for arcname, path in members:
-            moment = max(path.stat().st_mtime, 315532800)  # ZIP dates start in 1980
-            info = zipfile.ZipInfo(arcname, time.gmtime(moment)[:6])
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            archive.writestr(info, path.read_bytes())
-    return buffer.getvalue()
+def pack_zip(folder: Path) -> bytes:
+    """The zip's bytes, through ``deepfield pack``'s own writer (the same bytes as the
+    command, so the same sha256). Its sha256 is the ETag."""
+    with tempfile.TemporaryDirectory(prefix="deepfield-zip-") as tmp:
+        out = Path(tmp) / "field.memoryfield.zip"
+        return pack_folder(folder, out, force=True).path.read_bytes()
 
 
 def error_status(exc: DeepfieldError) -> int:
