@@ -127,7 +127,8 @@ def test_remember_with_a_model_makes_one_call(field: deepfield.Field,
     field.add("Pump calibration plan", "We plan to calibrate pump P3 in March.",
               summary="Plan: calibrate pump P3 in March with Ana.")
     reply = {"memo": "On 2 March 2026 Ana calibrated pump P3 (the March plan) to 42 l/min.",
-             "title": "Pump P3 calibrated", "topic": "pump calibration", "project": "Delta"}
+             "title": "Pump P3 calibrated", "topic": "pump calibration", "project": "Delta",
+             "replaces": ["pump-calibration-plan.md", "invented.md"]}
     openai_server.enqueue(CHAT, json=chat_completion(
         "<think>ok</think>```json\n" + json.dumps(reply) + "\n```"))
     session = {"date": "2026-03-02", "messages": [
@@ -141,6 +142,12 @@ def test_remember_with_a_model_makes_one_call(field: deepfield.Field,
     assert "42 l/min" in prompt
     fm = Page.parse((field.path / result.filename).read_text(encoding="utf-8")).frontmatter
     assert fm is not None and fm["project"] == "Delta" and fm["memo_by"] == "llm:writer"
+    # The proposed supersession is queued for a person, not applied (invented names dropped).
+    assert len(result.proposals) == 1 and fm["review"] == "pending"
+    old = Page.parse((field.path / "pump-calibration-plan.md").read_text(encoding="utf-8"))
+    assert "superseded_by" not in (old.frontmatter or {})
+    queue = (field.path / "review" / "queue.jsonl").read_text(encoding="utf-8")
+    assert "pump-calibration-plan.md" in queue and "invented" not in queue
 
 
 def test_unusable_model_reply_falls_back_without_a_second_call(

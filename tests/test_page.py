@@ -144,3 +144,12 @@ def test_derive_title() -> None:
     assert derive_title(Page.parse("```\n# not a heading\n```\n## Real\n")) == "Real"
     assert derive_title(Page.parse("just text here\n")) == "just text here"
     assert derive_title(Page.parse("\n\n"), fallback="stem") == "stem"
+
+
+def test_long_names_are_refused_clearly() -> None:
+    from deepfield.errors import InvalidNameError
+    from deepfield.page import check_name
+
+    assert check_name("a" * 120) == "a" * 120
+    with pytest.raises(InvalidNameError, match="121 characters long"):
+        check_name("a" * 121)

@@ -255,3 +255,36 @@ def test_model_that_cannot_plan_still_gets_evidence(keyword_store: deepfield.Sto
     assert any("heuristic plan used" in w for w in result.warnings)
     assert any("evidence kept as found" in w for w in result.warnings)
     assert result.rounds[0].decision == "stop: the model's integration reply was unusable"
+
+
+def test_context_puts_preferences_first_and_keeps_them(keyword_store: deepfield.Store) -> None:
+    field = keyword_store.create_field("ops", intro="# Ops\n\nPlant operations memory.\n")
+    (field.path / "human-preference.md").write_text(
+        "---\nrole: human-preference\n---\n# Preferences\n\n<!-- fill me in -->\n"
+        "Dates as ISO dates.\n", encoding="utf-8")
+    field.add("Style", "Short answers.", name="style", frontmatter={"always_load": True})
+    field.add("Old style", "Long answers.", name="old-style",
+              frontmatter={"always_load": True, "superseded_by": "style.md"})
+    field.add("Boiler log", "The boiler failed on 3 June.")
+    result = build_context(field, "When did the boiler fail?", budget=600)
+    text = result.text
+    assert text.index("Dates as ISO dates") < text.index("Short answers") < text.index(
+        "Plant operations memory")
+    assert "fill me in" not in text and "Long answers" not in text  # comments, superseded
+    tight = build_context(field, "When did the boiler fail?", budget=110)
+    assert "Dates as ISO dates" in tight.text and tight.tokens <= 110
+
+
+def test_model_planner_never_sees_superseded_memos(keyword_store: deepfield.Store,
+                                                   openai_server: FakeOpenAIServer) -> None:
+    field = keyword_store.create_field("ops")
+    field.add("Old plan", "Calibrate in March.", name="old-plan", summary="Old: March.",
+              frontmatter={"superseded_by": "new-plan.md"})
+    field.add("New plan", "Calibrate in May.", name="new-plan", summary="New: May.")
+    openai_server.enqueue(CHAT, json=chat_completion(json.dumps(
+        {"keyword": "calibrate", "vector": [], "page_ids": []})))
+    openai_server.enqueue(CHAT, json=chat_completion(json.dumps(
+        {"summary": "May [new-plan.md]", "sources": ["new-plan.md"], "enough": True})))
+    research([field], "When do we calibrate?", llm=_researcher(openai_server), record=False)
+    plan_prompt = openai_server.requests_to(CHAT)[0].json["messages"][1]["content"]
+    assert "New: May." in plan_prompt and "Old: March." not in plan_prompt

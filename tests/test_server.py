@@ -272,6 +272,19 @@ def test_private_store_gates_reads(store: deepfield.Store) -> None:
         assert client.get(path, headers=basic("alice", "pw")).status_code == 200, path
 
 
+def test_private_store_without_users_serves_only_loopback(store: deepfield.Store) -> None:
+    """``private = true`` with no users to log in as never falls open."""
+    store.create_field("notes")
+    app = create_app(store, auth=Auth({}, private=True))
+    remote = TestClient(app, client=("203.0.113.7", 40000))
+    for path in ("/", "/notes/", "/notes/search?q=x", "/notes/memoryfield.zip"):
+        response = remote.get(path)
+        assert response.status_code == 403, path
+        assert "private" in response.json()["error"]["message"]
+    local = TestClient(app, client=("127.0.0.1", 40000), base_url="http://127.0.0.1:8765")
+    assert local.get("/notes/").status_code == 200
+
+
 def test_without_users_only_loopback_may_write(store: deepfield.Store) -> None:
     store.create_field("notes")
     app = create_app(store)
@@ -640,3 +653,25 @@ def test_cli_serve_over_tls(keyword_store: deepfield.Store, tmp_path: Path) -> N
         finally:
             proc.terminate()
             proc.wait(10)
+
+
+def test_chat_models_are_built_once_under_concurrency(
+    store: deepfield.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deepfield.server import service as service_module
+
+    built: list[str] = []
+
+    def slow_build(_config: Any, role: str) -> object:
+        built.append(role)
+        time.sleep(0.05)  # wide enough for every thread to miss the cache without the lock
+        return object()
+
+    monkeypatch.setattr(service_module, "build_llm", slow_build)
+    service = service_module.Service(store)
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            models = list(pool.map(lambda _: service.llm("researcher"), range(8)))
+        assert built == ["researcher"] and all(m is models[0] for m in models)
+    finally:
+        service.close()

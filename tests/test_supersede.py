@@ -111,3 +111,25 @@ def test_an_old_page_with_broken_yaml_is_a_warning_not_a_failed_write(
                for w in written.warnings)
     with pytest.raises(deepfield.InvalidPageError, match="unreadable frontmatter"):
         supersede(field, "broken", "new-fact")
+
+
+def test_superseded_pages_stay_hidden_as_fields_are_opened_and_closed(
+    keyword_store: deepfield.Store,
+) -> None:
+    # Two fields at the same index generation, one with a superseded page: a cache keyed on
+    # id(index) once answered for the wrong field after the other's index was closed.
+    plain, moved = keyword_store.create_field("plain"), keyword_store.create_field("moved")
+    for title in ("Office", "Office two", "Office three"):
+        plain.add(title, f"The office note {title}.", review=False)
+    moved.add("Office", "The office is in Berlin.", review=False)
+    moved.add("Office moved", "The office moved to Lisbon.", review=False,
+              frontmatter={"supersedes": "office"})
+    paths = plain.path, moved.path
+    for _ in range(10):
+        first = deepfield.open_field(paths[0], None)
+        first.search("office", mode="bm25")
+        first.close()
+        second = deepfield.open_field(paths[1], None)
+        names = _names(second.search("office", mode="bm25"))
+        second.close()
+        assert names == ["office-moved.md"]

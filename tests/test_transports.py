@@ -327,6 +327,8 @@ def test_s3_prefix_mirror_uses_list_objects_timestamps(
         client.put_object(Bucket=bucket, Key=f"shared/kitchen/{name}", Body=text.encode())
     client.put_object(Bucket=bucket, Key="shared/kitchen/logs/deep.md", Body=b"# not a page")
     client.put_object(Bucket=bucket, Key="shared/other.md", Body=b"# other field")
+    # Not a page, and a name no folder could hold: passed over, not a reason to refuse.
+    client.put_object(Bucket=bucket, Key="shared/kitchen/2026-01-01T10:00.json", Body=b"{}")
     cache = tmp_path / "cache"
     remote = portable.open_remote(f"s3://{bucket}/shared/kitchen", embedder=store.embedder,
                                   cache=cache)
@@ -334,6 +336,7 @@ def test_s3_prefix_mirror_uses_list_objects_timestamps(
     listed = client.list_objects_v2(Bucket=bucket, Prefix="shared/kitchen/", Delimiter="/")
     expected = {item["Key"].rsplit("/", 1)[-1]: iso_from_timestamp(
         item["LastModified"].timestamp()) for item in listed["Contents"]}
+    expected.pop("2026-01-01T10:00.json")
     assert {d.filename: d.last_modified for d in remote.pages()} == expected
     assert remote.search("triplicate", mode="bm25").results[0].filename == \
         "finnish-bureaucracy.md"
@@ -353,6 +356,10 @@ def test_s3_errors_are_clear(
     _, bucket = s3
     with pytest.raises(RemoteUnavailableError, match="NoSuchBucket"):
         portable.open_remote("s3://no-such-bucket-here/x", cache=tmp_path / "cache")
+    client, _ = s3
+    client.put_object(Bucket=bucket, Key="odd/c:evil.md", Body=b"# evil")
+    with pytest.raises(RemoteUnavailableError, match="unsafe file name"):
+        portable.open_remote(f"s3://{bucket}/odd", cache=tmp_path / "cache")
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     before = sorted(p.name for p in store.root.iterdir())
@@ -421,9 +428,10 @@ def test_git_errors_are_clear(
     capsys: pytest.CaptureFixture[str], store: deepfield.Store, repo: Path, tmp_path: Path
 ) -> None:
     plain = write_field(tmp_path / "not-a-repo")
-    with pytest.raises(RemoteUnavailableError, match="cannot read git repository"):
+    with pytest.raises(RemoteUnavailableError, match="cannot read git repository") as caught:
         portable.open_remote(f"git+{plain}", cache=tmp_path / "cache")
-    with pytest.raises(RemoteUnavailableError):
+    assert "does not appear to be a git repository" in caught.value.message  # git's own reason
+    with pytest.raises(RemoteUnavailableError, match="no-such-branch"):
         portable.open_remote(f"git+{repo}#no-such-branch", cache=tmp_path / "cache")
     with pytest.raises(TransportError):
         portable.open_remote("git+--upload-pack=evil", cache=tmp_path / "cache")

@@ -16,10 +16,19 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
 
-from .domains.levels import LEVELS, LevelBlock, OmittedBlock, check_level, level_blocks, pack_blocks
+from .domains.levels import (
+    LEVELS,
+    LevelBlock,
+    OmittedBlock,
+    check_level,
+    clean_page,
+    level_blocks,
+    pack_blocks,
+)
 from .errors import BudgetError
 from .field import Field
 from .llm.base import ChatModel
+from .manage.supersede import is_superseded
 from .page import INTRO_FILE
 from .research import ResearchResult, research
 from .tokens import count_tokens
@@ -79,8 +88,13 @@ def build_context(
     notice = NOTICE.format(field=field.name)
     left = budget - count_tokens(notice) - 2
     want_research = bool(task) and level == LEVELS[-1]
-    fixed_budget = int(left * (1 - RESEARCH_SHARE)) if want_research else left
     blocks = _fixed_blocks(field, level)
+    # Required blocks (human preferences) are packed against the whole budget; research gets
+    # its share of what is left after them.
+    required = sum(count_tokens(b.text) + FENCE_TOKENS for b in blocks if b.required)
+    fixed_budget = left
+    if want_research:
+        fixed_budget = min(left, max(int(left * (1 - RESEARCH_SHARE)), required))
     kept, omitted = pack_blocks(blocks, fixed_budget, count_tokens, per_block=FENCE_TOKENS)
     parts = [notice]
     described: list[dict[str, Any]] = []
@@ -110,13 +124,22 @@ def build_context(
 
 
 def _fixed_blocks(field: Field, level: str) -> list[LevelBlock]:
-    """Always-load pages, the introduction, then the level's domain material (no repeats)."""
-    blocks: list[LevelBlock] = []
-    always = [d for d in field.pages() if _truthy((d.frontmatter or {}).get("always_load"))
-              and not (d.frontmatter or {}).get("superseded_by")]
-    for doc in always:
-        text = (field.path / doc.filename).read_text(encoding="utf-8", errors="replace")
-        blocks.append(LevelBlock(doc.title, doc.filename, _body(text), "alignment", True))
+    """Human preferences first, then other always-load pages, the introduction and the
+    level's domain material (no repeats, nothing superseded, template comments removed)."""
+    first: list[LevelBlock] = []
+    always: list[LevelBlock] = []
+    for doc in field.pages():
+        meta = doc.frontmatter or {}
+        if is_superseded(meta):
+            continue
+        preference = meta.get("role") == "human-preference"
+        if not (preference or _truthy(meta.get("always_load"))):
+            continue
+        text = clean_page((field.path / doc.filename).read_text("utf-8", errors="replace"))
+        if text.strip():
+            (first if preference else always).append(
+                LevelBlock(doc.title, doc.filename, text.strip(), "alignment", True))
+    blocks = first + always
     intro = field.intro()
     if intro and intro.strip():
         blocks.append(LevelBlock("Introduction", INTRO_FILE, intro.strip(), "basic-context",
@@ -139,15 +162,6 @@ def fence(field_name: str, source: str, kind: str, text: str, **attrs: str) -> s
 
 def _attr(value: str) -> str:
     return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
-
-
-def _body(text: str) -> str:
-    """A page without its frontmatter (the agent needs the content, not the bookkeeping)."""
-    if text.startswith("---"):
-        end = text.find("\n---", 3)
-        if end != -1:
-            return text[end + 4:].lstrip("\n").strip()
-    return text.strip()
 
 
 def _truthy(value: Any) -> bool:

@@ -23,10 +23,11 @@ from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
 
-from .errors import SessionFormatError
+from .errors import DeepfieldError, SessionFormatError
 from .field import Field
 from .llm.base import ChatModel, Message, Usage, complete
 from .llm.jsonreply import ReplyNotJSONError, parse_json_reply, strip_thinking
+from .manage.review import propose
 from .markdown import split_sentences
 from .page import Page, slugify
 from .salience import dates, key_terms, names, numbers, sentence_score
@@ -49,9 +50,11 @@ and when. Resolve references ("the plan", "that trip") using the earlier memos w
 explain them. No bullet points, no meta phrases ("In this session..."), nothing that is not
 grounded in the session. Give relative dates ("yesterday", "last week") as absolute dates when
 the session date makes that possible.
+If the session makes an earlier page outdated (a changed plan, a new value for the same fact),
+name it in "replaces" (filenames from the earlier memos only; usually []); a person confirms.
 Reply with one JSON object only:
 {"memo": "...", "title": "short descriptive title", "topic": "2-5 words",
- "project": "project name or null"}"""
+ "project": "project name or null", "replaces": []}"""
 
 
 @dataclass
@@ -70,6 +73,8 @@ class RememberResult:
     usage: Usage
     seconds: float
     warnings: list[str] = dc_field(default_factory=list)
+    proposals: list[str] = dc_field(default_factory=list)
+    """Review items queued for supersessions the model proposed (``deepfield review``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,7 +82,7 @@ class RememberResult:
             "title": self.title, "action": self.action, "memo": self.memo,
             "memo_by": self.memo_by, "filenames": self.filenames, "related": self.related,
             "usage": self.usage.to_json(), "seconds": round(self.seconds, 4),
-            "warnings": self.warnings,
+            "warnings": self.warnings, "proposals": self.proposals,
         }
 
 
@@ -137,10 +142,19 @@ def remember(
         # skip the duplicate/contradiction review (a person can still supersede one by hand).
         result = field.write(page, name=_free_stem(field, page, parsed), review=False)
     first = result.pages[0]
+    proposals = []
+    for old in (draft.get("replaces") or "").split():
+        # The model only proposes; a person (deepfield review) or a rule confirms.
+        try:
+            proposals.append(propose(field, first.filename, old,
+                                     f"the memorizer model ({memo_by}) says this session "
+                                     "makes it outdated"))
+        except DeepfieldError as exc:
+            warnings.append(f"could not queue the proposal to supersede {old}: {exc.message}")
     return RememberResult(
         field.name, first.filename, first.uuid, first.title, first.action, memo, memo_by,
         result.filenames, [r[0] for r in related], usage, time.perf_counter() - started,
-        warnings + result.warnings,
+        warnings + result.warnings, proposals,
     )
 
 
@@ -259,7 +273,12 @@ def _llm_draft(
     def text_or_none(key: str) -> str | None:
         value = data.get(key)
         return " ".join(value.split())[:120] if isinstance(value, str) and value.strip() else None
+    shown = {name for name, _title, _memo in related}
+    replaces = data.get("replaces")
+    names = [r for r in replaces if isinstance(r, str) and r in shown] \
+        if isinstance(replaces, list) else []
     return {"memo": " ".join(memo.split()), "title": text_or_none("title"),
+            "replaces": " ".join(names) or None,
             "topic": text_or_none("topic"), "project": text_or_none("project")}, None
 
 

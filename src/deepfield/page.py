@@ -25,6 +25,8 @@ PAGE_LIMIT_BYTES = 8192
 """The spec's soft cap: pages above it are split by producers, and indexes may truncate."""
 
 CANONICAL_KEYS: tuple[str, ...] = ("title", "uuid", "summary", "created", "updated")
+MAX_NAME_LENGTH = 120
+"""Longest page or field stem accepted (file systems stop at 255 bytes; parts add suffixes)."""
 INTRO_FILE = "index.md"
 LISTING_FILE = "listing.md"
 SPECIAL_FILES = frozenset({INTRO_FILE, LISTING_FILE})
@@ -55,6 +57,11 @@ def is_debris(name: str) -> bool:
 def check_name(name: str, what: str = "page") -> str:
     """Return the stem of a valid page or field name (``.md`` optional), else raise."""
     stem = name[:-3] if name.endswith(".md") else name
+    if len(stem) > MAX_NAME_LENGTH:
+        raise InvalidNameError(
+            f"{what} name {name[:40]!r}… is {len(stem)} characters long",
+            f"use at most {MAX_NAME_LENGTH} (file systems refuse long names)",
+        )
     if not is_valid_name(stem):
         suggestion = slugify(stem)
         hint = InvalidNameError.default_hint + (f"; try `{suggestion}`" if suggestion else "")

@@ -13,7 +13,7 @@ from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FieldExistsError, InvalidNameError, PageNotFoundError, TaxonomyError
-from ..manage.supersede import SUPERSEDED_BY, refs
+from ..manage.supersede import is_superseded
 from ..page import check_name
 from .atomic import KINDS, atomic_frontmatter, atomic_meta
 from .taxonomy import (
@@ -47,11 +47,6 @@ __all__ = [
 
 MAX_NAME = 100
 """Longest domain name: the folder name must stay well under the file system's 255 bytes."""
-
-
-def is_superseded(frontmatter: dict[str, Any] | None) -> bool:
-    """True when a page names a successor (``superseded_by``): context leaves it out."""
-    return bool(refs((frontmatter or {}).get(SUPERSEDED_BY)))
 
 
 @dataclass

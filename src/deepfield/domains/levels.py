@@ -92,7 +92,7 @@ def level_blocks(field: Field, level: str) -> list[LevelBlock]:
 
     def page_block(role: str, label: str, layer: str, required: bool = False) -> None:
         filename = roles.get(role)
-        text = _clean(_read(field, filename)) if filename else None
+        text = clean_page(_read(field, filename)) if filename else None
         if filename and text:
             blocks.append(LevelBlock(label, filename, text, layer, required))
 
@@ -124,7 +124,7 @@ def _read(field: Field, filename: str) -> str:
     return (field.path / filename).read_text("utf-8", "replace")
 
 
-def _clean(text: str) -> str:
+def clean_page(text: str) -> str:
     """A page's body without frontmatter, HTML comments and headings that head nothing."""
     body = _COMMENT.sub("", Page.parse(text).body)
     sections = parse_sections(body)

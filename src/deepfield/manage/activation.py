@@ -325,18 +325,27 @@ def rerank(
     return out
 
 
-_SUPERSEDED: dict[tuple[int, int], bool] = {}
+# supersede.is_superseded in SQL: superseded_by names something (not null, "" or []).
+_SUPERSEDED_SQL = ("COALESCE(json_extract({doc}.frontmatter, '$.superseded_by'), '') "
+                   "NOT IN ('', '[]')")
+_SUPERSEDED: dict[tuple[str, str | None, int], bool] = {}
 
 
 def _has_superseded(index: FieldIndex) -> bool:
-    """Whether any page of the index is superseded (cached per index generation)."""
-    key = (id(index), index.generation())
+    """Whether any page of the index is superseded (cached per index file and generation).
+
+    Keyed by the index file, its ``instance`` (a rebuilt file starts its generations again)
+    and generation; not by ``id(index)``: ids are reused once an index is closed, and another
+    field's index at the same generation would then answer for this one."""
+    meta = dict(index.conn.execute(
+        "SELECT key, value FROM df_meta WHERE key IN ('instance', 'generation')").fetchall())
+    key = (os.fspath(index.path), meta.get("instance"), int(meta.get("generation") or 0))
     if key not in _SUPERSEDED:
         if len(_SUPERSEDED) > 256:
             _SUPERSEDED.clear()
         row = index.conn.execute(
-            "SELECT 1 FROM df_docs WHERE json_extract(frontmatter, '$.superseded_by') "
-            "IS NOT NULL LIMIT 1").fetchone()
+            f"SELECT 1 FROM df_docs WHERE {_SUPERSEDED_SQL.format(doc='df_docs')} "
+            "LIMIT 1").fetchone()
         _SUPERSEDED[key] = row is not None
     return _SUPERSEDED[key]
 
@@ -348,8 +357,7 @@ def _doc_info(index: FieldIndex, ids: list[int]) -> dict[int, tuple[str, str | N
         part = ids[start : start + 500]
         marks = ",".join("?" * len(part))
         rows = index.conn.execute(
-            "SELECT c.id, d.filename, d.uuid, "
-            "json_extract(d.frontmatter, '$.superseded_by') IS NOT NULL "
+            f"SELECT c.id, d.filename, d.uuid, {_SUPERSEDED_SQL.format(doc='d')} "
             f"FROM df_chunks c JOIN df_docs d ON d.id = c.doc_id WHERE c.id IN ({marks})",
             part,
         )

@@ -26,6 +26,12 @@ SUPERSEDES = "supersedes"
 SUPERSEDED_BY = "superseded_by"
 
 
+def is_superseded(frontmatter: dict[str, Any] | None) -> bool:
+    """A page another page replaced: ``superseded_by`` names something (search, context and
+    the researcher's planner all leave such pages out)."""
+    return bool(refs((frontmatter or {}).get(SUPERSEDED_BY)))
+
+
 def refs(value: Any) -> list[str]:
     """The page references in a ``supersedes`` / ``superseded_by`` value (str or list)."""
     if isinstance(value, str):

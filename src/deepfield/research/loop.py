@@ -17,6 +17,7 @@ from ..errors import BudgetError, DeepfieldError, LLMReplyError, PageNotFoundErr
 from ..field import Field
 from ..index.keyword import query_terms
 from ..llm.base import ChatModel, Usage
+from ..manage.supersede import is_superseded
 from ..search import search_fields
 from ..tokens import count_tokens, truncate_to_tokens
 from . import gam, offline
@@ -324,13 +325,13 @@ class _Session:
         """Light memory: the memos of the pages most related to the question, then the rest."""
         seen: dict[str, str] = {}
         related = search_fields(self.fields, self.question, k=30, mode="bm25", sync=False)
-        for hit in related.results:
+        for hit in related.results:  # search already leaves superseded pages out
             if hit.summary:
                 seen[f"{hit.field}/{hit.filename}"] = hit.summary
         for fld in self.fields:
-            for entry in fld.index_handle().catalogue():
-                if entry.summary:
-                    seen.setdefault(f"{fld.name}/{entry.filename}", entry.summary)
+            for doc in fld.index_handle().docs():
+                if doc.summary and not is_superseded(doc.frontmatter or {}):
+                    seen.setdefault(f"{fld.name}/{doc.filename}", doc.summary)
         return list(seen.items())
 
 

@@ -59,8 +59,14 @@ def deny_read(request: Request) -> Response | None:
     if (denied := deny_browser(request, write=False)) is not None:
         return denied
     auth: Auth = request.app.state.auth
-    if auth.may_read(request.headers.get("authorization")):
+    client = request.client.host if request.client else None
+    if auth.may_read(request.headers.get("authorization"), client):
         return None
+    if not auth.enabled:
+        return error_response(
+            403, "Forbidden", "this store is private and has no users, so only loopback may read",
+            "add a user with `deepfield passwd USER` to read from other hosts",
+        )
     return error_response(401, "Unauthorized", "this store needs a login to read",
                           "send HTTP Basic credentials", auth.challenge())
 

@@ -129,8 +129,14 @@ class Auth:
             self._verified[tag] = name
         return name
 
-    def may_read(self, authorization: str | None) -> bool:
-        return not self.private or not self.users or self.user(authorization) is not None
+    def may_read(self, authorization: str | None, client_host: str | None = None) -> bool:
+        """Anyone, unless ``private``: then a valid login, or (with no users to log in as)
+        only loopback clients. A private store never falls open for want of users."""
+        if not self.private:
+            return True
+        if not self.users:
+            return is_loopback(client_host)
+        return self.user(authorization) is not None
 
     def may_write(self, authorization: str | None, client_host: str | None) -> bool:
         """Writes need a login when users exist; otherwise only loopback clients may write."""

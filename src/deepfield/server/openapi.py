@@ -34,6 +34,8 @@ def _json(description: str, ref: str | None = None) -> dict[str, Any]:
 
 
 _READ_ERRORS = {"401": _err("Login needed (private store)."),
+                "403": _err("A private store without users, read from another host; or a "
+                            "loopback request naming another host (DNS rebinding)."),
                 "404": _err("No such field or page.")}
 _WRITE_ERRORS = {
     "400": _err("Invalid page name, or empty body."),

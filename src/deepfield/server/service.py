@@ -72,6 +72,7 @@ class Service:
         self._llms: dict[str, Any] = {}
         self._slots: dict[str, FieldSlot] = {}
         self._guard = threading.Lock()
+        self._llm_lock = threading.Lock()
         self._zips: dict[str, Snapshot] = {}
         self._background = ThreadPoolExecutor(1, thread_name_prefix="deepfield-sync")
 
@@ -201,10 +202,12 @@ class Service:
     # ------------------------------------------------------------------ memory
 
     def llm(self, role: Role) -> Any:
-        """The store's chat model for ``role`` (None: the offline algorithms)."""
-        if role not in self._llms:
-            self._llms[role] = build_llm(self.llm_config, role)
-        return self._llms[role]
+        """The store's chat model for ``role`` (None: the offline algorithms); built once,
+        even when requests for several fields ask for it at the same moment."""
+        with self._llm_lock:
+            if role not in self._llms:
+                self._llms[role] = build_llm(self.llm_config, role)
+            return self._llms[role]
 
     def context(self, field: Field, task: str, *, budget: int,
                 level: str = "deep") -> dict[str, Any]:

@@ -37,14 +37,27 @@ class RemoteFile:
     """Changes whenever the content does (None: only a conditional fetch can tell)."""
 
 
+def is_safe_file_name(name: str) -> bool:
+    """A plain root filename: no path, drive letter or control characters."""
+    return not (not name or "/" in name or "\\" in name or name in (".", "..") or ":" in name
+                or any(ord(c) < 32 for c in name))
+
+
 def check_file_name(name: str, label: str) -> str:
     """A plain root filename, or RemoteUnavailableError (a remote naming ../x is misbehaving)."""
-    if (not name or "/" in name or "\\" in name or name in (".", "..") or ":" in name
-            or any(ord(c) < 32 for c in name)):
+    if not is_safe_file_name(name):
         raise RemoteUnavailableError(
             f"{label} lists an unsafe file name {name!r}", "the remote is misbehaving; refusing it"
         )
     return name
+
+
+def listed_name(name: str, label: str) -> str | None:
+    """A root file of a bucket or repository: pages must have safe names (else the remote is
+    refused), other files with names no folder could hold (``a:b.json``) are passed over."""
+    if name.endswith(".md"):
+        return check_file_name(name, label)
+    return name if is_safe_file_name(name) else None
 
 
 class Transport(ABC):

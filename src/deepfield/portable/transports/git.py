@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ...errors import RemoteUnavailableError, TransportError
-from .base import MAX_FILE_BYTES, RemoteFile, Transport, check_file_name
+from .base import MAX_FILE_BYTES, RemoteFile, Transport, listed_name
 
 HEAD_REF = "refs/deepfield/head"
 GIT_TIMEOUT = 300
@@ -55,8 +55,13 @@ class GitTransport(Transport):
         except subprocess.TimeoutExpired:
             raise RemoteUnavailableError(f"git {args[0]} timed out for {self.url}") from None
         if done.returncode != 0:
-            lines = [ln for ln in done.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-            why = lines[-1].strip() if lines else f"exit status {done.returncode}"
+            lines = [ln.strip() for ln in done.stderr.decode("utf-8", "replace").splitlines()
+                     if ln.strip()]
+            # git's first fatal line says what went wrong; later ones are advice fragments
+            # ("and the repository exists.").
+            fatal = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]
+            why = (fatal[0].split(":", 1)[1].strip() if fatal else lines[-1] if lines
+                   else f"exit status {done.returncode}")
             raise RemoteUnavailableError(
                 f"cannot read git repository {self.url} at {self.ref}: {why}",
                 "check that it is a git repository (and the ref exists) and that git can reach it",
@@ -79,8 +84,9 @@ class GitTransport(Transport):
             mode, kind, sha, size = meta.decode().split()
             if kind != "blob" or mode not in ("100644", "100755"):
                 continue  # symlinks, submodules and folders are never fetched
-            name = check_file_name(raw_name.decode("utf-8", "replace"), self.url)
-            self._blobs[name] = (sha, int(size))
+            name = listed_name(raw_name.decode("utf-8", "replace"), self.url)
+            if name is not None:
+                self._blobs[name] = (sha, int(size))
         dates = self._commit_dates(set(self._blobs))
         return [RemoteFile(name, size, dates.get(name), sha)
                 for name, (sha, size) in sorted(self._blobs.items())]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import RemoteUnavailableError, TransportError
-from .base import MAX_FILE_BYTES, RemoteFile, Transport, check_file_name
+from .base import MAX_FILE_BYTES, RemoteFile, Transport, check_file_name, listed_name
 
 
 def _boto3() -> Any:
@@ -78,11 +78,11 @@ class S3Transport(Transport):
             )
             for page in pages:
                 for item in page.get("Contents", []):
-                    name = str(item["Key"])[len(self.prefix):]
+                    name = listed_name(str(item["Key"])[len(self.prefix):], self.source)
                     if not name:
-                        continue  # the "folder" marker object itself
+                        continue  # the "folder" marker object itself, or an odd non-page
                     files.append(RemoteFile(
-                        check_file_name(name, self.source), int(item["Size"]),
+                        name, int(item["Size"]),
                         item["LastModified"].timestamp(), str(item.get("ETag", "")) or None,
                     ))
         except (errors.BotoCoreError, errors.ClientError) as exc:
