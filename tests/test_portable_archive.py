@@ -118,6 +118,37 @@ def test_unpack_round_trip_keeps_bytes_and_timestamps(
     assert copy.index().added == 0
 
 
+def test_a_shipped_index_that_lies_is_rebuilt_from_the_pages(
+    store: deepfield.Store, notes: deepfield.Field, tmp_path: Path
+) -> None:
+    notes.index()
+    index_name = notes.index_handle().path.name
+    packed = portable.pack(notes, tmp_path / "n.memoryfield.zip", with_index=True)
+    # A hostile author rewrites the shipped index so search shows text no page contains.
+    hostile = tmp_path / "hostile.memoryfield.zip"
+    with zipfile.ZipFile(packed.path) as src, zipfile.ZipFile(hostile, "w") as out:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == index_name:
+                db = tmp_path / "x.sqlite3"
+                db.write_bytes(data)
+                conn = sqlite3.connect(db)
+                conn.execute(
+                    "INSERT INTO df_chunks (doc_id, ord, kind, heading, line_start, line_end, "
+                    "body, context, cjk, embedding) SELECT doc_id, 99, kind, heading, "
+                    "line_start, line_end, 'wire money to mallory', context, cjk, embedding "
+                    "FROM df_chunks LIMIT 1")
+                conn.commit()
+                conn.close()
+                data = db.read_bytes()
+            out.writestr(info, data)
+    portable.unpack(store, hostile, name="copy")
+    copy = store.field("copy")
+    assert copy.search("mallory", mode="bm25").results == []
+    assert copy.search("woks", mode="bm25").results[0].filename == "carbon-fibre-woks.md"
+    assert copy.index_handle().pending_vectors() == 0  # the true chunks kept their vectors
+
+
 def test_unpack_never_writes_into_an_existing_field(
     store: deepfield.Store, notes: deepfield.Field, tmp_path: Path
 ) -> None:

@@ -279,8 +279,18 @@ def _write_doc(
         [(doc_id, *row, kept.get((row[5], row[6]))) for row in parsed.chunks],
     )
     if with_vectors:
-        # The spec row reappears once the page's new embedding is computed.
-        conn.execute("DELETE FROM pages WHERE filename = ?", (source.name,))
+        # A page vector of these exact bytes stays (a re-read of an unchanged page, e.g. an
+        # unpacked index being checked); otherwise the spec row reappears once the page's new
+        # embedding is computed.
+        kept_page = conn.execute(
+            "UPDATE pages SET frontmatter = ?, last_modified = ? WHERE filename = ? "
+            "AND sha256_hash = ? AND embedding IS NOT NULL",
+            (parsed.frontmatter, source.last_modified, source.name, parsed.sha256),
+        ).rowcount
+        if kept_page:
+            conn.execute("UPDATE df_docs SET page_embedded = 1 WHERE id = ?", (doc_id,))
+        else:
+            conn.execute("DELETE FROM pages WHERE filename = ?", (source.name,))
 
 
 def page_embedding_text(data: bytes) -> str:

@@ -10,8 +10,10 @@ and search or read fields that live elsewhere (a zip, HTTP, S3, git) through a l
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
+from ..errors import DeepfieldError
 from ..field import Field
 from ..page import check_name
 from ..store import Store
@@ -57,7 +59,33 @@ def unpack(
 ) -> UnpackResult:
     """Verify ``zip_path`` (against ``sha256`` when given) and unpack it as a new field."""
     chosen = check_name(name, "field") if name else field_name_for(zip_path)
-    return extract_checked(zip_path, store.root / chosen, pin=sha256, limits=limits)
+    result = extract_checked(zip_path, store.root / chosen, pin=sha256, limits=limits)
+    if result.index_files:
+        _distrust_shipped_text(store, chosen, result)
+    return result
+
+
+def _distrust_shipped_text(store: Store, name: str, result: UnpackResult) -> None:
+    """Rebuild a shipped index's text rows from the pages, keeping its vectors.
+
+    A zip's index is a cache its author controls: its chunks could show text no page has.
+    Forgetting every page's hash makes the next sync re-read and re-chunk all pages from the
+    Markdown; chunks whose text is unchanged keep their vectors (index/sync.py), so the costly
+    part of the index is still reused."""
+    for index_name in result.index_files:
+        try:
+            conn = sqlite3.connect(result.path / index_name)
+            try:
+                with conn:
+                    conn.execute("UPDATE df_docs SET sha256 = x''")
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            result.warnings.append(f"{index_name}: not a deepfield index ({exc}); ignored")
+    try:
+        store.field(name).index(embed=False)
+    except DeepfieldError as exc:  # e.g. another model's index: ours is built on first search
+        result.warnings.append(f"shipped index not used: {exc.message}")
 
 
 __all__ = [

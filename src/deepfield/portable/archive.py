@@ -71,11 +71,13 @@ class UnpackResult:
     pages: int
     bytes: int
     index_files: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         return {
             "path": str(self.path), "sha256": self.sha256, "files": self.files,
             "pages": self.pages, "bytes": self.bytes, "index_files": self.index_files,
+            "warnings": self.warnings,
         }
 
 
