@@ -167,3 +167,21 @@ def test_vectors_can_be_pending(field: deepfield.Field) -> None:
     assert field.search("mango", mode="bm25").results
     chunks, pages = field.embed()
     assert chunks > 0 and pages == 4 and index.pending_vectors() == 0
+
+
+def test_common_terms_are_pruned_in_big_fields(keyword_store: deepfield.Store,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepfield.index import keyword
+
+    field = keyword_store.create_field("big")
+    for i in range(40):
+        field.add(f"Note {i}", f"The pump report number {i} is routine." + (
+            " The impeller cracked." if i == 7 else ""))
+    conn = field.index_handle().conn
+    field.index()
+    assert keyword.pruned_terms(conn, ["pump", "impeller"]) == ["pump", "impeller"]  # small
+    monkeypatch.setattr(keyword, "PRUNE_MIN_CHUNKS", 10)
+    assert keyword.pruned_terms(conn, ["pump", "impeller"]) == ["impeller"]
+    assert keyword.pruned_terms(conn, ["pump", "report"]) in (["pump"], ["report"])
+    hits = field.search("pump impeller", mode="bm25").results
+    assert hits[0].filename == "note-7.md"

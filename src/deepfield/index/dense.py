@@ -64,7 +64,9 @@ class DenseIndex:
         if cache is not None:
             arrays = _read_cache(cache, generation, instance)
             if arrays is not None:
-                return cls(generation, **arrays)
+                # Plain ndarray views of the maps: same memory, but element access without
+                # numpy.memmap's Python-level __getitem__ (~1 ms per search at 100k chunks).
+                return cls(generation, **{k: v.view(np.ndarray) for k, v in arrays.items()})
         rows = conn.execute(
             "SELECT id, doc_id, embedding FROM df_chunks WHERE embedding IS NOT NULL ORDER BY id"
         ).fetchall()
@@ -141,10 +143,24 @@ class DenseIndex:
             return None
         page_scores: Vectors = np.einsum("ij,j->i", self.pages, query)
         best = self.page_docs[np.argpartition(-page_scores, PROBE_PAGES)[:PROBE_PAGES]]
-        # Pages without a page vector yet cannot be ranked, so they are always scored.
-        chosen = np.isin(self.docs, best) | ~np.isin(self.docs, self.page_docs)
-        rows: Ints = np.flatnonzero(chosen)
+        # A lookup table by doc id instead of np.isin: one vectorised gather per query.
+        wanted = self._unpaged_mask().copy()
+        wanted[best] = True
+        rows: Ints = np.flatnonzero(wanted[self.docs])
         return rows
+
+    def _unpaged_mask(self) -> Any:
+        """By doc id: True for pages without a page vector yet (they cannot be ranked in the
+        first stage, so they are always scored). Computed once per index generation."""
+        import numpy as np
+
+        mask = self.__dict__.get("_unpaged")
+        if mask is None:
+            size = int(max(self.docs.max(initial=0), self.page_docs.max(initial=0))) + 1
+            mask = np.ones(size, dtype=bool)
+            mask[self.page_docs] = False
+            self.__dict__["_unpaged"] = mask
+        return mask
 
 
 def _stack(blobs: list[bytes]) -> Vectors:

@@ -52,11 +52,40 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(kept or words))
 
 
-def match_expression(text: str) -> str | None:
-    """An FTS5 MATCH string for ``text``, or None when it has no searchable term."""
-    parts = [f'"{term}"' for term in query_terms(text)]
+def match_expression(text: str, terms: list[str] | None = None) -> str | None:
+    """An FTS5 MATCH string for ``text`` (or for the given word ``terms``), or None when it
+    has no searchable term."""
+    parts = [f'"{term}"' for term in (query_terms(text) if terms is None else terms)]
     parts.extend(f'cjk : "{term}"' for term in cjk_query_terms(text))
     return " OR ".join(parts) if parts else None
+
+
+PRUNE_MIN_CHUNKS = 20_000
+"""Fields smaller than this are searched with every query term (it is cheap there)."""
+PRUNE_DOC_SHARE = 0.05
+"""In bigger fields, terms found in more than this share of chunks are left out of the
+OR-query when a rarer term remains: BM25 gives them little weight (IDF ≈ log 19 against ≈ 10
+for rare terms) but FTS5 scores every chunk they match. Measured on the 10k-page corpus
+(103k chunks): mean BM25 query time 6.1 → 3.8 ms, top-10 overlap with the full query 0.98."""
+
+
+def pruned_terms(conn: sqlite3.Connection, terms: list[str]) -> list[str]:
+    """``terms`` without the very common ones, in big fields (see PRUNE_DOC_SHARE)."""
+    if len(terms) < 2:
+        return terms
+    size = conn.execute("SELECT max(rowid) FROM df_chunks").fetchone()[0] or 0
+    if size < PRUNE_MIN_CHUNKS:
+        return terms
+    marks = ",".join("?" * len(terms))
+    query = f"SELECT term, doc FROM temp.df_chunks_vocab WHERE term IN ({marks})"
+    try:
+        counts = dict(conn.execute(query, terms).fetchall())
+    except sqlite3.OperationalError:  # first search on this connection: make the view
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.df_chunks_vocab "
+                     "USING fts5vocab(main, 'df_chunks_fts', 'row')")
+        counts = dict(conn.execute(query, terms).fetchall())
+    kept = [t for t in terms if counts.get(t, 0) <= PRUNE_DOC_SHARE * size]
+    return kept or [min(terms, key=lambda t: counts.get(t, 0))]
 
 
 def bm25_search(
@@ -66,8 +95,10 @@ def bm25_search(
     weights: tuple[float, float, float] = (BODY_WEIGHT, CONTEXT_WEIGHT, CJK_WEIGHT),
 ) -> list[tuple[int, float]]:
     """Top chunk ids with BM25 scores (higher is better)."""
-    expression = match_expression(text)
-    if expression is None or limit <= 0:
+    if limit <= 0:
+        return []
+    expression = match_expression(text, pruned_terms(conn, query_terms(text)))
+    if expression is None:
         return []
     rows = conn.execute(
         "SELECT rowid, bm25(df_chunks_fts, ?, ?, ?) AS score FROM df_chunks_fts "
