@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from deepfield.cli import app
+from deepfield.cli.app import load_all_commands
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "CLI.md"
 
@@ -31,6 +32,7 @@ Environment: `DEEPFIELD_STORE`, `DEEPFIELD_EMBEDDER`, `DEEPFIELD_EMBED_MODEL`,
 
 
 def _commands(group: click.Group, path: list[str]) -> list[tuple[list[str], click.Command]]:
+    load_all_commands()  # the group imports command modules lazily
     found: list[tuple[list[str], click.Command]] = []
     for name in sorted(group.commands):
         command = group.commands[name]

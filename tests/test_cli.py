@@ -101,6 +101,11 @@ def test_import_locomo_slice(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_every_command_has_help_and_json() -> None:
+    from deepfield.cli.app import COMMAND_MODULES, load_all_commands
+
+    load_all_commands()
+    assert set(app.commands) == set(COMMAND_MODULES)  # the lazy table names every command
+
     def walk(command: click.Command, path: list[str]) -> list[tuple[list[str], click.Command]]:
         found = [(path, command)]
         if isinstance(command, click.Group):

@@ -15,7 +15,6 @@ The public contract (this API and the CLI's ``--json`` output) is documented in 
 """
 
 from .config import EmbeddingConfig, StoreConfig
-from .context import ContextResult, build_context
 from .embed.base import Embedder, available_embedders, create_embedder, register_embedder
 from .errors import (
     ArchiveError,
@@ -56,15 +55,35 @@ from .errors import (
 )
 from .field import Field, WriteResult, WrittenPage, open_field
 from .index import SyncReport
-from .llm import ChatModel, LLMConfig
-from .memorize import RememberResult, remember
 from .page import Page
 from .read import OutlineEntry, PageView
-from .research.loop import ResearchResult
 from .search import Hit, SearchResponse
 from .store import Store, init, open
 
 __version__ = "0.1.0"
+
+# Imported on first use (PEP 562): the memorizer, researcher, context builder and chat models
+# pull in more code than a search needs, and CLI start-up time is measured (BENCHMARKS.md).
+_LAZY = {
+    "ChatModel": "llm", "LLMConfig": "llm", "ContextResult": "context",
+    "build_context": "context", "RememberResult": "memorize", "remember": "memorize",
+    "ResearchResult": "research.loop",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'deepfield' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "ArchiveError",

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -90,7 +91,49 @@ def _env_options() -> dict[str, Any]:
     return options
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# Which module defines each command: a command's module (and the library parts it needs) is
+# imported only when that command runs, so `deepfield search` starts without loading the
+# servers, importers or the research stack. tests/test_cli.py checks the table is complete.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "activation": ("commands_manage",), "add": ("commands_pages",),
+    "context": ("commands_memory",), "demo": ("commands_misc",),
+    "domain": ("commands_domain",), "embedders": ("commands_misc",),
+    "export": ("commands_io",), "forget": ("commands_manage",),
+    "import": ("commands_misc", "commands_io"), "index": ("commands_search",),
+    "init": ("commands_misc",), "ls": ("commands_pages",), "mcp": ("commands_serve",),
+    "new": ("commands_pages",), "pack": ("commands_portable",), "passwd": ("commands_serve",),
+    "read": ("commands_pages",), "reindex": ("commands_search",),
+    "remember": ("commands_memory",), "remote": ("commands_portable",),
+    "research": ("commands_memory",), "restore": ("commands_pages",),
+    "review": ("commands_manage",), "rm": ("commands_pages",), "search": ("commands_search",),
+    "serve": ("commands_serve",), "status": ("commands_misc",),
+    "supersede": ("commands_manage",), "taxonomy": ("commands_domain",),
+    "unpack": ("commands_portable",), "watch": ("commands_manage",),
+    "write": ("commands_pages",),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a command's module when the command is asked for."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        for module in COMMAND_MODULES.get(cmd_name, ()):
+            import_module(f"{__package__}.{module}")
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        load_all_commands()
+        return super().list_commands(ctx)
+
+
+def load_all_commands() -> None:
+    for modules in COMMAND_MODULES.values():
+        for module in modules:
+            import_module(f"{__package__}.{module}")
+
+
+@click.group(cls=LazyGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option(
     "--store", "store_path", type=click.Path(path_type=Path), envvar="DEEPFIELD_STORE",
     default=DEFAULT_STORE, show_default=True, help="Store folder (or $DEEPFIELD_STORE).",
@@ -178,14 +221,3 @@ def store_exists(path: Path) -> bool:
     return (path / CONFIG_FILE).exists()
 
 
-from . import (  # noqa: E402,F401  (registers)
-    commands_domain,
-    commands_io,
-    commands_manage,
-    commands_memory,
-    commands_misc,
-    commands_pages,
-    commands_portable,
-    commands_search,
-    commands_serve,
-)

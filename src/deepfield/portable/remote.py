@@ -34,7 +34,7 @@ from ..field import Field
 from ..fsutil import atomic_write, field_lock
 from ..page import LISTING_FILE, is_debris
 from .transports import RemoteFile, Transport, create_transport, find_transport
-from .transports.http import MissingRemoteFileError
+from .transports.base import MissingRemoteFileError
 from .zipsafe import DEFAULT_LIMITS
 
 STATE_FILE = "state.json"

@@ -25,6 +25,11 @@ MAX_FILE_BYTES = 16 << 20
 """Largest single file a transport hands over (pages are ~8 KB; this bounds a hostile server)."""
 
 
+class MissingRemoteFileError(Exception):
+    """A listed file the server does not have (404): dropped, with a warning. (Here, not in
+    http.py, so that importing the remote machinery does not import httpx.)"""
+
+
 @dataclass(frozen=True)
 class RemoteFile:
     """One file at the field's root as the transport lists it."""

@@ -29,16 +29,12 @@ import httpx
 from ...errors import RemoteUnavailableError
 from ...page import LISTING_FILE
 from ..zipsafe import DEFAULT_LIMITS
-from .base import MAX_FILE_BYTES, RemoteFile, Transport, check_file_name
+from .base import MAX_FILE_BYTES, MissingRemoteFileError, RemoteFile, Transport, check_file_name
 from .local import ZipTransport
 
 ZIP_NAME = "memoryfield.zip"
 TIMEOUT = httpx.Timeout(10.0, read=60.0)
 _LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-
-
-class MissingRemoteFileError(Exception):
-    """A listed file the server does not have (404): dropped, with a warning."""
 
 
 def parse_listing(text: str) -> list[str]:
