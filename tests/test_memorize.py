@@ -208,3 +208,29 @@ def test_cli_errors_are_one_line_without_traceback(tmp_path: Path) -> None:
     run = run_deepfield("--store", str(store), "remember", "work", str(session), "--offline",
                         env=dead)
     assert run.returncode == 0, run.stderr
+
+
+def test_interrupted_split_write_leaves_no_partial_page(field: deepfield.Field,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepfield.writer import PageWriter
+
+    turns = [{"role": "user", "content": f"Reading {i}: the pump ran at {i * 3} l/min."}
+             for i in range(400)]
+    text = json.dumps(turns)
+    original = PageWriter._put
+    calls = {"n": 0}
+
+    def interrupted(self: PageWriter, *args: object, **kwargs: object) -> object:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PageWriter, "_put", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        remember(field, "big.json", text=text)
+    assert _pages(field.path) == []
+    monkeypatch.setattr(PageWriter, "_put", original)
+    result = remember(field, "big.json", text=text)  # not mistaken for "already remembered"
+    assert result.action == "created" and len(result.filenames) > 1
+    assert _pages(field.path) == sorted(result.filenames)

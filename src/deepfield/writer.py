@@ -9,6 +9,7 @@ files written are re-indexed. Callers hold the field lock.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 from dataclasses import dataclass
@@ -160,10 +161,20 @@ class PageWriter:
                 return page_uuid if index == 1 else old_uuids.get(filename) or new_uuid()
 
             parts = split_page(page, title, names_for, uuid_for)
-            written = [
-                self._put(name, part, part.title or title, replace=name in reusable)
-                for name, part in parts
-            ]
+            written = []
+            try:
+                for name, part in parts:
+                    written.append(
+                        self._put(name, part, part.title or title, replace=name in reusable))
+            except BaseException:
+                # Interrupted half-way (an error, Ctrl-C): the part files this call created
+                # go again, so no page is left without its other parts. They are this call's
+                # own new files, never a page that existed before.
+                for done in written:
+                    if done.action == "created":
+                        with contextlib.suppress(OSError):
+                            (self.path / done.filename).unlink()
+                raise
         leftovers = [n for n in old_parts if n not in {w.filename for w in written}]
         for name in leftovers:  # a rewrite needs fewer parts: archive, never delete
             archive_file(self.path, name)
