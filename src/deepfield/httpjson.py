@@ -13,13 +13,14 @@ import email.utils
 import math
 import random
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from .errors import DeepfieldError
+from .errors import ConfigError, DeepfieldError
 
 Fail = Callable[[str, str | None], DeepfieldError]
 
@@ -173,3 +174,86 @@ def server_says(response: httpx.Response) -> str:
 def snippet(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class JSONEndpoint:
+    """One OpenAI-compatible endpoint: a lazily opened client that sends the API key, and
+    POSTs with the retry policy above. The embedding and chat backends both talk through it."""
+
+    def __init__(
+        self,
+        url: str,
+        policy: RetryPolicy,
+        *,
+        api_key: str | None,
+        api_key_env: str,
+        fail: Fail,
+        auth_hint: str,
+        fallback_hint: str,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.url = url
+        self.policy = policy
+        self.api_key = api_key
+        self.api_key_env = api_key_env
+        self._fail = fail
+        self._auth_hint = auth_hint
+        self._fallback_hint = fallback_hint
+        self._transport = transport
+        self._sleep = sleep
+        self._client: httpx.Client | None = None
+
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            headers = {"Accept": "application/json"}
+            if self.api_key:
+                headers["Authorization"] = f"Bearer {self.api_key}"
+            self._client = httpx.Client(timeout=httpx.Timeout(self.policy.timeout),
+                                        headers=headers, transport=self._transport)
+            # Backends have no close() duty in their interfaces; free the sockets with them.
+            weakref.finalize(self, self._client.close)
+        return self._client
+
+    def close(self) -> None:
+        """Close the connections (a later request opens new ones)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def post(self, payload: dict[str, Any],
+             on_retry: Callable[[], None] | None = None) -> Any:
+        """POST ``payload`` with retries on transient failures; the decoded JSON reply."""
+        key_note = (
+            "the API key was refused" if self.api_key
+            else f"no API key was sent (${self.api_key_env} is not set)"
+        )
+
+        def attempt() -> Any:
+            return attempt_post(
+                self.client(), self.url, payload, fail=self._fail,
+                timeout=self.policy.timeout, auth_hint=self._auth_hint,
+                fallback_hint=self._fallback_hint, key_note=key_note,
+            )
+
+        return post_with_retries(attempt, self.policy, fail=self._fail,
+                                 fallback_hint=self._fallback_hint, sleep=self._sleep,
+                                 on_retry=on_retry)
+
+
+def float_option(what: str, name: str, value: Any, default: float, *, minimum: float) -> float:
+    """A finite number option of ``what`` ("embedding", "LLM"), ``default`` when unset."""
+    if value is None or value == "":
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{what} option {name} must be a number, not {value!r}") from None
+    if not math.isfinite(number) or number < minimum:
+        raise ConfigError(f"{what} option {name} must be at least {minimum:g}, not {value!r}")
+    return number
+
+
+def usage_count(value: Any) -> int:
+    """A token count from a reply's ``usage`` (servers may omit it or send nonsense: 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

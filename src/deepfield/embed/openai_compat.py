@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import math
 import os
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
@@ -33,7 +31,7 @@ import httpx
 import numpy as np
 
 from ..errors import ConfigError, EmbeddingServiceError
-from ..httpjson import RetryPolicy, attempt_post, post_with_retries, snippet
+from ..httpjson import JSONEndpoint, RetryPolicy, float_option, snippet, usage_count
 from .base import UNSAFE_CODE_CHARS, Embedder, Kind, Vectors, check_model_code
 
 DEFAULT_URL = "https://api.openai.com/v1"
@@ -131,10 +129,14 @@ class OpenAIEmbedder(Embedder):
         self._api_key = api_key if api_key is not None else os.environ.get(self.api_key_env)
         self.dim = self.dimensions
         self.stats = EmbedStats()
-        self._policy = RetryPolicy(self.timeout, self.max_retries, self.backoff, self.max_backoff)
-        self._transport = transport
-        self._sleep = sleep
-        self._client: httpx.Client | None = None
+        self._endpoint = JSONEndpoint(
+            self.endpoint, RetryPolicy(self.timeout, self.max_retries, self.backoff,
+                                       self.max_backoff),
+            api_key=self._api_key, api_key_env=self.api_key_env, fail=self._fail,
+            auth_hint=f"put a valid key in ${self.api_key_env} (or name another variable "
+            "with the `api_key_env` option), " + _FALLBACK_HINT,
+            fallback_hint=_FALLBACK_HINT, transport=transport, sleep=sleep,
+        )
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(url={self.url!r}, model={self.model!r})"
@@ -145,23 +147,9 @@ class OpenAIEmbedder(Embedder):
 
     # -- HTTP ---------------------------------------------------------------------------------
 
-    def _http(self) -> httpx.Client:
-        if self._client is None:
-            headers = {"Accept": "application/json"}
-            if self._api_key:
-                headers["Authorization"] = f"Bearer {self._api_key}"
-            self._client = httpx.Client(
-                timeout=httpx.Timeout(self.timeout), headers=headers, transport=self._transport
-            )
-            # Embedders have no close() in their interface; free the sockets when this one goes.
-            weakref.finalize(self, self._client.close)
-        return self._client
-
     def close(self) -> None:
         """Close the HTTP connections (a later request opens new ones)."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        self._endpoint.close()
 
     def _fail(self, what: str, hint: str | None = None) -> EmbeddingServiceError:
         # Also the `fail` factory of httpjson: its errors name this endpoint and model.
@@ -174,29 +162,12 @@ class OpenAIEmbedder(Embedder):
 
     def _post(self, payload: dict[str, Any]) -> Any:
         """POST with retries on transient failures; returns the decoded JSON reply."""
-        key_note = (
-            "the API key was refused" if self._api_key
-            else f"no API key was sent (${self.api_key_env} is not set)"
-        )
-        auth_hint = (
-            f"put a valid key in ${self.api_key_env} (or name another variable with the "
-            "`api_key_env` option), " + _FALLBACK_HINT
-        )
-
-        def attempt() -> Any:
-            return attempt_post(
-                self._http(), self.endpoint, payload, fail=self._fail, timeout=self.timeout,
-                auth_hint=auth_hint, fallback_hint=_FALLBACK_HINT, key_note=key_note,
-            )
 
         def count_retry() -> None:
             self.stats.retries += 1
 
         started = time.perf_counter()
-        reply = post_with_retries(
-            attempt, self._policy, fail=self._fail, fallback_hint=_FALLBACK_HINT,
-            sleep=self._sleep, on_retry=count_retry,
-        )
+        reply = self._endpoint.post(payload, on_retry=count_retry)
         elapsed = time.perf_counter() - started
         self.stats.requests += 1
         self.stats.seconds += elapsed
@@ -233,8 +204,8 @@ class OpenAIEmbedder(Embedder):
         self.stats.texts += len(inputs)
         usage = reply.get("usage") if isinstance(reply, dict) else None
         if isinstance(usage, dict):
-            self.stats.prompt_tokens += _count(usage.get("prompt_tokens"))
-            self.stats.total_tokens += _count(usage.get("total_tokens"))
+            self.stats.prompt_tokens += usage_count(usage.get("prompt_tokens"))
+            self.stats.total_tokens += usage_count(usage.get("total_tokens"))
         return vectors
 
     def _parse(self, reply: Any, expected: int) -> Vectors:
@@ -318,15 +289,7 @@ def _reject_unknown(options: Mapping[str, Any]) -> None:
 
 
 def _float_option(name: str, value: Any, default: float, *, minimum: float) -> float:
-    if value is None or value == "":
-        return default
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"embedding option {name} must be a number, not {value!r}") from None
-    if not math.isfinite(number) or number < minimum:
-        raise ConfigError(f"embedding option {name} must be at least {minimum:g}, not {value!r}")
-    return number
+    return float_option("embedding", name, value, default, minimum=minimum)
 
 
 def _int_option(name: str, value: Any, default: int, *, minimum: int) -> int:
@@ -346,10 +309,6 @@ def _optional_int(name: str, value: Any, *, minimum: int) -> int | None:
     if number < minimum or isinstance(value, bool):
         raise ConfigError(f"embedding option {name} must be at least {minimum}, not {value!r}")
     return number
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def create(**options: Any) -> OpenAIEmbedder:

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import os
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import httpx
 
 from ..errors import OFFLINE_HINT, ConfigError, LLMServiceError
-from ..httpjson import RetryPolicy, attempt_post, post_with_retries, snippet
+from ..httpjson import JSONEndpoint, RetryPolicy, float_option, snippet, usage_count
 from .base import ChatModel, ChatReply, Message
 
 DEFAULT_URL = "https://api.openai.com/v1"
@@ -62,19 +61,22 @@ class OpenAIChat(ChatModel):
             )
         self.url = base
         self.endpoint = f"{base}/chat/completions"
-        self.policy = RetryPolicy(
-            timeout=_number("timeout", timeout, 60.0, 0.001),
-            max_retries=int(_number("max_retries", max_retries, 3, 0)),
-            backoff=_number("backoff", backoff, 0.5, 0.0),
-            max_backoff=_number("max_backoff", max_backoff, 30.0, 0.0),
+        policy = RetryPolicy(
+            timeout=float_option("LLM", "timeout", timeout, 60.0, minimum=0.001),
+            max_retries=int(float_option("LLM", "max_retries", max_retries, 3, minimum=0)),
+            backoff=float_option("LLM", "backoff", backoff, 0.5, minimum=0.0),
+            max_backoff=float_option("LLM", "max_backoff", max_backoff, 30.0, minimum=0.0),
         )
         self.api_key_env = api_key_env or DEFAULT_API_KEY_ENV
-        self._api_key = api_key if api_key is not None else os.environ.get(self.api_key_env)
         self.json_mode_supported = True
         self.retries = 0
-        self._transport = transport
-        self._sleep = sleep
-        self._client: httpx.Client | None = None
+        self._endpoint = JSONEndpoint(
+            self.endpoint, policy,
+            api_key=api_key if api_key is not None else os.environ.get(self.api_key_env),
+            api_key_env=self.api_key_env, fail=self._fail,
+            auth_hint=f"put a valid key in ${self.api_key_env}, {OFFLINE_HINT}",
+            fallback_hint=OFFLINE_HINT, transport=transport, sleep=sleep,
+        )
 
     def __repr__(self) -> str:
         return f"OpenAIChat(url={self.url!r}, model={self.model!r})"
@@ -82,22 +84,8 @@ class OpenAIChat(ChatModel):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "url": self.url}
 
-    def _http(self) -> httpx.Client:
-        if self._client is None:
-            headers = {"Accept": "application/json"}
-            if self._api_key:
-                headers["Authorization"] = f"Bearer {self._api_key}"
-            self._client = httpx.Client(
-                timeout=httpx.Timeout(self.policy.timeout), headers=headers,
-                transport=self._transport,
-            )
-            weakref.finalize(self, self._client.close)
-        return self._client
-
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        self._endpoint.close()
 
     def _fail(self, what: str, hint: str | None = None) -> LLMServiceError:
         return LLMServiceError(f"LLM endpoint {self.endpoint} (model {self.model!r}): {what}",
@@ -131,25 +119,10 @@ class OpenAIChat(ChatModel):
         return self._parse(reply, time.perf_counter() - started)
 
     def _post(self, payload: dict[str, Any]) -> Any:
-        key_note = (
-            "the API key was refused" if self._api_key
-            else f"no API key was sent (${self.api_key_env} is not set)"
-        )
-        auth_hint = f"put a valid key in ${self.api_key_env}, {OFFLINE_HINT}"
-
-        def attempt() -> Any:
-            return attempt_post(
-                self._http(), self.endpoint, payload, fail=self._fail,
-                timeout=self.policy.timeout, auth_hint=auth_hint, fallback_hint=OFFLINE_HINT,
-                key_note=key_note,
-            )
-
         def count_retry() -> None:
             self.retries += 1
 
-        return post_with_retries(attempt, self.policy, fail=self._fail,
-                                 fallback_hint=OFFLINE_HINT, sleep=self._sleep,
-                                 on_retry=count_retry)
+        return self._endpoint.post(payload, on_retry=count_retry)
 
     def _parse(self, reply: Any, seconds: float) -> ChatReply:
         if isinstance(reply, dict) and "error" in reply and "choices" not in reply:
@@ -168,27 +141,11 @@ class OpenAIChat(ChatModel):
         finish = choices[0].get("finish_reason")
         return ChatReply(
             text=content,
-            prompt_tokens=_count(usage.get("prompt_tokens")),
-            completion_tokens=_count(usage.get("completion_tokens")),
+            prompt_tokens=usage_count(usage.get("prompt_tokens")),
+            completion_tokens=usage_count(usage.get("completion_tokens")),
             seconds=seconds,
             finish_reason=finish if isinstance(finish, str) else None,
         )
-
-
-def _number(name: str, value: Any, default: float, minimum: float) -> float:
-    if value is None or value == "":
-        return default
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"LLM option {name} must be a number, not {value!r}") from None
-    if number != number or number < minimum:
-        raise ConfigError(f"LLM option {name} must be at least {minimum:g}, not {value!r}")
-    return number
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def create(**options: Any) -> OpenAIChat:
