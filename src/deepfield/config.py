@@ -46,14 +46,22 @@ class StoreConfig:
     server: ServerConfig = field(default_factory=ServerConfig)
 
 
-def load_config(root: Path) -> StoreConfig:
+def read_config_file(root: Path) -> dict[str, Any] | None:
+    """The parsed ``deepfield.toml`` of the store at ``root``, or None when it has none."""
     path = root / CONFIG_FILE
     if not path.exists():
-        return StoreConfig()
+        return None
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+
+
+def load_config(root: Path) -> StoreConfig:
+    path = root / CONFIG_FILE
+    data = read_config_file(root)
+    if data is None:
+        return StoreConfig()
     section = data.get("embedding", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [embedding] must be a table")

@@ -21,18 +21,17 @@ model: the memorizer and researcher run their offline algorithms.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..config import CONFIG_FILE, read_config_file
 from ..errors import ConfigError
 from .base import ChatModel, create_llm
 
 Role = Literal["memorizer", "researcher"]
 ROLES: tuple[Role, ...] = ("memorizer", "researcher")
-CONFIG_FILE = "deepfield.toml"
 _ENV_OPTIONS = ("url", "model", "api_key_env", "timeout", "max_retries")
 
 
@@ -68,12 +67,9 @@ class LLMConfig:
 
 def load_llm_config(root: Path) -> LLMConfig:
     path = root / CONFIG_FILE
-    if not path.exists():
+    data = read_config_file(root)
+    if data is None:
         return LLMConfig()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     section = data.get("llm", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [llm] must be a table")
