@@ -200,14 +200,10 @@ def _write(field: Field, filename: str, body: bytes, request: Request) -> tuple[
 
 async def put_page(request: Request) -> Response:
     """``PUT /{field}/{page}.md``: create (201) or replace (204) one page."""
-    if (denied := deny_write(request)) is not None:
-        return denied
-    name, filename = request.path_params["field"], request.path_params["filename"]
-    service = _service(request)
-    field = service.field(name)
-    service.page_path(field, filename)
-    if filename == LISTING_FILE:
-        return _generated(filename)
+    target = _write_target(request)
+    if isinstance(target, Response):
+        return target
+    service, name, filename = target
     body = await request.body()
     if (bad := _check_body(body)) is not None:
         return bad
@@ -220,6 +216,19 @@ async def put_page(request: Request) -> Response:
     if status == 204:
         return Response(status_code=204, headers=location)
     return JSONResponse(result, status_code=201, headers=location)
+
+
+def _write_target(request: Request) -> tuple[Service, str, str] | Response:
+    """(service, field name, filename) of a PUT or DELETE, or the refusal to send: no login,
+    unknown field, a path escaping the field, or the generated listing.md."""
+    if (denied := deny_write(request)) is not None:
+        return denied
+    name, filename = request.path_params["field"], request.path_params["filename"]
+    service = _service(request)
+    service.page_path(service.field(name), filename)
+    if filename == LISTING_FILE:
+        return _generated(filename)
+    return service, name, filename
 
 
 def _generated(filename: str) -> Response:
@@ -240,14 +249,10 @@ def _archive(field: Field, filename: str) -> str:
 
 async def delete_page(request: Request) -> Response:
     """``DELETE /{field}/{page}.md``: move the page into ``archive/`` (never destroyed)."""
-    if (denied := deny_write(request)) is not None:
-        return denied
-    name, filename = request.path_params["field"], request.path_params["filename"]
-    service = _service(request)
-    field = service.field(name)
-    service.page_path(field, filename)
-    if filename == LISTING_FILE:
-        return _generated(filename)
+    target = _write_target(request)
+    if isinstance(target, Response):
+        return target
+    service, name, filename = target
     where = await service.run(name, lambda f: _archive(f, filename), write=True)
     return Response(status_code=204, headers={"X-Deepfield-Archived-As": where})
 
