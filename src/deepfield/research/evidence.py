@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
+from functools import lru_cache
 from typing import Any
 
 from ..field import Field
@@ -65,6 +66,7 @@ class PageLines:
     def __init__(self, fields: Sequence[Field]) -> None:
         self._fields = {f.name: f for f in fields}
         self._cache: dict[tuple[str, str], list[str]] = {}
+        self._starts: dict[tuple[str, str], int] = {}
 
     def lines(self, field_name: str, filename: str) -> list[str]:
         key = (field_name, filename)
@@ -79,12 +81,16 @@ class PageLines:
     def body_start(self, field_name: str, filename: str) -> int:
         """First line of the page body (1-based): frontmatter lines are bookkeeping, not
         evidence."""
-        lines = self.lines(field_name, filename)
-        if lines and lines[0].strip() == "---":
-            for number, line in enumerate(lines[1:], 2):
-                if line.strip() in ("---", "..."):
-                    return number + 1
-        return 1
+        key = (field_name, filename)
+        if key not in self._starts:
+            lines = self.lines(field_name, filename)
+            self._starts[key] = 1
+            if lines and lines[0].strip() == "---":
+                for number, line in enumerate(lines[1:], 2):
+                    if line.strip() in ("---", "..."):
+                        self._starts[key] = number + 1
+                        break
+        return self._starts[key]
 
 
 def page_date(hit: Hit) -> str | None:
@@ -96,6 +102,7 @@ def page_date(hit: Hit) -> str | None:
     return None
 
 
+@lru_cache(maxsize=65536)  # line_weight stems the same query terms for every line
 def stem(word: str) -> str:
     """A light suffix stripper, so "researching" matches "research" and "kids" "kid"."""
     for suffix, keep in (("ies", 4), ("ing", 5), ("ed", 4), ("es", 4), ("s", 3)):
@@ -272,15 +279,10 @@ def render(chosen: Sequence[Evidence], preamble: str = "") -> str:
     for item in chosen:
         by_page.setdefault((item.field, item.filename), []).append(item)
     blocks = [preamble.strip()] if preamble.strip() else []
-    for (_field, _filename), items in sorted(by_page.items(), key=lambda kv: _page_order(kv)):
+    for _page, items in sorted(by_page.items()):  # pages in (field, filename) order
         items.sort(key=lambda e: (e.line, e.text))
         blocks.append("\n".join([_header(items[0]), *(_line(i) for i in items)]))
     return "\n\n".join(blocks)
-
-
-def _page_order(entry: tuple[tuple[str, str], list[Evidence]]) -> tuple[str, str, str]:
-    (field_name, filename), _items = entry
-    return (field_name, filename, "")
 
 
 def _header(item: Evidence) -> str:
