@@ -106,24 +106,30 @@ def bench_app() -> Any:
 
 
 def serve_child(store_dir: Path, mode: str, workers: int) -> None:
-    """Run in the server process: uvicorn like ``deepfield serve --workers N``, the port
-    printed on stdout."""
+    """Run in the server process: uvicorn as ``deepfield serve --workers N`` runs it (on Linux,
+    one listening socket per worker: deepfield/server/workers.py), the port printed on stdout."""
     import uvicorn
 
     from deepfield.field import Field
+    from deepfield.server.workers import Supervisor, balances_connections, reuse_port_socket
     from tests.fakes import FakeEmbedder
 
     field = Field(store_dir / FIELD, FakeEmbedder(DIM) if mode != "bm25" else None, name=FIELD)
     field.index(embed=False)  # bring the copy's index up to date before serving
     field.close()
     os.environ.update(SERVE_LOAD_STORE=str(store_dir), SERVE_LOAD_MODE=mode)
+    config = uvicorn.Config("serve_load:bench_app", factory=True, workers=workers,
+                            log_level="error", access_log=False)
+    if workers > 1 and balances_connections():
+        holder = reuse_port_socket("127.0.0.1", 0, listen=False)
+        print(json.dumps({"port": holder.getsockname()[1]}), flush=True)
+        Supervisor(config, holder, workers).run()
+        return
     sock = socket.socket()
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(256)
     print(json.dumps({"port": sock.getsockname()[1]}), flush=True)
-    config = uvicorn.Config("serve_load:bench_app", factory=True, workers=workers,
-                            log_level="error", access_log=False)
     if workers > 1:
         from uvicorn.supervisors import Multiprocess
 

@@ -185,3 +185,13 @@ def test_common_terms_are_pruned_in_big_fields(keyword_store: deepfield.Store,
     assert keyword.pruned_terms(conn, ["pump", "report"]) in (["pump"], ["report"])
     hits = field.search("pump impeller", mode="bm25").results
     assert hits[0].filename == "note-7.md"
+    # Counts are cached per index generation and read again once the index changes.
+    counts, index = keyword.TermCounts(), field.index_handle()
+    both = ["pump", "impeller"]
+    assert keyword.pruned_terms(conn, both, counts, index.generation()) == ["impeller"]
+    assert counts.counts == {"pump": 40, "impeller": 1}
+    for i in range(40):
+        field.add(f"Spare {i}", "Another impeller in stock.")
+    field.index()
+    assert keyword.pruned_terms(conn, both, counts, index.generation()) == ["pump"]
+    assert counts.counts == {"pump": 40, "impeller": 41}

@@ -4,16 +4,19 @@ loopback rule, path escapes, the zip, deepfield's own routes and concurrent sear
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import http.client as httplib
 import io
 import json
 import os
 import socket
+import sys
 import threading
 import time
 import tomllib
 import zipfile
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -566,22 +569,43 @@ def test_written_pages_are_found_by_meaning_at_once(server: tuple[Served, deepfi
     assert hits["pending_vectors"] == 0
 
 
-def test_pages_edited_in_place_are_noticed(server: tuple[Served, deepfield.Store],
-                                           http: httpx.Client) -> None:
-    _, store = server
-    http.put("/notes/woks.md", content=WOK)
-    path = store.field("notes").path / "woks.md"
-    with path.open("r+", encoding="utf-8") as handle:  # same inode: the folder's mtime stays
-        text = handle.read()
-        handle.seek(0)
-        handle.write(text.replace("Oil them after use.", "Oil them with flaxseed."))
-    deadline = time.monotonic() + 8
-    while True:  # a background sync picks it up within a few seconds of searching
-        hits = http.get("/notes/search", params={"q": "flaxseed", "mode": "bm25"}).json()
-        if hits["results"] and hits["results"][0]["filename"] == "woks.md":
-            break
-        assert time.monotonic() < deadline, "in-place edit never noticed"
-        time.sleep(0.2)
+@pytest.mark.parametrize("notices", ["watcher", "polling"])
+def test_pages_edited_in_place_are_noticed(store: deepfield.Store, notices: str,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The folder's mtime misses an edit in place: the file watcher reports it (polling is
+    turned off to prove it), or, where no watcher can run, a background poll finds it."""
+    from deepfield.server import pool
+
+    if notices == "watcher":
+        monkeypatch.setattr(pool, "BACKGROUND_SYNC_S", 3600.0)
+        monkeypatch.setattr(pool, "SAFETY_SYNC_S", 3600.0)
+    else:
+        import watchfiles
+
+        def no_watcher(*_args: object, **_kwargs: object) -> None:
+            raise OSError(28, "inotify watch limit reached")
+
+        monkeypatch.setattr(watchfiles, "watch", no_watcher)
+    store.create_field("notes")
+    with Served(create_app(store)) as served, \
+            httpx.Client(base_url=served.url, timeout=10) as http:
+        http.put("/notes/woks.md", content=WOK)
+        assert http.get("/notes/search", params={"q": "woks"}).json()["results"]
+        time.sleep(1.1)  # the folder's mtime is trusted once it is a second old …
+        http.get("/notes/search", params={"q": "woks"})  # … and seen by this search
+        time.sleep(0.2)  # the listing it may have rewritten is settled
+        path = store.field("notes").path / "woks.md"
+        with path.open("r+", encoding="utf-8") as handle:  # same inode: folder mtime stays
+            text = handle.read()
+            handle.seek(0)
+            handle.write(text.replace("Oil them after use.", "Oil them with flaxseed."))
+        deadline = time.monotonic() + 8
+        while True:
+            hits = http.get("/notes/search", params={"q": "flaxseed", "mode": "bm25"}).json()
+            if hits["results"] and hits["results"][0]["filename"] == "woks.md":
+                break
+            assert time.monotonic() < deadline, "in-place edit never noticed"
+            time.sleep(0.1)
 
 
 def _self_signed(folder: Path) -> tuple[Path, Path]:
@@ -675,3 +699,76 @@ def test_chat_models_are_built_once_under_concurrency(
         assert built == ["researcher"] and all(m is models[0] for m in models)
     finally:
         service.close()
+
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_each_get_connections(keyword_store: deepfield.Store) -> None:
+    """`serve --workers 2`: each worker listens on its own socket and the kernel spreads
+    keep-alive connections over them (with one shared socket, one worker took them all)."""
+    import subprocess
+
+    keyword_store.create_field("notes").add("Woks", "Carbon fibre woks heat unevenly.")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPFIELD_")}
+    with subprocess.Popen(
+        [sys.executable, "-m", "deepfield", "serve", str(keyword_store.root), "--port", "0",
+         "--workers", "2", "--json"], stdout=subprocess.PIPE, env=env,
+    ) as proc:
+        connections: list[httplib.HTTPConnection] = []
+        try:
+            assert proc.stdout is not None
+            port = int(json.loads(proc.stdout.readline())["url"].rsplit(":", 1)[1].strip("/"))
+            deadline = time.monotonic() + 30
+            while len(workers := _listening_workers(proc.pid, port)) < 2:
+                assert time.monotonic() < deadline, "the workers never listened"
+                time.sleep(0.1)
+            for _ in range(16):
+                conn = httplib.HTTPConnection("127.0.0.1", port, timeout=10)
+                conn.request("GET", "/notes/search?q=woks")
+                assert b"woks.md" in conn.getresponse().read()
+                connections.append(conn)
+            served = {pid: _port_sockets(pid, port)["01"] for pid in workers}
+            assert sum(served.values()) == 16 and all(served.values()), served
+            os.kill(workers[0], 9)  # a worker dies: its socket leaves, a new worker binds one
+            while set(_listening_workers(proc.pid, port)) in (set(), set(workers), {workers[1]}):
+                assert time.monotonic() < deadline + 30, "the worker was not replaced"
+                time.sleep(0.1)
+            for _ in range(8):
+                fresh = httplib.HTTPConnection("127.0.0.1", port, timeout=10)
+                fresh.request("GET", "/notes/search?q=woks")
+                assert b"woks.md" in fresh.getresponse().read()
+                fresh.close()
+        finally:
+            for conn in connections:
+                conn.close()
+            proc.terminate()
+            proc.wait(15)
+    assert proc.returncode == 0
+
+
+def _port_sockets(pid: int, port: int) -> Counter[str]:
+    """How many TCP sockets on local ``port`` process ``pid`` holds, by state ("0A"
+    listening, "01" established), from /proc."""
+    states: dict[str, str] = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as lines:
+            for line in list(lines)[1:]:
+                parts = line.split()
+                if int(parts[1].rsplit(":", 1)[1], 16) == port:
+                    states[parts[9]] = parts[3]
+    held: Counter[str] = Counter()
+    with contextlib.suppress(OSError):
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd)
+                if target.startswith("socket:[") and target[8:-1] in states:
+                    held[states[target[8:-1]]] += 1
+    return held
+
+
+def _listening_workers(parent: int, port: int) -> list[int]:
+    try:
+        children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    except OSError:
+        return []
+    return [pid for pid in map(int, children) if _port_sockets(pid, port)["0A"]]

@@ -68,16 +68,16 @@ class Field:
 
     def __init__(
         self,
-        path: Path,
+        path: str | os.PathLike[str],
         embedder: Embedder | None,
         *,
         name: str | None = None,
-        index_dir: Path | None = None,
+        index_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        self.path = path
-        self.name = name or path.name
+        self.path = Path(path)
+        self.name = name or self.path.name
         self.embedder = embedder
-        self._index_dir = index_dir
+        self._index_dir = Path(index_dir) if index_dir is not None else None
         self._index: FieldIndex | None = None
         self._last_sync = 0.0
         self._sync_cost = 0.0
@@ -173,6 +173,11 @@ class Field:
         self._listing(report)
         self._mark_synced(folder_mtime)
         return report
+
+    def mark_changed(self) -> None:
+        """Pages changed where the folder's mtime does not show it (a file watcher saw an edit
+        in place): the next :meth:`ensure_synced` scans whatever its rate limit says."""
+        self._dirty = True
 
     def _mark_synced(self, folder_mtime: int | None = None) -> None:
         self._last_sync, self._dirty = time.monotonic(), False

@@ -27,18 +27,28 @@ def _store_settings(ctx: click.Context, store: Path | None) -> Settings:
     return env
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    """A listening socket (port 0: a free one), so the URL is known before serving."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    # Accepted connections inherit this: without it, a response written as headers then body
-    # waits for the client's delayed ACK (~40 ms a request).
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+def _bind(host: str, port: int, *, workers: int = 1) -> socket.socket:
+    """The server's socket (port 0: a free one), so the URL is known before serving. Several
+    workers on Linux each listen on a socket of their own (server/workers.py): this one only
+    holds the port; otherwise it is the listening socket they share."""
+    from ..server.workers import balances_connections, reuse_port_socket
+
+    own_sockets = workers > 1 and balances_connections()
     try:
-        sock.bind((host, port))
+        if own_sockets:
+            return reuse_port_socket(host, port, listen=False)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # Accepted connections inherit this: without it, a response written as headers
+            # then body waits for the client's delayed ACK (~40 ms a request).
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.bind((host, port))
+        except OSError:
+            sock.close()
+            raise
     except OSError as exc:
-        sock.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}",
                           "choose another --port (0 picks a free one)") from None
     sock.listen(128)
@@ -101,6 +111,11 @@ def _serve(asgi: Any, sock: socket.socket, log_level: str, workers: int = 1,
                             ssl_certfile=tls[0] if tls else None,
                             ssl_keyfile=tls[1] if tls else None)
     if workers > 1:
+        from ..server.workers import Supervisor, balances_connections
+
+        if balances_connections():
+            Supervisor(config, sock, workers).run()
+            return
         from uvicorn.supervisors import Multiprocess
 
         Multiprocess(config, sockets=[sock]).run()
@@ -132,8 +147,8 @@ def _llm_config(root: Path) -> Any:
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535),
               help="Port (0: a free one, printed at start).")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
-              help="Server processes sharing the port (searches use every CPU; each process "
-              "keeps its own connections).")
+              help="Server processes sharing the port, so searches use every CPU (on Linux "
+              "the kernel spreads connections over them; each keeps its own).")
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 @tls_options
@@ -154,7 +169,7 @@ def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int, work
     tls = _tls(tls_cert, tls_key)
     env = _store_settings(ctx, store)
     opened = env.store()
-    sock = _bind(host, port)
+    sock = _bind(host, port, workers=workers)
     url = _url(sock, host, tls=tls)
     users = opened.config.server.users
     info: dict[str, Any] = {

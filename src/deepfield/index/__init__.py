@@ -28,7 +28,7 @@ from .db import (
     transaction,
 )
 from .dense import DenseIndex
-from .keyword import bm25_search
+from .keyword import TermCounts, bm25_search
 from .sync import SyncReport, sync_files
 from .vectors import count_pending, embed_pending
 
@@ -92,6 +92,7 @@ class FieldIndex:
             raise IndexCorruptError(f"cannot open index {self.path}: {exc}") from None
         prepare(self.conn, self.path, self.model_code, embedder.dim if embedder else None)
         self._dense: DenseIndex | None = None
+        self._term_counts = TermCounts()
 
     @property
     def with_vectors(self) -> bool:
@@ -158,6 +159,7 @@ class FieldIndex:
             self.conn.execute("INSERT INTO df_chunks_fts(df_chunks_fts) VALUES ('rebuild')")
             set_meta(self.conn, "synced_at", "0")
         self._dense = None
+        self._term_counts = TermCounts()
 
     def stored_warnings(self) -> list[str]:
         warnings: list[str] = []
@@ -235,7 +237,8 @@ class FieldIndex:
     # ------------------------------------------------------------------ retrieval
 
     def keyword(self, query: str, limit: int) -> list[tuple[int, float]]:
-        return bm25_search(self.conn, query, limit)
+        return bm25_search(self.conn, query, limit, counts=self._term_counts,
+                           generation=self.generation())
 
     def vectors(self) -> DenseIndex:
         """The dense index of the current generation (reloaded when vectors changed)."""

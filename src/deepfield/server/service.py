@@ -78,6 +78,9 @@ class Service:
         self._background = ThreadPoolExecutor(1, thread_name_prefix="deepfield-sync")
 
     def close(self) -> None:
+        with self._guard:
+            for slot in self._slots.values():
+                slot.stop_watching()  # before the sync thread it feeds goes away
         self._background.shutdown(wait=True)
         with self._guard:
             for slot in self._slots.values():
@@ -98,6 +101,7 @@ class Service:
             if slot is None:
                 path = self.store.field(name).path  # raises UnknownFieldError
                 slot = FieldSlot(path, name, self.embedder, self.readers, self._background)
+                slot.watch()
                 self._slots[name] = slot
             return slot
 
