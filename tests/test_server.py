@@ -772,3 +772,20 @@ def _listening_workers(parent: int, port: int) -> list[int]:
     except OSError:
         return []
     return [pid for pid in map(int, children) if _port_sockets(pid, port)["0A"]]
+
+
+def test_put_stores_a_long_page_whole(server: tuple[Served, deepfield.Store],
+                                      http: httpx.Client) -> None:
+    """The spec's PUT replaces one file with the page sent: a page over 8 KB is kept whole
+    (pages MAY exceed the limit), not split into parts as `deepfield write` does."""
+    _, store = server
+    paragraphs = [f"Paragraph {i} is about seasoning woks and pans." for i in range(400)]
+    body = ("# Long notes\n\n" + "\n\n".join(paragraphs) + "\n\nThe end: tamarind.\n").encode()
+    assert len(body) > 16_000
+    assert http.put("/notes/long.md", content=body).status_code == 201
+    files = sorted(p.name for p in store.field("notes").path.glob("long*.md"))
+    assert files == ["long.md"]
+    stored = http.get("/notes/long.md").text
+    assert stored.endswith("The end: tamarind.\n") and "Paragraph 399" in stored
+    hits = http.get("/notes/search", params={"q": "tamarind", "mode": "bm25"}).json()
+    assert [r["filename"] for r in hits["results"]] == ["long.md"]

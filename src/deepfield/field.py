@@ -266,9 +266,11 @@ class Field:
                         line_start=1, line_end=text.count("\n") + 1)
 
     def write(
-        self, content: str | bytes | Page, *, name: str | None = None, review: bool | None = None
+        self, content: str | bytes | Page, *, name: str | None = None, review: bool | None = None,
+        split: bool = True,
     ) -> WriteResult:
-        """Store a page; see the module docstring for what is filled in and checked.
+        """Store a page; see the module docstring for what is filled in and checked. Pages over
+        8 KB are split into linked parts unless ``split`` is False.
 
         A ``supersedes`` key links the old page (cycles are refused); a new page that looks
         like a duplicate or contradiction of another is queued for review unless ``review``
@@ -289,7 +291,7 @@ class Field:
             plan = before_write(
                 self, page, stem, self.review_on_write if review is None else review)
             result = PageWriter(self.path, self.name, self.index_handle(),
-                                batch=self._batch_depth > 0).write(page, stem)
+                                batch=self._batch_depth > 0).write(page, stem, split=split)
         self._dirty = True
         after_write(self, result, plan)
         return result

@@ -83,8 +83,10 @@ class PageWriter:
         """Inside Field.batch(): the index was synced when the batch began, and listing.md is
         rewritten once when it ends, so a write costs O(1) instead of O(pages)."""
 
-    def write(self, page: Page, stem: str | None) -> WriteResult:
-        """Store ``page`` (the caller holds the field lock)."""
+    def write(self, page: Page, stem: str | None, *, split: bool = True) -> WriteResult:
+        """Store ``page`` (the caller holds the field lock); over 8 KB it is split into linked
+        parts unless ``split`` is False (the spec's PUT stores the page it is given, whole,
+        and touches no other file)."""
         index = self.index
         if page.uuid and not self.batch:
             # uuid lookups must see pages written by hand since the last sync
@@ -124,8 +126,8 @@ class PageWriter:
             page.set("updated", now)
         base = stem or (existing_name[:-3] if existing_name else None)
         touched: set[str] = set()
-        old_parts = self._old_parts(existing_name, existing)
-        written = self._store(page, title, base, existing_name, old_parts, touched)
+        old_parts = self._old_parts(existing_name, existing) if split else []
+        written = self._store(page, title, base, existing_name, old_parts, touched, split)
         touched |= {w.filename for w in written}
         report = index.sync_names(source_files(self.path, touched), touched)
         if not self.batch:
@@ -140,11 +142,12 @@ class PageWriter:
         existing_name: str | None,
         old_parts: list[str],
         touched: set[str],
+        split: bool = True,
     ) -> list[WrittenPage]:
-        """Write the page (split if needed); names of archived leftover parts go to
-        ``touched``."""
+        """Write the page (split if needed and ``split``); names of archived leftover parts go
+        to ``touched``."""
         rendered = page.render()
-        if len(rendered.encode()) <= PAGE_LIMIT_BYTES:
+        if not split or len(rendered.encode()) <= PAGE_LIMIT_BYTES:
             target = existing_name or self._free_names(base or _stem_for(title, page), 1)[0]
             written = [self._put(target, page, title, replace=existing_name is not None)]
         else:

@@ -194,7 +194,9 @@ def _write(field: Field, filename: str, body: bytes, request: Request) -> tuple[
         atomic_write(path, body)
         return (204 if existed else 201), {"field": field.name, "pages": [
             {"filename": INTRO_FILE, "action": "updated" if existed else "created"}]}
-    result = field.write(body, name=filename[:-3])
+    # The spec's PUT replaces the one file with the page sent, whatever its size (pages MAY
+    # exceed 8 KB): no split into parts.
+    result = field.write(body, name=filename[:-3], split=False)
     return (204 if existed else 201), result.to_json()
 
 
