@@ -4,7 +4,6 @@ loopback rule, path escapes, the zip, deepfield's own routes and concurrent sear
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import http.client as httplib
 import io
@@ -16,7 +15,6 @@ import threading
 import time
 import tomllib
 import zipfile
-from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -34,6 +32,7 @@ from deepfield.server import Auth, create_app, hash_password, verify_password
 from deepfield.server.auth import is_local_name, is_loopback, save_user
 
 from .conftest import run_deepfield
+from .procnet import listening_workers, port_sockets
 
 WOK = b"---\ntitle: Carbon fibre woks\nsummary: Woks that heat unevenly.\n---\n# Woks\n\n" \
       b"## Heat\n\nCarbon fibre woks conduct heat unevenly.\n\n## Care\n\nOil them after use.\n"
@@ -719,7 +718,7 @@ def test_workers_each_get_connections(keyword_store: deepfield.Store) -> None:
             assert proc.stdout is not None
             port = int(json.loads(proc.stdout.readline())["url"].rsplit(":", 1)[1].strip("/"))
             deadline = time.monotonic() + 30
-            while len(workers := _listening_workers(proc.pid, port)) < 2:
+            while len(workers := listening_workers(proc.pid, port)) < 2:
                 assert time.monotonic() < deadline, "the workers never listened"
                 time.sleep(0.1)
             for _ in range(16):
@@ -727,10 +726,10 @@ def test_workers_each_get_connections(keyword_store: deepfield.Store) -> None:
                 conn.request("GET", "/notes/search?q=woks")
                 assert b"woks.md" in conn.getresponse().read()
                 connections.append(conn)
-            served = {pid: _port_sockets(pid, port)["01"] for pid in workers}
+            served = {pid: port_sockets(pid, port)["01"] for pid in workers}
             assert sum(served.values()) == 16 and all(served.values()), served
             os.kill(workers[0], 9)  # a worker dies: its socket leaves, a new worker binds one
-            while set(_listening_workers(proc.pid, port)) in (set(), set(workers), {workers[1]}):
+            while set(listening_workers(proc.pid, port)) in (set(), set(workers), {workers[1]}):
                 assert time.monotonic() < deadline + 30, "the worker was not replaced"
                 time.sleep(0.1)
             for _ in range(8):
@@ -744,34 +743,6 @@ def test_workers_each_get_connections(keyword_store: deepfield.Store) -> None:
             proc.terminate()
             proc.wait(15)
     assert proc.returncode == 0
-
-
-def _port_sockets(pid: int, port: int) -> Counter[str]:
-    """How many TCP sockets on local ``port`` process ``pid`` holds, by state ("0A"
-    listening, "01" established), from /proc."""
-    states: dict[str, str] = {}
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError), open(table) as lines:
-            for line in list(lines)[1:]:
-                parts = line.split()
-                if int(parts[1].rsplit(":", 1)[1], 16) == port:
-                    states[parts[9]] = parts[3]
-    held: Counter[str] = Counter()
-    with contextlib.suppress(OSError):
-        for fd in Path(f"/proc/{pid}/fd").iterdir():
-            with contextlib.suppress(OSError):
-                target = os.readlink(fd)
-                if target.startswith("socket:[") and target[8:-1] in states:
-                    held[states[target[8:-1]]] += 1
-    return held
-
-
-def _listening_workers(parent: int, port: int) -> list[int]:
-    try:
-        children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
-    except OSError:
-        return []
-    return [pid for pid in map(int, children) if _port_sockets(pid, port)["0A"]]
 
 
 def test_put_stores_a_long_page_whole(server: tuple[Served, deepfield.Store],

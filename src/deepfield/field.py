@@ -393,7 +393,6 @@ class Field:
                              include_superseded=include_superseded, activation=activation,
                              where=where)
 
-    # ------------------------------------------------------------------ listing
 
 def _cache_dir_for(path: Path) -> Path:
     import hashlib
