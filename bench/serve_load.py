@@ -258,9 +258,10 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
         "",
         f"Measured {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} on {os.cpu_count()} "
         f"CPUs, Python {platform.python_version()}; the server (uvicorn, `deepfield serve "
-        f"--workers N` with N = {workers.replace(',', ', ')}) and the {args.clients} client threads share the "
-        f"machine. Load average (1 min) {args.start_load:.1f} at the start, {load[0]:.1f} at "
-        "the end: the box is shared, and the server's throughput is bounded by the CPU it gets.",
+        f"--workers N` with N = {workers.replace(',', ', ')}) and the {args.clients} client "
+        f"threads share the machine. Load average (1 min) {args.start_load:.1f} at the "
+        f"start, {load[0]:.1f} at the end: the box is shared, and the server's throughput is "
+        "bounded by the CPU it gets.",
         "",
         f"Rerun: `.venv/bin/python bench/serve_load.py --size {args.size} --clients "
         f"{args.clients} --requests {args.requests} --runs {args.runs} --workers {workers}`. "
