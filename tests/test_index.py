@@ -195,3 +195,30 @@ def test_common_terms_are_pruned_in_big_fields(keyword_store: deepfield.Store,
     field.index()
     assert keyword.pruned_terms(conn, both, counts, index.generation()) == ["pump"]
     assert counts.counts == {"pump": 40, "impeller": 41}
+
+
+def test_chunk_doc_table_matches_sqlite_and_follows_writes(
+        keyword_store: deepfield.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-lived index maps chunk ids to pages from arrays once a generation has served a
+    few searches; the mapping equals SQLite's and is rebuilt when the index changes."""
+    import deepfield.index as index_module
+
+    field = keyword_store.create_field("table")
+    for i in range(12):
+        field.add(f"Note {i}", f"Pump log {i}.\n\nThe impeller number {i} was checked.")
+    index = field.index_handle()
+    field.index()
+    ids = [row[0] for row in index.conn.execute("SELECT id FROM df_chunks")]
+    monkeypatch.setattr(index_module, "CHUNK_TABLE_MIN_ROWS", 0)
+    monkeypatch.setattr(index_module, "CHUNK_TABLE_AFTER", 3)
+    from_sql = index.chunk_docs([*ids, 10**9])  # the generation's first uses: SQLite
+    assert index.chunk_docs(ids) == from_sql
+    assert index._chunk_table is None and len(from_sql) == len(ids) == 12
+    assert index.chunk_docs([*ids, 10**9]) == from_sql  # from the arrays; unknown id left out
+    assert index._chunk_table is not None
+    before = [hit.filename for hit in field.search("impeller", mode="bm25", k=20).results]
+    field.add("Spare", "A spare impeller arrived.")
+    for _ in range(3):
+        after = [hit.filename for hit in field.search("impeller", mode="bm25", k=20).results]
+    assert "spare.md" in after and set(before) < set(after)
+    assert index._chunk_table is not None and index._chunk_table[0] == index.generation()

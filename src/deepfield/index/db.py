@@ -143,6 +143,9 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     conn.isolation_level = None  # explicit BEGIN/COMMIT: we decide where transactions end
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
+    # Up to 32 MiB of page cache instead of SQLite's 2 MiB: a BM25 query at 100k chunks reads
+    # scattered FTS and row pages, ~6% faster when they stay cached (only what is read is held).
+    conn.execute("PRAGMA cache_size = -32768")
     if not readonly:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
