@@ -188,7 +188,8 @@ def run_load(port: int, queries: list[str], clients: int, per_client: int,
         if number == 0:
             if server_pid is not None and sys.platform.startswith("linux"):
                 time.sleep(0.1)  # the workers have accepted every connection by now
-                spread.extend(connections_per_worker(server_pid, port))
+                # One worker: the server process itself listens (it has no workers).
+                spread.extend(connections_per_worker(server_pid, port) or [clients])
             started[0] = time.perf_counter()
         go.wait()
         for i in range(per_client):
@@ -299,7 +300,8 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
         met = sum(1 for run, p in zip(r["runs"], p95s, strict=True)
                   if run["errors"] == 0 and p <= TARGET_P95_MS)
         lines.append(
-            f"- {r['mode']}, {r['workers']} workers: p95 {min(p95s)}–{max(p95s)} ms over "
+            f"- {r['mode']}, {r['workers']} worker{'s' if r['workers'] > 1 else ''}: "
+            f"p95 {min(p95s)}–{max(p95s)} ms over "
             f"{len(p95s)} runs, median {statistics.median(p95s):.1f} ms; target met in {met} of "
             f"{len(p95s)} runs; {sum(run['errors'] for run in r['runs'])} errors.")
     lines += ["", "Same searches in process, without HTTP (p50 ms): " + ", ".join(

@@ -760,3 +760,33 @@ def test_put_stores_a_long_page_whole(server: tuple[Served, deepfield.Store],
     assert stored.endswith("The end: tamarind.\n") and "Paragraph 399" in stored
     hits = http.get("/notes/search", params={"q": "tamarind", "mode": "bm25"}).json()
     assert [r["filename"] for r in hits["results"]] == ["long.md"]
+
+
+def test_inline_search_only_when_it_cannot_block(keyword_store: deepfield.Store) -> None:
+    """The event loop answers a BM25 search itself only when no sync is due and a searcher
+    is free; anything else goes to a worker thread (None here)."""
+    from deepfield.server.service import Service
+
+    keyword_store.create_field("notes").add("Woks", "Carbon fibre woks heat unevenly.")
+    service = Service(keyword_store, readers=1)
+    try:
+        def inline(query: str, mode: str | None = None) -> dict[str, Any] | None:
+            return service.search_inline("notes", query, k=5, mode=mode, unit="page")
+
+        assert inline("woks") is None  # not synced by this server yet
+        threaded = service.search("notes", "woks", k=5, mode=None, unit="page")
+        now = inline("woks")
+        assert now is not None and now["results"] == threaded["results"]
+        assert now["field"] == "notes" and now["results"][0]["filename"] == "woks.md"
+        assert inline("woks", mode="hybrid") is None  # query encoding may block
+        slot = service.slot("notes")
+        busy = slot._take_reader(wait=False)  # the only searcher is in use
+        assert busy is not None and inline("woks") is None
+        slot._idle.put(busy)
+        (keyword_store.field("notes").path / "pans.md").write_text("# Pans\n\nCast iron pans.\n")
+        assert inline("pans") is None  # the folder changed: a sync comes first
+        found = service.search("notes", "pans", k=5, mode=None, unit="page")["results"]
+        assert [r["filename"] for r in found] == ["pans.md"]
+        assert inline("pans") is not None
+    finally:
+        service.close()

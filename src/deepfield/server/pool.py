@@ -154,20 +154,42 @@ class FieldSlot:
     def search(self, fn: Callable[[Field], T], *, embed: bool) -> T:
         """Run ``fn`` on an idle searcher (waiting for one if all are busy)."""
         self.freshen(embed=embed)
-        try:
-            reader = self._idle.get_nowait()
-        except queue.Empty:
-            with self._made_lock:
-                make = self._made < self.max_readers
-                self._made += make
-            # queue.SimpleQueue waits in C: a threading.Condition here cost more GIL time
-            # under load than the searches' own Python code (py-spy --gil, 8 clients).
-            reader = Field(self.path, self.embedder, name=self.name) if make \
-                else self._idle.get()
+        reader = self._take_reader(wait=True)
+        assert reader is not None
         try:
             return fn(reader)
         finally:
             self._idle.put(reader)
+
+    def try_search(self, fn: Callable[[Field], T]) -> T | None:
+        """Run ``fn`` now if nothing can make it wait: no sync is due (the folder is as last
+        synced) and a searcher is free. None otherwise: then use :meth:`search` (in a thread).
+        For BM25 searches on a server's event loop (see Service.search_inline)."""
+        if self._mtime() != self._seen_mtime:
+            return None
+        reader = self._take_reader(wait=False)
+        if reader is None:
+            return None
+        try:
+            return fn(reader)
+        finally:
+            self._idle.put(reader)
+            self._poll(embed=False)
+
+    def _take_reader(self, *, wait: bool) -> Field | None:
+        """An idle searcher, a new one while fewer than ``max_readers`` exist, else (``wait``)
+        the next one released, or None."""
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            with self._made_lock:
+                make = self._made < self.max_readers
+                self._made += make
+            if make:
+                return Field(self.path, self.embedder, name=self.name)
+            # queue.SimpleQueue waits in C: a threading.Condition here cost more GIL time
+            # under load than the searches' own Python code (py-spy --gil, 8 clients).
+            return self._idle.get() if wait else None
 
     def freshen(self, *, embed: bool) -> None:
         """Sync now if the folder changed since the last sync, else maybe in the background."""
@@ -176,9 +198,16 @@ class FieldSlot:
             with self.lock:
                 if mtime != self._seen_mtime:
                     self.writer.ensure_synced(embed=embed)
-                    self._seen_mtime = mtime
+                    # The mtime after the sync, which may have rewritten listing.md: else the
+                    # next search would sync again for the sync's own write. A page changed by
+                    # someone else during the sync is caught by the watcher or the poll.
+                    self._seen_mtime = self._mtime()
                     self._last_sync = time.monotonic()
             return
+        self._poll(embed=embed)
+
+    def _poll(self, *, embed: bool) -> None:
+        """A background sync when one is due (see the module docstring)."""
         interval = SAFETY_SYNC_S if self._watching.is_set() else BACKGROUND_SYNC_S
         if time.monotonic() - self._last_sync >= interval:
             self._request_sync(embed, changed=False)

@@ -139,7 +139,9 @@ async def search(request: Request) -> Response:
     if not query.strip():
         service.field(name)  # 404 for an unknown field even without a query
         return JSONResponse({"results": [], "count": 0, "query": query, "field": name})
-    out = await run_in_threadpool(service.search, name, query, k=k, mode=mode, unit=unit)
+    out = service.search_inline(name, query, k=k, mode=mode, unit=unit)
+    if out is None:
+        out = await run_in_threadpool(service.search, name, query, k=k, mode=mode, unit=unit)
     return JSONResponse(out)
 
 

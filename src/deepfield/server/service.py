@@ -165,32 +165,56 @@ class Service:
         """Search one field (blocking; see :meth:`search_many`)."""
         return self.search_many([name], query, k=k, mode=mode, unit=unit)
 
+    def search_inline(self, name: str, query: str, *, k: int, mode: str | None,
+                      unit: str) -> dict[str, Any] | None:
+        """Search one field in the calling thread when that cannot block: a BM25 search, no
+        sync due, a searcher free; else None (use :meth:`search` in a worker thread).
+
+        The HTTP server calls this on its event loop. Handing each search to a thread and
+        back cost more than the search's own Python: on 10k pages with 8 clients and 2
+        workers, p95 34-44 ms inline against 44-69 ms through the threadpool
+        (bench/serve_load.py, six runs each). Vector and hybrid searches keep the thread:
+        encoding the query may take a model call or a network round trip."""
+        chosen = self._mode(mode)
+        if chosen != "bm25":
+            return None
+        out = self.slot(name).try_search(
+            lambda f: self._search_fields([f], query, k, chosen, unit, sync=False))
+        if out is not None:
+            out["field"] = name
+        return out
+
     def search_many(self, names: list[str], query: str, *, k: int, mode: str | None,
                     unit: str) -> dict[str, Any]:
         """Search fields together. The default mode is hybrid when the fields have an
         embedding model, else BM25; a BM25 search that finds fewer than ``k`` pages adds the
         spec's substring matches. One field: on a free searcher, in parallel with others;
         several: on their writers, holding their locks in name order."""
-        chosen = mode or ("hybrid" if self.embedder is not None else "bm25")
-
-        def run(fields: list[Field], sync: bool) -> dict[str, Any]:
-            response = search_fields(fields, query, k=k, mode=chosen, unit=unit, sync=sync)
-            out = response.to_json(with_text=unit == "chunk")
-            if chosen == "bm25" and unit == "page" and len(response.results) < k:
-                seen = {(r["field"], r["filename"]) for r in out["results"]}
-                for field in fields:
-                    out["results"] += substring_matches(field, query, seen,
-                                                        k - len(out["results"]))
-                out["count"] = len(out["results"])
-            return out
-
+        chosen = self._mode(mode)
         if len(set(names)) == 1:
-            out = self.slot(names[0]).search(lambda f: run([f], False), embed=chosen != "bm25")
+            out = self.slot(names[0]).search(
+                lambda f: self._search_fields([f], query, k, chosen, unit, sync=False),
+                embed=chosen != "bm25")
             out["field"] = names[0]
             return out
         fields = [self.field(n) for n in names]
         with self.holding(names):
-            return run(fields, True)
+            return self._search_fields(fields, query, k, chosen, unit, sync=True)
+
+    def _mode(self, mode: str | None) -> str:
+        return mode or ("hybrid" if self.embedder is not None else "bm25")
+
+    @staticmethod
+    def _search_fields(fields: list[Field], query: str, k: int, mode: str, unit: str,
+                       *, sync: bool) -> dict[str, Any]:
+        response = search_fields(fields, query, k=k, mode=mode, unit=unit, sync=sync)
+        out = response.to_json(with_text=unit == "chunk")
+        if mode == "bm25" and unit == "page" and len(response.results) < k:
+            seen = {(r["field"], r["filename"]) for r in out["results"]}
+            for field in fields:
+                out["results"] += substring_matches(field, query, seen, k - len(out["results"]))
+            out["count"] = len(out["results"])
+        return out
 
     @contextmanager
     def holding(self, names: list[str]) -> Iterator[None]:
