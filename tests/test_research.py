@@ -288,3 +288,45 @@ def test_model_planner_never_sees_superseded_memos(keyword_store: deepfield.Stor
     research([field], "When do we calibrate?", llm=_researcher(openai_server), record=False)
     plan_prompt = openai_server.requests_to(CHAT)[0].json["messages"][1]["content"]
     assert "New: May." in plan_prompt and "Old: March." not in plan_prompt
+
+
+@pytest.mark.parametrize(("question", "breadth"), [
+    ("What books has Melanie read?", True),  # a list question
+    ("What has Melanie painted?", True),
+    ("What do Jon and Gina both have in common?", True),
+    ("How many times has John injured his ankle?", True),
+    ("What are Joanna's hobbies?", True),
+    ("How many years was he with his team?", False),  # a duration is one number
+    ("What did Caroline research?", False),
+    ("When did Melanie run a charity race?", False),
+])
+def test_breadth_is_read_from_the_question(question: str, breadth: bool) -> None:
+    from deepfield.research.offline import analyse
+
+    assert analyse(question).breadth is breadth
+    assert analyse(question).to_json()["breadth"] is breadth
+
+
+def test_breadth_questions_get_one_sentence_excerpts(keyword_store: deepfield.Store) -> None:
+    field = keyword_store.create_field("talks")
+    turn = ("Ana (D1:{n}): Hello again, it has been a while since we talked. I have taken up "
+            "{hobby} and love it. My cat sleeps all day long, lucky thing.")
+    field.add("Chat", "\n".join(turn.format(n=n, hobby=h) for n, h in enumerate(
+        ["pottery", "rowing", "chess", "origami", "archery", "fencing", "knitting",
+         "baking"], 1)))
+    listed = research([field], "What hobbies has Ana taken up?", budget=2000, record=False)
+    single = research([field], "Which hobby has Ana taken up?", budget=2000, record=False)
+    assert listed.to_json()["rounds"][0]["plan"]["breadth"] is True
+    assert single.to_json()["rounds"][0]["plan"]["breadth"] is False
+
+    def excerpts(result: deepfield.research.ResearchResult) -> list[str]:
+        return [e.text for e in result.evidence if "…" in e.text]
+
+    # Beyond the lines quoted whole, a breadth question's excerpts keep the one sentence that
+    # matches; a question with one answer keeps two.
+    assert excerpts(listed) and all(
+        re.fullmatch(r"Ana \(D1:\d\): … I have taken up \w+ and love it\. …", e)
+        for e in excerpts(listed))
+    assert excerpts(single) and all("talked. I have taken up" in e for e in excerpts(single))
+    _check_verbatim(field, listed)
+    _check_verbatim(field, single)

@@ -28,21 +28,22 @@ def only(tools: set[str]):  # type: ignore[no-untyped-def]
     return first
 
 
+TOOLS = {"hybrid", "bm25", "page_id", "vector", "pages"}
 STEPS = [
     ("hybrid search of the question, lines whole, no spreading",
      {"tools": {"hybrid", "bm25", "page_id"}, "elide": 10**6, "full": 0, "spread": 0.0}),
     ("+ pure vector search and the `pages` tool",
-     {"tools": {"hybrid", "bm25", "page_id", "vector", "pages"}, "elide": 10**6, "full": 0,
-      "spread": 0.0}),
+     {"tools": TOOLS, "elide": 10**6, "full": 0, "spread": 0.0}),
     ("+ spreading over pages for list questions",
-     {"tools": {"hybrid", "bm25", "page_id", "vector", "pages"}, "elide": 10**6, "full": 0,
-      "spread": 0.5}),
+     {"tools": TOOLS, "elide": 10**6, "full": 0, "spread": 0.5}),
     ("+ excerpts (label + 2 sentences) of long lines",
-     {"tools": {"hybrid", "bm25", "page_id", "vector", "pages"}, "elide": 24, "full": 0,
-      "spread": 0.5}),
-    ("+ the 5 best lines quoted whole (shipped)",
-     {"tools": {"hybrid", "bm25", "page_id", "vector", "pages"}, "elide": 24, "full": 5,
-      "spread": 0.5}),
+     {"tools": TOOLS, "elide": 24, "full": 0, "spread": 0.5}),
+    ("+ the 5 best lines quoted whole",
+     {"tools": TOOLS, "elide": 24, "full": 5, "spread": 0.5}),
+    ("+ one-sentence excerpts for breadth questions",
+     {"tools": TOOLS, "elide": 24, "full": 5, "spread": 0.5, "breadth": 1}),
+    ("+ 24 chunk hits per query instead of 8 (shipped)",
+     {"tools": TOOLS, "elide": 24, "full": 5, "spread": 0.5, "breadth": 1, "hits": 24}),
 ]
 
 
@@ -65,6 +66,8 @@ def main() -> int:
         evidence.ELIDE_TOKENS = step["elide"]
         evidence.FULL_LINES = step["full"]
         loop.SPREAD["list"] = step["spread"]
+        loop.BREADTH_SENTENCES = step.get("breadth", 2)
+        loop.HITS_PER_QUERY = step.get("hits", 8)
         rs, ans = [], []
         for conv, qa, gold in items:
             found = research([store.field(conv)], qa["question"], budget=1000, record=False)

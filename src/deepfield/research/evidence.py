@@ -2,9 +2,10 @@
 
 Every evidence item is one line of a page file, with the file name and line number, so a
 citation can be checked by opening the page. Short lines are quoted whole; a long line is
-quoted by its label (``Speaker (D1:3):``) and its two sentences that carry the facts, joined
-by " … " — every piece copied from the line, so it doubles what a budget holds without
-writing a word the page does not have. The pool keeps the best-scoring items; packing
+quoted by its label (``Speaker (D1:3):``) and its two sentences that carry the facts (one,
+when the question asks for several things found in several places), joined by " … " — every
+piece copied from the line, so it doubles what a budget holds without writing a word the page
+does not have. The pool keeps the best-scoring items; packing
 groups them by page (with the page's title and date, which relative times such as "yesterday"
 need) and stops at the token budget, saying how much evidence it left out.
 """
@@ -126,23 +127,31 @@ _LABEL = re.compile(r"^([^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s)(.*)$")
 ELIDE_TOKENS = 24
 """Lines longer than this are quoted by their label and the sentences that carry facts."""
 ELISION = " … "
+BREADTH_SENTENCES = 1
+"""Sentences an excerpt keeps for a question whose answer is several things in several places
+(offline.QuestionPlan.breadth): one sentence per line fits about a third more lines in the
+budget, and such answers need lines more than they need words around each item. Chosen on
+LoCoMo dev (multi-hop recall at 1,000 tokens 0.628 → 0.649); for every question it cost
+single-hop answers words (docs/DESIGN.md), so it is not the default."""
 
 
-def excerpt(line: str, terms: set[str], entities: Sequence[str]) -> str:
-    """A verbatim excerpt of ``line``: its label (``Speaker (D1:3): ``) and at most two of its
-    sentences — those matching the query, else the most informative — in order, joined by
-    " … ". Greetings and small talk are what get cut; every piece is copied from the line."""
+def excerpt(line: str, terms: set[str], entities: Sequence[str], keep_sentences: int = 2) -> str:
+    """A verbatim excerpt of ``line``: its label (``Speaker (D1:3): ``) and at most
+    ``keep_sentences`` of its sentences — those matching the query, else the most informative —
+    in order, joined by " … ". Greetings and small talk are what get cut; every piece is copied
+    from the line."""
     if count_tokens(line) <= ELIDE_TOKENS:
         return line
     match = _LABEL.match(line)
     label, text = (match.group(1), match.group(2)) if match else ("", line)
     sentences = split_sentences(text)
-    if len(sentences) <= 2:
+    if len(sentences) <= keep_sentences:
         return line
     topic = set(terms)
     scored = [(line_weight(s, terms, entities) * 3 + sentence_score(s, topic), i, s)
               for i, s in enumerate(sentences)]
-    keep = sorted(sorted(scored, key=lambda x: (-x[0], x[1]))[:2], key=lambda x: x[1])
+    keep = sorted(sorted(scored, key=lambda x: (-x[0], x[1]))[:keep_sentences],
+                  key=lambda x: x[1])
     if any(s not in text for _score, _i, s in keep):
         return line  # sentence splitting changed spacing: quote the line whole
     quoted = "" if keep[0][1] == 0 else "… "
@@ -154,9 +163,11 @@ def excerpt(line: str, terms: set[str], entities: Sequence[str]) -> str:
 
 
 def lines_of_hit(
-    hit: Hit, pages: PageLines, terms: set[str], entities: Sequence[str]
+    hit: Hit, pages: PageLines, terms: set[str], entities: Sequence[str],
+    keep_sentences: int = 2,
 ) -> list[tuple[int, str, str | None, float]]:
-    """(line number, verbatim text, shorter excerpt or None, weight) of a chunk hit's lines."""
+    """(line number, verbatim text, shorter excerpt or None, weight) of a chunk hit's lines;
+    excerpts keep at most ``keep_sentences`` sentences of a line."""
     lines = pages.lines(hit.field, hit.filename)
     found: list[tuple[int, str, str | None, float]] = []
     start = pages.body_start(hit.field, hit.filename)
@@ -178,7 +189,7 @@ def lines_of_hit(
                 for sentence in sentences[:3]:
                     found.append((number, sentence, None, line_weight(sentence, terms, entities)))
                 continue
-        short = excerpt(text, terms, entities)
+        short = excerpt(text, terms, entities, keep_sentences)
         found.append((number, text, short if short != text else None,
                       line_weight(text, terms, entities)))
     return found
@@ -187,9 +198,11 @@ def lines_of_hit(
 class EvidencePool:
     """Evidence from every query of every round, scored and de-duplicated."""
 
-    def __init__(self, fields: Sequence[Field]) -> None:
+    def __init__(self, fields: Sequence[Field], excerpt_sentences: int = 2) -> None:
         self.pages = PageLines(fields)
         self.items: dict[tuple[str, str, int, str], Evidence] = {}
+        self.excerpt_sentences = excerpt_sentences
+        """Sentences an excerpt keeps: BREADTH_SENTENCES when the answer is spread out."""
 
     def add_hits(
         self, hits: Iterable[Hit], query: str, round_number: int, terms: set[str],
@@ -199,8 +212,8 @@ class EvidencePool:
         new = 0
         for rank, hit in enumerate(hits):
             rank_score = weight / (rank + 2)
-            for number, text, short, relevance in lines_of_hit(hit, self.pages, terms,
-                                                               entities):
+            for number, text, short, relevance in lines_of_hit(
+                    hit, self.pages, terms, entities, self.excerpt_sentences):
                 # Lines that share no word with the query stay: in a conversation the answer
                 # often follows the line that matched the question.
                 score = rank_score * (LINE_BASE + relevance)

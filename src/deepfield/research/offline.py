@@ -43,10 +43,14 @@ class QuestionPlan:
     keywords: list[str]
     answer_type: str
     page_refs: list[str] = field(default_factory=list)
+    breadth: bool = False
+    """The answer is several things found in several places ("what books has X read", "what
+    do X and Y both like", "how many times …"): packing then trades words per line for lines."""
 
     def to_json(self) -> dict[str, Any]:
         return {"entities": self.entities, "keywords": self.keywords,
-                "answer_type": self.answer_type, "page_refs": self.page_refs}
+                "answer_type": self.answer_type, "page_refs": self.page_refs,
+                "breadth": self.breadth}
 
 
 @dataclass
@@ -71,6 +75,17 @@ class Coverage:
 _LIST = re.compile(
     r"^(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+)?(?:[\w+-]+\s+){0,2}?"
     r"(?!(?:is|was|has|does|as|us|this|his|its)\b)[a-z+-]{3,}s\b", re.IGNORECASE)
+
+
+_BREADTH = re.compile(
+    r"\b(?:both|in common|all the)\b"  # two people's shared things; "all the places …"
+    r"|\bin what ways\b"
+    # Counting needs every occurrence (durations such as "how many years" do not).
+    r"|\bhow many (?:times|(?!(?:years|months|weeks|days|hours|minutes)\b)[a-z]+s)\b"
+    # "What are Joanna's hobbies", "what are some changes …": a plural subject.
+    r"|\b(?:what|which) (?:are|were) (?:some )?(?:of )?(?:[\w’']+ ){0,2}?[a-z]{3,}s\b"
+    # "What has Melanie painted": everything someone has done, over time.
+    r"|\bwhat (?:has|have) \w+(?: and \w+)? \w+ed\b", re.IGNORECASE)
 
 
 def _entity(name: str) -> str:
@@ -98,7 +113,8 @@ def analyse(question: str) -> QuestionPlan:
     else:
         answer = "fact"
     refs = [m.group(1) or m.group(2) for m in _PAGE_REF.finditer(question)]
-    return QuestionPlan(question, entities, keywords, answer, refs)
+    breadth = answer == "list" or bool(_BREADTH.search(question))
+    return QuestionPlan(question, entities, keywords, answer, refs, breadth)
 
 
 def first_queries(plan: QuestionPlan, *, dense: bool) -> list[tuple[str, str]]:
