@@ -199,8 +199,9 @@ def test_common_terms_are_pruned_in_big_fields(keyword_store: deepfield.Store,
 
 def test_chunk_doc_table_matches_sqlite_and_follows_writes(
         keyword_store: deepfield.Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A long-lived index maps chunk ids to pages from arrays once a generation has served a
-    few searches; the mapping equals SQLite's and is rebuilt when the index changes."""
+    """A long-lived index maps chunk ids to pages from arrays once SQL lookups in one index
+    generation have cost as much as building them; the mapping equals SQLite's and is
+    rebuilt when the index changes."""
     import deepfield.index as index_module
 
     field = keyword_store.create_field("table")
@@ -209,16 +210,32 @@ def test_chunk_doc_table_matches_sqlite_and_follows_writes(
     index = field.index_handle()
     field.index()
     ids = [row[0] for row in index.conn.execute("SELECT id FROM df_chunks")]
-    monkeypatch.setattr(index_module, "CHUNK_TABLE_MIN_ROWS", 0)
-    monkeypatch.setattr(index_module, "CHUNK_TABLE_AFTER", 3)
-    from_sql = index.chunk_docs([*ids, 10**9])  # the generation's first uses: SQLite
-    assert index.chunk_docs(ids) == from_sql
+    monkeypatch.setattr(index_module, "CHUNK_TABLE_SECONDS_PER_ROW", 3600.0)
+    from_sql = index.chunk_docs([*ids, 10**9])  # building would cost more: SQLite
     assert index._chunk_table is None and len(from_sql) == len(ids) == 12
+    monkeypatch.setattr(index_module, "CHUNK_TABLE_SECONDS_PER_ROW", 0.0)
     assert index.chunk_docs([*ids, 10**9]) == from_sql  # from the arrays; unknown id left out
     assert index._chunk_table is not None
     before = [hit.filename for hit in field.search("impeller", mode="bm25", k=20).results]
     field.add("Spare", "A spare impeller arrived.")
-    for _ in range(3):
-        after = [hit.filename for hit in field.search("impeller", mode="bm25", k=20).results]
+    after = [hit.filename for hit in field.search("impeller", mode="bm25", k=20).results]
     assert "spare.md" in after and set(before) < set(after)
     assert index._chunk_table is not None and index._chunk_table[0] == index.generation()
+
+
+def test_chunk_docs_from_the_dense_index_include_chunks_without_vectors(
+        store: deepfield.Store) -> None:
+    """The dense index's arrays hold embedded chunks only: a chunk still waiting for its
+    vector is looked up in SQLite, so a fresh page is grouped (and found) at once."""
+    field = store.create_field("mixed")
+    field.add("Woks", "Carbon fibre woks heat unevenly.")
+    field.index()
+    index = field.index_handle()
+    index.vectors()  # the dense arrays of this generation are loaded
+    field.write("# Pans\n\nCast iron pans hold heat.\n")  # text indexed, no vector yet
+    field.index(embed=False)
+    ids = [row[0] for row in index.conn.execute("SELECT id FROM df_chunks")]
+    sql = dict(index.conn.execute("SELECT id, doc_id FROM df_chunks").fetchall())
+    index.vectors()
+    assert index.pending_chunk_vectors() > 0
+    assert index.chunk_docs(ids) == sql

@@ -66,12 +66,11 @@ class CatalogueEntry(NamedTuple):
     summary: str | None
 
 
-CHUNK_TABLE_AFTER = 20
-CHUNK_TABLE_MIN_ROWS = 20_000
-"""Past this many chunks, a long-lived index (a server's searcher) keeps chunk id → doc id in
-two arrays per generation instead of asking SQLite for each search's ~100 hits: ~0.5 ms a
-search at 100k chunks, where the rows are spread over the file. Loading the table costs
-~40 ms, so it is built only after CHUNK_TABLE_AFTER searches of one generation."""
+CHUNK_TABLE_SECONDS_PER_ROW = 0.8e-6
+"""What building the chunk id → doc id arrays costs per chunk (0.77 s for 1M chunks, 2 cores).
+A long-lived index (a server's searcher) switches from SQL lookups of each search's ~100 hits
+(~0.5 ms a search at 100k chunks, the rows being spread over the file) to the arrays once the
+lookups of one index generation have cost that much."""
 
 _DOC_COLUMNS = "d.id, d.filename, d.uuid, d.title, d.summary, d.frontmatter, d.last_modified, " \
     "d.size, d.warnings"
@@ -101,7 +100,9 @@ class FieldIndex:
         self._dense: DenseIndex | None = None
         self._term_counts = TermCounts()
         self._chunk_table: tuple[int, Any, Any] | None = None
-        self._chunk_table_uses = (-1, 0)
+        self._chunk_sql_generation = -1
+        self._chunk_sql_seconds = 0.0
+        self._chunk_rows = 0
 
     @property
     def with_vectors(self) -> bool:
@@ -232,16 +233,20 @@ class FieldIndex:
     def chunk_docs(self, ids: Iterable[int]) -> dict[int, int]:
         """chunk id -> doc id, for grouping hits by page."""
         wanted = list(dict.fromkeys(ids))
+        mapping: dict[int, int] = {}
         table = self._chunk_doc_table()
-        if table is not None:
+        if table is not None and wanted:
             import numpy as np
 
             chunk_ids, doc_ids = table
             asked = np.asarray(wanted, dtype=np.int64)
             at = np.clip(np.searchsorted(chunk_ids, asked), 0, max(0, len(chunk_ids) - 1))
             hit = chunk_ids[at] == asked if len(chunk_ids) else np.zeros(len(asked), bool)
-            return dict(zip(asked[hit].tolist(), doc_ids[at[hit]].tolist(), strict=True))
-        mapping: dict[int, int] = {}
+            mapping = dict(zip(asked[hit].tolist(), doc_ids[at[hit]].tolist(), strict=True))
+            # Not in the arrays: a chunk still waiting for its vector (the dense index's
+            # arrays hold embedded chunks only), or one a concurrent sync removed.
+            wanted = asked[~hit].tolist()
+        started = time.perf_counter()
         for start in range(0, len(wanted), 500):
             part = wanted[start : start + 500]
             marks = ",".join("?" * len(part))
@@ -250,30 +255,37 @@ class FieldIndex:
                     f"SELECT id, doc_id FROM df_chunks WHERE id IN ({marks})", part
                 ).fetchall()
             )
+        self._chunk_sql_seconds += time.perf_counter() - started
         return mapping
 
     def _chunk_doc_table(self) -> tuple[Any, Any] | None:
-        """(chunk ids ascending, their doc ids) for this index generation, once it has grouped
-        CHUNK_TABLE_AFTER searches' hits in a field of CHUNK_TABLE_MIN_ROWS chunks or more;
-        until then (and for one-off CLI searches) None, and chunk_docs asks SQLite."""
+        """(chunk ids ascending, their doc ids) of this index generation, or None while
+        asking SQLite is cheaper. The dense index has the arrays already; a keyword-only index
+        builds them once its lookups for this generation have cost as much as building would
+        (CHUNK_TABLE_SECONDS_PER_ROW): a one-off CLI search never pays for it, a server soon
+        does, and never spends more than twice what the better choice would have."""
         generation = self.generation()
+        dense = self._dense
+        if dense is not None and dense.generation == generation and len(dense.ids):
+            return dense.ids, dense.docs
         cached = self._chunk_table
         if cached is not None and cached[0] == generation:
             return cached[1], cached[2]
-        if self._chunk_table_uses[0] != generation:
-            self._chunk_table_uses = (generation, 0)
-        uses = self._chunk_table_uses[1] + 1
-        self._chunk_table_uses = (generation, uses)
-        if uses < CHUNK_TABLE_AFTER:
-            return None
-        size = self.conn.execute("SELECT max(rowid) FROM df_chunks").fetchone()[0] or 0
-        if size < CHUNK_TABLE_MIN_ROWS:
+        if self._chunk_sql_generation != generation:
+            self._chunk_sql_generation, self._chunk_sql_seconds = generation, 0.0
+            self._chunk_rows = self.conn.execute(
+                "SELECT max(rowid) FROM df_chunks").fetchone()[0] or 0
+        if self._chunk_sql_seconds < self._chunk_rows * CHUNK_TABLE_SECONDS_PER_ROW:
             return None
         import numpy as np
 
-        rows = self.conn.execute("SELECT id, doc_id FROM df_chunks ORDER BY id").fetchall()
+        # The covering index on doc_id holds both numbers: a scan of it never reads the rows
+        # (with their vectors: gigabytes at a million chunks).
+        rows = self.conn.execute(
+            "SELECT id, doc_id FROM df_chunks INDEXED BY df_chunks_doc").fetchall()
         pairs = np.asarray(rows, dtype=np.int64).reshape(-1, 2)
-        self._chunk_table = (generation, pairs[:, 0].copy(), pairs[:, 1].copy())
+        order = np.argsort(pairs[:, 0], kind="stable")
+        self._chunk_table = (generation, pairs[order, 0], pairs[order, 1])
         return self._chunk_table[1], self._chunk_table[2]
 
     # ------------------------------------------------------------------ retrieval
