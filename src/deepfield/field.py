@@ -20,10 +20,9 @@ from .embed.base import Embedder
 from .errors import (
     EmbeddingError,
     InvalidPageError,
-    PageConflictError,
     PageNotFoundError,
 )
-from .fsutil import field_lock, move_new, remove_stale_temp_files
+from .fsutil import field_lock, remove_stale_temp_files
 from .index import DocRow, FieldIndex, SyncReport
 from .index.vectors import embed_pending
 from .listing import refresh_listing
@@ -49,6 +48,8 @@ from .writer import (
     WriteResult,
     WrittenPage,
     archive_file,
+    archived_pages,
+    restore_file,
 )
 
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
@@ -349,28 +350,12 @@ class Field:
         return where
 
     def archived(self) -> list[str]:
-        folder = self.path / ARCHIVE_DIR
-        if not folder.is_dir():
-            return []
-        return sorted(p.name for p in folder.iterdir() if p.suffix == ".md" and p.is_file())
+        return archived_pages(self.path)
 
     def restore(self, name: str, *, as_name: str | None = None) -> str:
         """Bring an archived page back to the field root; returns its filename."""
-        archived = name if name.endswith(".md") else f"{name}.md"
-        source = self.path / ARCHIVE_DIR / Path(archived).name
-        if not source.is_file():
-            raise PageNotFoundError(
-                f"no archived page {name!r} in {self.name}",
-                "list archived pages with `deepfield ls FIELD --archived`",
-            )
-        original = archived.split("--archived-")[0].removesuffix(".md") + ".md"
-        target = f"{check_name(as_name)}.md" if as_name else original
         with field_lock(self.path):
-            if not move_new(source, self.path / target):
-                raise PageConflictError(
-                    f"a page named {target} already exists in {self.name}",
-                    "restore it under another name with --as NAME",
-                )
+            target = restore_file(self.path, self.name, name, as_name)
             restored = source_files(self.path, {target})
             self._listing(self.index_handle().sync_names(restored, {target}))
         self._dirty = True

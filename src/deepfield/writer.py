@@ -17,13 +17,14 @@ from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidPageError, PageConflictError
+from .errors import InvalidPageError, PageConflictError, PageNotFoundError
 from .fsutil import atomic_write, create_new, move_new
 from .index import FieldIndex
 from .listing import refresh_listing
 from .page import (
     PAGE_LIMIT_BYTES,
     Page,
+    check_name,
     derive_title,
     is_valid_name,
     new_uuid,
@@ -241,6 +242,34 @@ def archive_file(folder: Path, filename: str) -> str:
         counter += 1
         target = archive / f"{filename[:-3]}--archived-{stamp}-{counter}.md"
     return f"{ARCHIVE_DIR}/{target.name}"
+
+
+def archived_pages(folder: Path) -> list[str]:
+    """Filenames of the pages in a field's ``archive/``, sorted."""
+    archive = folder / ARCHIVE_DIR
+    if not archive.is_dir():
+        return []
+    return sorted(p.name for p in archive.iterdir() if p.suffix == ".md" and p.is_file())
+
+
+def restore_file(folder: Path, field_name: str, name: str, as_name: str | None) -> str:
+    """Move an archived page back to the field root (under ``as_name`` if given, else its
+    original name, never over an existing page); returns its filename."""
+    archived = name if name.endswith(".md") else f"{name}.md"
+    source = folder / ARCHIVE_DIR / Path(archived).name
+    if not source.is_file():
+        raise PageNotFoundError(
+            f"no archived page {name!r} in {field_name}",
+            "list archived pages with `deepfield ls FIELD --archived`",
+        )
+    original = archived.split("--archived-")[0].removesuffix(".md") + ".md"
+    target = f"{check_name(as_name)}.md" if as_name else original
+    if not move_new(source, folder / target):
+        raise PageConflictError(
+            f"a page named {target} already exists in {field_name}",
+            "restore it under another name with --as NAME",
+        )
+    return target
 
 
 def _stem_for(title: str, page: Page) -> str:

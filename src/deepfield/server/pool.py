@@ -187,8 +187,8 @@ class FieldSlot:
                 self._made += make
             if make:
                 return Field(self.path, self.embedder, name=self.name)
-            # queue.SimpleQueue waits in C: a threading.Condition here cost more GIL time
-            # under load than the searches' own Python code (py-spy --gil, 8 clients).
+            # queue.SimpleQueue blocks in C, without a threading.Condition's Python-level
+            # lock juggling on every hand-over.
             return self._idle.get() if wait else None
 
     def freshen(self, *, embed: bool) -> None:
