@@ -790,3 +790,21 @@ def test_inline_search_only_when_it_cannot_block(keyword_store: deepfield.Store)
         assert inline("pans") is not None
     finally:
         service.close()
+
+
+def test_pages_with_non_spec_names_can_be_read_not_written(
+        server: tuple[Served, deepfield.Store], http: httpx.Client) -> None:
+    """A page someone saved as "My Notes.md" is indexed (with a warning) and found by search,
+    so GET serves it; writes still take spec names only, and hidden files stay hidden."""
+    _, store = server
+    folder = store.field("notes").path
+    (folder / "My Notes.md").write_text("# My notes\n\nThe saffron is in the blue tin.\n")
+    (folder / ".secret.md").write_text("# Hidden\n\nNot for the web.\n")
+    hits = http.get("/notes/search", params={"q": "saffron", "mode": "bm25"}).json()
+    assert [r["filename"] for r in hits["results"]] == ["My Notes.md"]
+    page = http.get("/notes/My%20Notes.md")
+    assert page.status_code == 200 and "blue tin" in page.text
+    assert http.get("/notes/Other%20Notes.md").status_code == 400
+    assert http.get("/notes/.secret.md").status_code == 400
+    assert http.put("/notes/My%20Notes.md", content=b"# Mine\n").status_code == 400
+    assert (folder / "My Notes.md").read_text().endswith("blue tin.\n")

@@ -152,7 +152,7 @@ async def get_page(request: Request) -> Response:
     name, filename = request.path_params["field"], request.path_params["filename"]
     service = _service(request)
     field = service.field(name)
-    path = service.page_path(field, filename)
+    path = service.page_path(field, filename, existing=True)
     if filename == LISTING_FILE:  # make sure the catalogue reflects edits made meanwhile
         await service.run(name, lambda f: f.ensure_synced(embed=False))
     try:

@@ -41,7 +41,7 @@ from ..errors import (
 )
 from ..field import Field
 from ..llm.config import LLMConfig, Role, build_llm, load_llm_config
-from ..page import check_name, is_valid_name
+from ..page import check_name, is_debris, is_valid_name
 from ..portable.archive import pack_folder, pack_members
 from ..read import PageView
 from ..search import search_fields
@@ -133,12 +133,20 @@ class Service:
 
     # ------------------------------------------------------------------ files
 
-    def page_path(self, field: Field, filename: str) -> Path:
+    def page_path(self, field: Field, filename: str, *, existing: bool = False) -> Path:
         """The file of page ``filename`` inside the field, refusing anything that escapes it
-        (``..``, absolute paths, symbolic links pointing out of the folder)."""
+        (``..``, absolute paths, symbolic links pointing out of the folder). ``existing``
+        (reads): a page already in the folder is served even when its name breaks the spec's
+        rules ("My Notes.md" made in an editor: indexed with a warning, so search lists it);
+        writes only ever take spec names."""
         if "/" in filename or "\\" in filename or not filename.endswith(".md"):
             raise InvalidNameError(f"{filename!r} is not a page filename")
-        check_name(filename)
+        try:
+            check_name(filename)
+        except InvalidNameError:
+            hidden = filename.startswith(".") or is_debris(filename)  # never indexed either
+            if not existing or hidden or not (field.path / filename).is_file():
+                raise
         root = field.path.resolve()
         path = field.path / filename
         if path.is_symlink() or path.resolve().parent != root:
