@@ -184,9 +184,11 @@ class Service:
         (bench/serve_load.py, six runs each). Vector and hybrid searches keep the thread:
         encoding the query may take a model call or a network round trip."""
         chosen = self._mode(mode)
-        if chosen != "bm25":
+        with self._guard:
+            slot = self._slots.get(name)
+        if chosen != "bm25" or slot is None:  # opening a field may migrate its index: a thread
             return None
-        out = self.slot(name).try_search(
+        out = slot.try_search(
             lambda f: self._search_fields([f], query, k, chosen, unit, sync=False))
         if out is not None:
             out["field"] = name
