@@ -489,23 +489,23 @@ def test_passwords_and_config(tmp_path: Path, cli: Any) -> None:
     assert "carol" not in load_config(cli.store_path).server.users
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_cli_serve_in_a_subprocess(keyword_store: deepfield.Store, workers: int) -> None:
+@pytest.mark.parametrize("workers", [1, 2, None])
+def test_cli_serve_in_a_subprocess(keyword_store: deepfield.Store, workers: int | None) -> None:
     import subprocess
-    import sys
 
     keyword_store.create_field("notes").add("Woks", "Carbon fibre woks heat unevenly.")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPFIELD_")}
+    chosen = ["--workers", str(workers)] if workers else []  # None: one per CPU, up to 4
     with subprocess.Popen(
         [sys.executable, "-m", "deepfield", "serve", str(keyword_store.root), "--port", "0",
-         "--workers", str(workers), "--json"],
+         *chosen, "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
     ) as proc:
         try:
             assert proc.stdout is not None
             info = json.loads(proc.stdout.readline())
             assert info["writes"] == "loopback only" and info["fields"] == ["notes"]
-            assert info["workers"] == workers
+            assert info["workers"] == (workers or min(4, os.cpu_count() or 1))
             with httpx.Client(base_url=info["url"], timeout=10) as client:
                 deadline = time.monotonic() + 15
                 while True:
@@ -516,7 +516,7 @@ def test_cli_serve_in_a_subprocess(keyword_store: deepfield.Store, workers: int)
                         assert time.monotonic() < deadline
                         time.sleep(0.05)
                 assert hits["results"][0]["filename"] == "woks.md"
-                name = f"pans-{workers}"
+                name = f"pans-{workers or 'auto'}"
                 assert client.put(f"notes/{name}.md", content=b"# Pans\n").status_code == 201
                 for _ in range(4):  # whichever process answers sees the new page
                     found = client.get("notes/search", params={"q": "pans"}).json()

@@ -14,6 +14,7 @@ from ..errors import ConfigError, StoreNotFoundError
 from .app import Settings, app, json_option, print_json, settings, store_exists, warn
 
 DEFAULT_PORT = 8765
+MAX_AUTO_WORKERS = 4
 DEFAULT_MCP_PORT = 8766
 
 
@@ -146,15 +147,17 @@ def _llm_config(root: Path) -> Any:
               help="Interface to listen on (writes need users from other hosts).")
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535),
               help="Port (0: a free one, printed at start).")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+@click.option("--workers", default=None, type=click.IntRange(1, 64),
               help="Server processes sharing the port, so searches use every CPU (on Linux "
-              "the kernel spreads connections over them; each keeps its own).")
+              "the kernel spreads connections over them; each keeps its own). Default: "
+              f"one per CPU, at most {MAX_AUTO_WORKERS}.")
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 @tls_options
 @json_option
 @click.pass_context
-def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int, workers: int,
+def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int,
+              workers: int | None,
               log_level: str, tls_cert: Path | None, tls_key: Path | None,
               as_json: bool) -> None:
     """Serve every field of STORE over HTTP (the memoryfield spec's routes, plus deepfield's).
@@ -169,6 +172,10 @@ def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int, work
     tls = _tls(tls_cert, tls_key)
     env = _store_settings(ctx, store)
     opened = env.store()
+    if workers is None:
+        # Measured (docs/BENCHMARKS.md, HTTP server load): 8 clients on 2 CPUs, p95 ~55 ms
+        # with one process, ~38 ms with two.
+        workers = max(1, min(MAX_AUTO_WORKERS, os.cpu_count() or 1))
     sock = _bind(host, port, workers=workers)
     url = _url(sock, host, tls=tls)
     users = opened.config.server.users
