@@ -808,3 +808,24 @@ def test_pages_with_non_spec_names_can_be_read_not_written(
     assert http.get("/notes/.secret.md").status_code == 400
     assert http.put("/notes/My%20Notes.md", content=b"# Mine\n").status_code == 400
     assert (folder / "My Notes.md").read_text().endswith("blue tin.\n")
+
+
+@pytest.mark.parametrize("other", ["plain", "reuse-port"])
+def test_workers_refuse_a_port_another_server_holds(keyword_store: deepfield.Store,
+                                                    other: str) -> None:
+    """SO_REUSEPORT must not let `serve --workers 2` join another server's port (same user)
+    and quietly share its clients: the port is checked first."""
+    keyword_store.create_field("notes")
+    holder = socket.socket()
+    if other == "reuse-port":
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(8)
+    try:
+        port = holder.getsockname()[1]
+        taken = run_deepfield("serve", str(keyword_store.root), "--port", str(port),
+                              "--workers", "2", timeout=30)  # a server that started: no exit
+        assert taken.returncode == 1
+        assert f"cannot listen on 127.0.0.1:{port}".encode() in taken.stderr
+    finally:
+        holder.close()

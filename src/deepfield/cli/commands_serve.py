@@ -32,12 +32,12 @@ def _bind(host: str, port: int, *, workers: int = 1) -> socket.socket:
     """The server's socket (port 0: a free one), so the URL is known before serving. Several
     workers on Linux each listen on a socket of their own (server/workers.py): this one only
     holds the port; otherwise it is the listening socket they share."""
-    from ..server.workers import balances_connections, reuse_port_socket
+    from ..server.workers import balances_connections, claim_port, reuse_port_socket
 
     own_sockets = workers > 1 and balances_connections()
     try:
         if own_sockets:
-            return reuse_port_socket(host, port, listen=False)
+            return reuse_port_socket(host, claim_port(host, port), listen=False)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:

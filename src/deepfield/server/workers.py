@@ -44,6 +44,17 @@ def balances_connections() -> bool:
     return sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
 
 
+def claim_port(host: str, port: int) -> int:
+    """``port`` (a free one for 0) after checking that nothing listens on it: a socket bound
+    without SO_REUSEPORT fails if anything holds the port, while one with it would join the
+    group of another deepfield server (same user) and silently share its clients."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is fine
+        probe.bind((host, port))
+        return int(probe.getsockname()[1])
+
+
 def reuse_port_socket(host: str, port: int, *, listen: bool) -> socket.socket:
     """A TCP socket bound to ``host:port`` with ``SO_REUSEPORT`` (listening if asked)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
