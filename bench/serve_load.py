@@ -114,7 +114,12 @@ def serve_child(store_dir: Path, mode: str, workers: int) -> None:
     import uvicorn
 
     from deepfield.field import Field
-    from deepfield.server.workers import Supervisor, balances_connections, reuse_port_socket
+    from deepfield.server.workers import (
+        Supervisor,
+        balances_connections,
+        claim_port,
+        reuse_port_socket,
+    )
     from tests.fakes import FakeEmbedder
 
     field = Field(store_dir / FIELD, FakeEmbedder(DIM) if mode != "bm25" else None, name=FIELD)
@@ -124,7 +129,7 @@ def serve_child(store_dir: Path, mode: str, workers: int) -> None:
     config = uvicorn.Config("serve_load:bench_app", factory=True, workers=workers,
                             log_level="error", access_log=False)
     if workers > 1 and balances_connections():
-        holder = reuse_port_socket("127.0.0.1", 0, listen=False)
+        holder = reuse_port_socket("127.0.0.1", claim_port("127.0.0.1", 0), listen=False)
         print(json.dumps({"port": holder.getsockname()[1]}), flush=True)
         Supervisor(config, holder, workers).run()
         return
