@@ -829,3 +829,40 @@ def test_workers_refuse_a_port_another_server_holds(keyword_store: deepfield.Sto
         assert f"cannot listen on 127.0.0.1:{port}".encode() in taken.stderr
     finally:
         holder.close()
+
+
+def test_one_watcher_serves_every_field(store: deepfield.Store,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server process watches all its field folders with one watcher (one inotify
+    instance, of the 128 a user has), restarted as fields are opened; edits in place in a
+    field opened later are noticed too (polling is off here to prove it)."""
+    from deepfield.server import pool
+    from deepfield.server.service import Service
+
+    monkeypatch.setattr(pool, "BACKGROUND_SYNC_S", 3600.0)
+    monkeypatch.setattr(pool, "SAFETY_SYNC_S", 3600.0)
+    names = ["alpha", "beta", "gamma"]
+    for name in names:
+        store.create_field(name).add("Woks", "Oil them after use.")
+    service = Service(store)
+    try:
+        for name in names:  # opened one after another: the watcher restarts with each
+            assert service.search(name, "woks", k=5, mode="bm25", unit="page")["results"]
+        watchers = [t for t in threading.enumerate() if t.name.startswith("deepfield-watch")]
+        assert len(watchers) == 1
+        time.sleep(1.1)  # folder mtimes are trusted once they are a second old
+        for name in names:
+            service.search(name, "woks", k=5, mode="bm25", unit="page")
+        path = store.field("gamma").path / "woks.md"
+        with path.open("r+", encoding="utf-8") as handle:  # same inode: folder mtime stays
+            text = handle.read()
+            handle.seek(0)
+            handle.write(text.replace("Oil them after use.", "Oil them with flaxseed."))
+        deadline = time.monotonic() + 8
+        while not service.search("gamma", "flaxseed", k=5, mode="bm25", unit="page")["results"]:
+            assert time.monotonic() < deadline, "in-place edit never noticed"
+            time.sleep(0.1)
+    finally:
+        service.close()
+    assert not any(t.name.startswith("deepfield-watch") and t.is_alive()
+                   for t in threading.enumerate())

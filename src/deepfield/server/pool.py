@@ -11,7 +11,7 @@ answering many searches at once therefore keeps, per field:
 
 Freshness: a search first compares the folder's mtime with the one last synced (a ``stat``).
 A page created, deleted or atomically replaced changes it, and the search syncs before it runs.
-Edits in place keep the folder's mtime: a file watcher (watchfiles: inotify, FSEvents, …)
+Edits in place keep the folder's mtime: the process's file watcher (server/watching.py)
 reports them and a background sync follows within a fraction of a second. Where no watcher can
 run, a background sync polls instead, at most every ``BACKGROUND_SYNC_S`` seconds while searches
 arrive; with a watcher, a poll every ``SAFETY_SYNC_S`` seconds only covers lost events. Polling
@@ -23,7 +23,6 @@ the spec requires.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import queue
 import threading
@@ -36,15 +35,13 @@ from typing import Any, TypeVar
 from ..embed.base import Embedder, Kind, Vectors
 from ..errors import EmbeddingError
 from ..field import AUTO_EMBED_SECONDS, Field
+from .watching import FolderWatcher
 
 T = TypeVar("T")
-log = logging.getLogger("deepfield.server")
-
 BACKGROUND_SYNC_S = 1.0
 """Seconds between background scans of a field without a file watcher."""
 SAFETY_SYNC_S = 60.0
 """Seconds between background scans of a watched field (for events the watcher lost)."""
-WATCH_DEBOUNCE_MS = 50
 
 
 class SharedEmbedder(Embedder):
@@ -81,7 +78,7 @@ class FieldSlot:
     """The writer and the searchers of one field."""
 
     def __init__(self, path: Path, name: str, embedder: Embedder | None, readers: int,
-                 background: ThreadPoolExecutor) -> None:
+                 background: ThreadPoolExecutor, watcher: FolderWatcher | None = None) -> None:
         self.path = path
         self.name = name
         self.embedder = embedder
@@ -98,40 +95,11 @@ class FieldSlot:
         self._requested = False
         self._changed = False
         self._sync_guard = threading.Lock()
-        self._stop = threading.Event()
-        self._watcher: threading.Thread | None = None
-        self._watching = threading.Event()  # set while the watcher is running
+        self._watcher = watcher
 
-    def watch(self) -> None:
-        """Start the file watcher that notices edits made in place (see the module docstring);
-        where it cannot run, searches keep polling."""
-        if self._watcher is None:
-            self._watcher = threading.Thread(target=self._watch, daemon=True,
-                                             name=f"deepfield-watch-{self.name}")
-            self._watcher.start()
-
-    def _watch(self) -> None:
-        from watchfiles import watch
-
-        from ..manage.watch import is_page_path
-
-        root = Path(os.path.realpath(self.path))
-
-        def relevant(_change: Any, path: str) -> bool:
-            return is_page_path(root, os.path.realpath(path)) or is_page_path(self.path, path)
-
-        try:
-            changes = watch(self.path, watch_filter=relevant, debounce=WATCH_DEBOUNCE_MS,
-                            step=20, stop_event=self._stop, rust_timeout=1000,
-                            yield_on_timeout=False, raise_interrupt=False)
-            self._watching.set()
-            for _batch in changes:
-                self._request_sync(self.embedder is not None, changed=True)
-        except Exception as exc:  # no notifications here (limits, filesystem): poll instead
-            log.warning("cannot watch %s (%s); edits made in place are found by polling",
-                        self.path, exc)
-        finally:
-            self._watching.clear()
+    def pages_changed(self) -> None:
+        """The file watcher saw pages change (edits in place included): sync soon."""
+        self._request_sync(self.embedder is not None, changed=True)
 
     def locked(self, fn: Callable[[Field], T]) -> T:
         with self.lock:
@@ -208,7 +176,8 @@ class FieldSlot:
 
     def _poll(self, *, embed: bool) -> None:
         """A background sync when one is due (see the module docstring)."""
-        interval = SAFETY_SYNC_S if self._watching.is_set() else BACKGROUND_SYNC_S
+        watched = self._watcher is not None and self._watcher.running.is_set()
+        interval = SAFETY_SYNC_S if watched else BACKGROUND_SYNC_S
         if time.monotonic() - self._last_sync >= interval:
             self._request_sync(embed, changed=False)
 
@@ -249,13 +218,7 @@ class FieldSlot:
         except OSError:
             return -1
 
-    def stop_watching(self) -> None:
-        self._stop.set()
-        if self._watcher is not None:
-            self._watcher.join(5)
-
     def close(self) -> None:
-        self.stop_watching()
         with self.lock, self._made_lock:
             while True:  # searches still running put their reader back after this: unused
                 try:

@@ -47,6 +47,7 @@ from ..read import PageView
 from ..search import search_fields
 from ..store import Store
 from .pool import FieldSlot, SharedEmbedder
+from .watching import FolderWatcher
 
 T = TypeVar("T")
 
@@ -76,11 +77,10 @@ class Service:
         self._llm_lock = threading.Lock()
         self._zips: dict[str, Snapshot] = {}
         self._background = ThreadPoolExecutor(1, thread_name_prefix="deepfield-sync")
+        self._watcher = FolderWatcher()
 
     def close(self) -> None:
-        with self._guard:
-            for slot in self._slots.values():
-                slot.stop_watching()  # before the sync thread it feeds goes away
+        self._watcher.close()  # before the sync thread it feeds goes away
         self._background.shutdown(wait=True)
         with self._guard:
             for slot in self._slots.values():
@@ -100,8 +100,9 @@ class Service:
             slot = self._slots.get(name)
             if slot is None:
                 path = self.store.field(name).path  # raises UnknownFieldError
-                slot = FieldSlot(path, name, self.embedder, self.readers, self._background)
-                slot.watch()
+                slot = FieldSlot(path, name, self.embedder, self.readers, self._background,
+                                 self._watcher)
+                self._watcher.add(path, slot.pages_changed)
                 self._slots[name] = slot
             return slot
 
