@@ -147,6 +147,10 @@ def test_archive_and_restore(field: deepfield.Field) -> None:
     assert field.restore(second.removeprefix("archive/")) == name
     with pytest.raises(PageNotFoundError):
         field.restore("never-existed")
+    # A path is never followed out of archive/ nor used as the restored name.
+    escaped = field.path.parent.parent / "temp.md"
+    field.archive(name)
+    assert field.restore(f"../../{name}") == name and not escaped.exists()
 
 
 def test_listing_is_kept_up_to_date(field: deepfield.Field) -> None:

@@ -770,22 +770,23 @@ def test_inline_search_only_when_it_cannot_block(keyword_store: deepfield.Store)
     keyword_store.create_field("notes").add("Woks", "Carbon fibre woks heat unevenly.")
     service = Service(keyword_store, readers=1)
     try:
-        def inline(query: str, mode: str | None = None) -> dict[str, Any] | None:
-            return service.search_inline("notes", query, k=5, mode=mode, unit="page")
+        def inline(query: str, mode: str | None = None, k: int = 1) -> dict[str, Any] | None:
+            return service.search_inline("notes", query, k=k, mode=mode, unit="page")
 
         assert inline("woks") is None  # not synced by this server yet
-        threaded = service.search("notes", "woks", k=5, mode=None, unit="page")
+        threaded = service.search("notes", "woks", k=1, mode=None, unit="page")
         now = inline("woks")
         assert now is not None and now["results"] == threaded["results"]
         assert now["field"] == "notes" and now["results"][0]["filename"] == "woks.md"
         assert inline("woks", mode="hybrid") is None  # query encoding may block
+        assert inline("woks", k=5) is None  # under k hits: the substring fallback scans pages
         slot = service.slot("notes")
         busy = slot._take_reader(wait=False)  # the only searcher is in use
         assert busy is not None and inline("woks") is None
         slot._idle.put(busy)
         (keyword_store.field("notes").path / "pans.md").write_text("# Pans\n\nCast iron pans.\n")
         assert inline("pans") is None  # the folder changed: a sync comes first
-        found = service.search("notes", "pans", k=5, mode=None, unit="page")["results"]
+        found = service.search("notes", "pans", k=1, mode=None, unit="page")["results"]
         assert [r["filename"] for r in found] == ["pans.md"]
         assert inline("pans") is not None
     finally:
@@ -869,3 +870,46 @@ def test_one_watcher_serves_every_field(store: deepfield.Store,
     finally:
         service.close()
     assert not any(t.is_alive() for t in ours)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_stop_when_the_supervisor_is_killed(keyword_store: deepfield.Store) -> None:
+    """An orphaned worker would keep serving unsupervised and hold the port: workers watch
+    their parent and stop when it dies, even by SIGKILL."""
+    import signal
+    import subprocess
+
+    keyword_store.create_field("notes")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPFIELD_")}
+    with subprocess.Popen(
+        [sys.executable, "-m", "deepfield", "serve", str(keyword_store.root), "--port", "0",
+         "--workers", "2", "--json"], stdout=subprocess.PIPE, env=env) as proc:
+        assert proc.stdout is not None
+        port = int(json.loads(proc.stdout.readline())["url"].rsplit(":", 1)[1].strip("/"))
+        deadline = time.monotonic() + 30
+        while len(workers := listening_workers(proc.pid, port)) < 2:
+            assert time.monotonic() < deadline, "the workers never listened"
+            time.sleep(0.1)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 15
+        while any(Path(f"/proc/{pid}").exists() and
+                  "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2:3]
+                  for pid in workers):
+            assert time.monotonic() < deadline, "workers outlived their supervisor"
+            time.sleep(0.1)
+
+
+def test_a_held_port_cannot_be_claimed_while_workers_start() -> None:
+    """The supervisor's holder socket (bound, not yet listening) already makes another
+    server's port check fail."""
+    from deepfield.server.workers import claim_port, reuse_port_socket
+
+    holder = reuse_port_socket("127.0.0.1", claim_port("127.0.0.1", 0), listen=False)
+    try:
+        with pytest.raises(OSError):
+            claim_port("127.0.0.1", holder.getsockname()[1])
+        worker = reuse_port_socket("127.0.0.1", holder.getsockname()[1], listen=True)
+        worker.close()  # the workers themselves still bind beside it
+    finally:
+        holder.close()

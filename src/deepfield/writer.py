@@ -255,8 +255,8 @@ def archived_pages(folder: Path) -> list[str]:
 def restore_file(folder: Path, field_name: str, name: str, as_name: str | None) -> str:
     """Move an archived page back to the field root (under ``as_name`` if given, else its
     original name, never over an existing page); returns its filename."""
-    archived = name if name.endswith(".md") else f"{name}.md"
-    source = folder / ARCHIVE_DIR / Path(archived).name
+    archived = Path(name if name.endswith(".md") else f"{name}.md").name  # never a path
+    source = folder / ARCHIVE_DIR / archived
     if not source.is_file():
         raise PageNotFoundError(
             f"no archived page {name!r} in {field_name}",

@@ -103,6 +103,8 @@ class FieldIndex:
         self._chunk_sql_generation = -1
         self._chunk_sql_seconds = 0.0
         self._chunk_rows = 0
+        self.slow_builds = True
+        """False while a caller must not wait (a server's event loop): lookups stay on SQL."""
 
     @property
     def with_vectors(self) -> bool:
@@ -275,7 +277,8 @@ class FieldIndex:
             self._chunk_sql_generation, self._chunk_sql_seconds = generation, 0.0
             self._chunk_rows = self.conn.execute(
                 "SELECT max(rowid) FROM df_chunks").fetchone()[0] or 0
-        if self._chunk_sql_seconds < self._chunk_rows * CHUNK_TABLE_SECONDS_PER_ROW:
+        if self._chunk_sql_seconds < self._chunk_rows * CHUNK_TABLE_SECONDS_PER_ROW \
+                or not self.slow_builds:
             return None
         import numpy as np
 

@@ -230,6 +230,14 @@ def _signature(folder: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(sorted(found))
 
 
+def activation_cached(path: Path) -> bool:
+    """True when :func:`load_activation` for ``path`` would answer from its cache (no field
+    log to read, or none changed since it was read)."""
+    signature = _signature(path / ACTIVATION_DIR)
+    cached = _CACHE.get(os.fspath(path.resolve()))
+    return not signature or (cached is not None and cached[0] == signature)
+
+
 def load_activation(path: Path) -> ActivationLog:
     """The merged log of the field at ``path``, cached until a log file's size or mtime
     changes (so search stays fast)."""

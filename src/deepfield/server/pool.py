@@ -135,12 +135,18 @@ class FieldSlot:
         For BM25 searches on a server's event loop (see Service.search_inline)."""
         if self._mtime() != self._seen_mtime:
             return None
-        reader = self._take_reader(wait=False)
-        if reader is None:
+        try:
+            # Only a searcher that has searched before: opening a new one's index takes the
+            # write lock to check its schema, which may wait for a writer (up to 30 s).
+            reader = self._idle.get_nowait()
+        except queue.Empty:
             return None
+        index = reader.index_handle()
+        index.slow_builds = False  # no lookup table built here (~1 s at 1M chunks)
         try:
             return fn(reader)
         finally:
+            index.slow_builds = True
             self._idle.put(reader)
             self._poll(embed=False)
 

@@ -41,6 +41,7 @@ from ..errors import (
 )
 from ..field import Field
 from ..llm.config import LLMConfig, Role, build_llm, load_llm_config
+from ..manage.activation import activation_cached
 from ..page import check_name, is_debris, is_valid_name
 from ..portable.archive import pack_folder, pack_members
 from ..read import PageView
@@ -189,10 +190,13 @@ class Service:
             slot = self._slots.get(name)
         if chosen != "bm25" or slot is None:  # opening a field may migrate its index: a thread
             return None
-        out = slot.try_search(
-            lambda f: self._search_fields([f], query, k, chosen, unit, sync=False))
-        if out is not None:
-            out["field"] = name
+        if not activation_cached(slot.path):  # a changed activation log is re-read: a thread
+            return None
+        out = slot.try_search(lambda f: self._search_fields([f], query, k, chosen, unit,
+                                                            sync=False, substring=False))
+        if out is None or (unit == "page" and len(out["results"]) < k):
+            return None  # the spec's substring fallback may scan every page: a thread
+        out["field"] = name
         return out
 
     def search_many(self, names: list[str], query: str, *, k: int, mode: str | None,
@@ -217,10 +221,10 @@ class Service:
 
     @staticmethod
     def _search_fields(fields: list[Field], query: str, k: int, mode: str, unit: str,
-                       *, sync: bool) -> dict[str, Any]:
+                       *, sync: bool, substring: bool = True) -> dict[str, Any]:
         response = search_fields(fields, query, k=k, mode=mode, unit=unit, sync=sync)
         out = response.to_json(with_text=unit == "chunk")
-        if mode == "bm25" and unit == "page" and len(response.results) < k:
+        if substring and mode == "bm25" and unit == "page" and len(response.results) < k:
             seen = {(r["field"], r["filename"]) for r in out["results"]}
             for field in fields:
                 out["results"] += substring_matches(field, query, seen, k - len(out["results"]))

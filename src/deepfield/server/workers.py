@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import os
 import signal
 import socket
 import sys
@@ -34,8 +35,8 @@ log = logging.getLogger("deepfield.server")
 STARTUP_FAILURE = 3
 """uvicorn's exit status for a worker that could not start (bad app, TLS files, socket)."""
 RESTART_WINDOW_S = 10.0
-"""A worker that dies this soon after it started, twice in a row, stops the server: it would
-only crash again."""
+"""Two workers dying this soon after they started, within a minute, stop the server: they
+would only crash again."""
 BACKLOG = 2048
 
 
@@ -56,11 +57,15 @@ def claim_port(host: str, port: int) -> int:
 
 
 def reuse_port_socket(host: str, port: int, *, listen: bool) -> socket.socket:
-    """A TCP socket bound to ``host:port`` with ``SO_REUSEPORT`` (listening if asked)."""
+    """A TCP socket bound to ``host:port`` with ``SO_REUSEPORT`` (listening if asked). The
+    parent's non-listening holder has no ``SO_REUSEADDR``: with it, Linux would let another
+    server's :func:`claim_port` probe bind beside it while the workers start (or are all
+    being replaced), and that server would then join this one's port."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if listen:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         # Accepted connections inherit this: without it, a response written as headers then
         # body waits for the client's delayed ACK (~40 ms a request).
@@ -75,9 +80,19 @@ def reuse_port_socket(host: str, port: int, *, listen: bool) -> socket.socket:
 
 
 def _worker_main(config: Any, host: str, port: int) -> None:
-    """A worker process: its own listening socket on the shared port, then uvicorn."""
+    """A worker process: its own listening socket on the shared port, then uvicorn. It stops
+    when the supervisor dies, even by SIGKILL (an orphan would keep serving, unsupervised,
+    and hold the port against a restart)."""
     import uvicorn
 
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        def stop_with_parent() -> None:
+            parent.join()
+            os.kill(os.getpid(), signal.SIGTERM)  # uvicorn's graceful shutdown
+
+        threading.Thread(target=stop_with_parent, daemon=True,
+                         name="deepfield-parent-watch").start()
     config.configure_logging()
     try:
         sock = reuse_port_socket(host, port, listen=True)
@@ -100,7 +115,7 @@ class Supervisor:
         self.failed: str | None = None
         self._context = multiprocessing.get_context("spawn")
         self._procs: list[tuple[BaseProcess, float]] = []
-        self._quick_deaths = 0
+        self._quick_deaths: list[float] = []
 
     def _start(self) -> tuple[BaseProcess, float]:
         proc = self._context.Process(target=_worker_main,
@@ -114,9 +129,11 @@ class Supervisor:
             if proc.is_alive() or self.should_exit.is_set():
                 continue
             proc.join()
-            quick = time.monotonic() - started < RESTART_WINDOW_S
-            self._quick_deaths = self._quick_deaths + 1 if quick else 0
-            if proc.exitcode == STARTUP_FAILURE or self._quick_deaths >= 2:
+            now = time.monotonic()
+            if now - started < RESTART_WINDOW_S:
+                self._quick_deaths.append(now)
+            self._quick_deaths = [t for t in self._quick_deaths if now - t < 6 * RESTART_WINDOW_S]
+            if proc.exitcode == STARTUP_FAILURE or len(self._quick_deaths) >= 2:
                 self.failed = f"a worker process exited with status {proc.exitcode}"
                 self.should_exit.set()
                 return
@@ -129,7 +146,8 @@ class Supervisor:
         previous = {sig: signal.signal(sig, lambda *_: self.should_exit.set())
                     for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            self._procs = [self._start() for _ in range(self.workers)]
+            for _ in range(self.workers):  # one by one: a failed start still stops the rest
+                self._procs.append(self._start())
             while not self.should_exit.wait(0.25):
                 self._watch()
         finally:
