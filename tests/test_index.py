@@ -8,6 +8,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -239,3 +240,68 @@ def test_chunk_docs_from_the_dense_index_include_chunks_without_vectors(
     index.vectors()
     assert index.pending_chunk_vectors() > 0
     assert index.chunk_docs(ids) == sql
+
+
+def test_chunk_doc_tables_never_outlive_the_rows_they_map(
+        keyword_store: deepfield.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunk ids are reused once freed: after another connection replaces pages (each
+    committed batch bumps the generation with its rows), and after clear(), a reader's
+    lookups match SQLite again."""
+    import deepfield.index as index_module
+
+    monkeypatch.setattr(index_module, "CHUNK_TABLE_SECONDS_PER_ROW", 0.0)
+    field = keyword_store.create_field("reuse")
+    for i in range(6):
+        field.add(f"Old {i}", f"Old page {i}.\n\nIt has a second paragraph {i}.")
+    field.index()
+    reader = deepfield.Field(field.path, None, name="reuse").index_handle()
+    ids = [r[0] for r in reader.conn.execute("SELECT id FROM df_chunks")]
+    assert reader.chunk_docs(ids) and reader._chunk_table is not None
+    for name in [p.name for p in field.path.glob("old-*.md")][:4]:
+        (field.path / name).unlink()
+    for i in range(4):
+        (field.path / f"new-{i}.md").write_text(f"# New {i}\n\nFresh text {i}.\n")
+    field.index()  # the freed top ids go to the new pages' chunks
+    ids = [r[0] for r in reader.conn.execute("SELECT id FROM df_chunks")]
+    truth = dict(reader.conn.execute("SELECT id, doc_id FROM df_chunks").fetchall())
+    assert reader.chunk_docs(ids) == truth
+    field.index_handle().clear()
+    field.index()
+    ids = [r[0] for r in reader.conn.execute("SELECT id FROM df_chunks")]
+    truth = dict(reader.conn.execute("SELECT id, doc_id FROM df_chunks").fetchall())
+    assert reader.chunk_docs(ids) == truth
+
+
+def test_chunk_doc_tables_are_right_between_the_batches_of_a_sync(
+        keyword_store: deepfield.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long sync commits batch by batch; a reader looking up chunk ids in between (another
+    worker of the server) must not map a reused id to the page it had before."""
+    import deepfield.index as index_module
+    from deepfield.index import sync
+
+    monkeypatch.setattr(index_module, "CHUNK_TABLE_SECONDS_PER_ROW", 0.0)
+    monkeypatch.setattr(sync, "BATCH_DOCS", 1)
+    field = keyword_store.create_field("batches")
+    long_text = "\n\n".join(f"## Part {i}\n\n" + "Words about pumps. " * 40 for i in range(6))
+    (field.path / "a.md").write_text("# A\n\nFirst page.\n")
+    (field.path / "m.md").write_text(f"# M\n\n{long_text}\n")  # the highest chunk ids
+    field.index()
+    reader = deepfield.Field(field.path, None, name="batches").index_handle()
+    reader.chunk_docs([r[0] for r in reader.conn.execute("SELECT id FROM df_chunks")])
+    assert reader._chunk_table is not None
+    time.sleep(0.01)
+    (field.path / "m.md").write_text("# M\n\nNow short.\n")  # frees its top chunk ids …
+    for name in ("x.md", "y.md", "z.md"):  # … which the new pages' chunks take
+        (field.path / name).write_text(f"# {name}\n\nFresh text.\n")
+    checked = []
+    read_source = sync.read_source
+
+    def read_and_check(source: Any) -> Any:
+        truth = dict(reader.conn.execute("SELECT id, doc_id FROM df_chunks").fetchall())
+        assert reader.chunk_docs(list(truth)) == truth, f"before {source.name}"
+        checked.append(source.name)
+        return read_source(source)
+
+    monkeypatch.setattr(sync, "read_source", read_and_check)
+    field.index()
+    assert {"x.md", "y.md", "z.md"} <= set(checked)

@@ -20,6 +20,7 @@ from ..errors import IndexCorruptError
 from ..scan import SourceFile
 from .db import (
     KEYWORD_ONLY_CODE,
+    bump_generation,
     connect,
     get_meta,
     index_filename,
@@ -170,8 +171,10 @@ class FieldIndex:
                 self.conn.execute("DELETE FROM pages")
             self.conn.execute("INSERT INTO df_chunks_fts(df_chunks_fts) VALUES ('rebuild')")
             set_meta(self.conn, "synced_at", "0")
+            bump_generation(self.conn)  # ids restart: no table of before may be used
         self._dense = None
         self._term_counts = TermCounts()
+        self._chunk_table = None
 
     def stored_warnings(self) -> list[str]:
         warnings: list[str] = []
@@ -240,7 +243,7 @@ class FieldIndex:
         if table is not None and wanted:
             import numpy as np
 
-            chunk_ids, doc_ids = table
+            generation, chunk_ids, doc_ids = table
             asked = np.asarray(wanted, dtype=np.int64)
             at = np.clip(np.searchsorted(chunk_ids, asked), 0, max(0, len(chunk_ids) - 1))
             hit = chunk_ids[at] == asked if len(chunk_ids) else np.zeros(len(asked), bool)
@@ -248,6 +251,8 @@ class FieldIndex:
             # Not in the arrays: a chunk still waiting for its vector (the dense index's
             # arrays hold embedded chunks only), or one a concurrent sync removed.
             wanted = asked[~hit].tolist()
+            if self.generation() != generation:  # a sync committed meanwhile: ask SQLite
+                mapping, wanted = {}, asked.tolist()
         started = time.perf_counter()
         for start in range(0, len(wanted), 500):
             part = wanted[start : start + 500]
@@ -260,7 +265,7 @@ class FieldIndex:
         self._chunk_sql_seconds += time.perf_counter() - started
         return mapping
 
-    def _chunk_doc_table(self) -> tuple[Any, Any] | None:
+    def _chunk_doc_table(self) -> tuple[int, Any, Any] | None:
         """(chunk ids ascending, their doc ids) of this index generation, or None while
         asking SQLite is cheaper. The dense index has the arrays already; a keyword-only index
         builds them once its lookups for this generation have cost as much as building would
@@ -269,10 +274,10 @@ class FieldIndex:
         generation = self.generation()
         dense = self._dense
         if dense is not None and dense.generation == generation and len(dense.ids):
-            return dense.ids, dense.docs
+            return generation, dense.ids, dense.docs
         cached = self._chunk_table
         if cached is not None and cached[0] == generation:
-            return cached[1], cached[2]
+            return cached
         if self._chunk_sql_generation != generation:
             self._chunk_sql_generation, self._chunk_sql_seconds = generation, 0.0
             self._chunk_rows = self.conn.execute(
@@ -289,7 +294,7 @@ class FieldIndex:
         pairs = np.asarray(rows, dtype=np.int64).reshape(-1, 2)
         order = np.argsort(pairs[:, 0], kind="stable")
         self._chunk_table = (generation, pairs[order, 0], pairs[order, 1])
-        return self._chunk_table[1], self._chunk_table[2]
+        return self._chunk_table
 
     # ------------------------------------------------------------------ retrieval
 

@@ -172,7 +172,6 @@ def sync_files(
     scope = known if only is None else {n: known[n] for n in only if n in known}
     removed = [(name, scope[name][0]) for name in scope if name not in present]
 
-    changed = False
     for start in range(0, len(todo), BATCH_DOCS):
         batch = todo[start : start + BATCH_DOCS]
         prepared: list[tuple[SourceFile, int | None, ParsedFile | None]] = []
@@ -187,6 +186,7 @@ def sync_files(
             else:
                 prepared.append((source, doc_id, parse_source(source.name, sha, head, truncated)))
         with transaction(conn):
+            batch_changed = False
             for source, doc_id, parsed in prepared:
                 if parsed is None:
                     _, old_mtime, old_size, _ = known[source.name]
@@ -210,7 +210,12 @@ def sync_files(
                     report.added += 1
                 else:
                     report.updated += 1
-                changed = True
+                batch_changed = True
+            if batch_changed:
+                # In the same transaction as the rows: a reader that saw the generation
+                # unchanged saw none of them (chunk ids are reused once freed, so lookup tables
+                # of an older generation would give a new chunk the wrong page).
+                bump_generation(conn)
             if progress:
                 progress(len(batch))
     if removed:
@@ -219,11 +224,8 @@ def sync_files(
                 conn.execute("DELETE FROM df_docs WHERE id = ?", (doc_id,))
                 if with_vectors:
                     conn.execute("DELETE FROM pages WHERE filename = ?", (name,))
-        report.removed = len(removed)
-        changed = True
-    if changed:
-        with transaction(conn):
             bump_generation(conn)
+        report.removed = len(removed)
     report.seconds = time.monotonic() - started
     return report
 
