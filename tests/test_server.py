@@ -913,3 +913,29 @@ def test_a_held_port_cannot_be_claimed_while_workers_start() -> None:
         worker.close()  # the workers themselves still bind beside it
     finally:
         holder.close()
+
+
+def test_watcher_survives_a_field_folder_removed_while_served(tmp_path: Path) -> None:
+    """A folder that disappears is dropped from the watch instead of ending it for every
+    other field (the watch of all folders fails as a whole)."""
+    from deepfield.server.watching import FolderWatcher
+
+    seen: list[str] = []
+    folders = {name: tmp_path / name for name in ("a", "b", "c")}
+    for folder in folders.values():
+        folder.mkdir()
+    watcher = FolderWatcher()
+    try:
+        watcher.add(folders["a"], lambda: seen.append("a"))
+        watcher.add(folders["b"], lambda: seen.append("b"))
+        folders["b"].rename(tmp_path / "b-gone")
+        watcher.add(folders["c"], lambda: seen.append("c"))  # restarts the watch
+        deadline = time.monotonic() + 10
+        while "a" not in seen:
+            (folders["a"] / "note.md").write_text(f"# Note\n\n{time.monotonic()}\n")
+            assert time.monotonic() < deadline, "the watcher stopped"
+            time.sleep(0.2)
+        assert watcher.running.is_set()
+    finally:
+        watcher.close()
+    assert not watcher.running.is_set()

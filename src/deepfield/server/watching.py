@@ -55,7 +55,7 @@ class FolderWatcher:
             if self._stop.is_set():
                 return
             self._folders[Path(os.path.realpath(folder))] = on_change
-            if self._thread is None:
+            if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, daemon=True,
                                                 name="deepfield-watch")
                 self._thread.start()
@@ -71,32 +71,48 @@ class FolderWatcher:
     def _run(self) -> None:
         from watchfiles import watch
 
-        try:
-            while not self._stop.is_set():
-                with self._lock:
-                    folders = dict(self._folders)
-                    self._restart.clear()
+        retry, last_error = 1.0, ""
+        while not self._stop.is_set():
+            with self._lock:
+                # A field folder removed while served would make the whole watch fail.
+                folders = {p: cb for p, cb in self._folders.items() if p.is_dir()}
+                self._restart.clear()
+            if not folders:
+                self._restart.wait(1.0)
+                continue
 
-                def relevant(_change: Any, path: str, folders: dict[Path, Any] = folders) -> bool:
-                    real = Path(os.path.realpath(path))
-                    return real.parent in folders and is_page_path(real.parent, str(real))
+            def relevant(_change: Any, path: str, folders: dict[Path, Any] = folders) -> bool:
+                real = Path(os.path.realpath(path))
+                return real.parent in folders and is_page_path(real.parent, str(real))
 
-                batches = watch(*folders, watch_filter=relevant, debounce=DEBOUNCE_MS, step=20,
-                                stop_event=_Either(self._stop, self._restart),
-                                rust_timeout=1000, yield_on_timeout=False,
-                                raise_interrupt=False, recursive=False)
-                self.running.set()
-                for changes in batches:
-                    touched = {Path(os.path.realpath(path)).parent for _change, path in changes}
-                    for folder in touched:
-                        callback = folders.get(folder)
-                        if callback is not None:
-                            try:
-                                callback()
-                            except Exception:  # one field's trouble must not stop the rest
-                                log.exception("handling a change in %s failed", folder)
-        except Exception as exc:  # no notifications here (limits, filesystem): callers poll
-            log.warning("cannot watch the field folders (%s); edits made in place are found "
-                        "by polling", exc)
-        finally:
-            self.running.clear()
+            try:
+                # yield_on_timeout: an empty first batch says the watch is up.
+                for changes in watch(*folders, watch_filter=relevant, debounce=DEBOUNCE_MS,
+                                     step=20, stop_event=_Either(self._stop, self._restart),
+                                     rust_timeout=1000, yield_on_timeout=True,
+                                     raise_interrupt=False, recursive=False):
+                    self.running.set()
+                    retry = 1.0
+                    self._notify(folders, changes)
+            except Exception as exc:  # limits, a filesystem without notifications: poll
+                self.running.clear()
+                if str(exc) != last_error:
+                    log.warning("cannot watch the field folders (%s); edits made in place "
+                                "are found by polling until it works again", exc)
+                    last_error = str(exc)
+                # Try again later (a folder may be back, an inotify instance freed).
+                if self._stop.wait(retry):
+                    break
+                retry = min(60.0, retry * 2)
+        self.running.clear()
+
+    @staticmethod
+    def _notify(folders: dict[Path, Callable[[], None]], changes: set[Any]) -> None:
+        for folder in {Path(os.path.realpath(path)).parent for _change, path in changes}:
+            callback = folders.get(folder)
+            if callback is None:
+                continue
+            try:
+                callback()
+            except Exception:  # one field's trouble must not stop the watcher for the rest
+                log.exception("handling a change in %s failed", folder)
