@@ -199,7 +199,8 @@ class FieldSlot:
         try:
             self._background.submit(self._sync_in_background, embed)
         except RuntimeError:  # the server is shutting down
-            self._syncing = False
+            with self._sync_guard:
+                self._syncing = False
 
     def _sync_in_background(self, embed: bool) -> None:
         while True:
@@ -212,7 +213,12 @@ class FieldSlot:
                 with self.lock:
                     if changed:
                         self.writer.mark_changed()
-                    self.writer.ensure_synced(embed=embed)
+                    # A field with a model embeds what a watcher-reported edit added, whatever
+                    # the request that started this round asked.
+                    self.writer.ensure_synced(embed=embed or self.embedder is not None)
+                    # As after a search's sync: the listing.md it may have rewritten does not
+                    # make the next search scan again.
+                    self._seen_mtime = self._mtime()
             except Exception:  # the next search syncs (and reports the error) again
                 self._seen_mtime = -1
             finally:
