@@ -96,6 +96,7 @@ class FieldSlot:
         self._changed = False
         self._sync_guard = threading.Lock()
         self._watcher = watcher
+        self._closed = False
 
     def pages_changed(self) -> None:
         """The file watcher saw pages change (edits in place included): sync soon."""
@@ -127,7 +128,7 @@ class FieldSlot:
         try:
             return fn(reader)
         finally:
-            self._idle.put(reader)
+            self._release(reader)
 
     def try_search(self, fn: Callable[[Field], T]) -> T | None:
         """Run ``fn`` now if nothing can make it wait: no sync is due (the folder is as last
@@ -147,8 +148,15 @@ class FieldSlot:
             return fn(reader)
         finally:
             index.slow_builds = True
-            self._idle.put(reader)
+            self._release(reader)
             self._poll(embed=False)
+
+    def _release(self, reader: Field) -> None:
+        """A searcher back to the pool, or closed if the slot closed while it searched."""
+        if self._closed:
+            reader.close()
+        else:
+            self._idle.put(reader)
 
     def _take_reader(self, *, wait: bool) -> Field | None:
         """An idle searcher, a new one while fewer than ``max_readers`` exist, else (``wait``)
@@ -231,6 +239,7 @@ class FieldSlot:
             return -1
 
     def close(self) -> None:
+        self._closed = True
         with self.lock, self._made_lock:
             while True:  # searches still running put their reader back after this: unused
                 try:

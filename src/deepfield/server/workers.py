@@ -143,8 +143,10 @@ class Supervisor:
 
     def run(self) -> None:
         """Serve until told to stop; a worker that cannot start stops it with ConfigError."""
+        # A SIGINT ignored by whoever started us (`nohup … &`) stays ignored.
         previous = {sig: signal.signal(sig, lambda *_: self.should_exit.set())
-                    for sig in (signal.SIGINT, signal.SIGTERM)}
+                    for sig in (signal.SIGINT, signal.SIGTERM)
+                    if signal.getsignal(sig) is not signal.SIG_IGN}
         try:
             for _ in range(self.workers):  # one by one: a failed start still stops the rest
                 self._procs.append(self._start())
