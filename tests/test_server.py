@@ -4,6 +4,7 @@ loopback rule, path escapes, the zip, deepfield's own routes and concurrent sear
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import http.client as httplib
 import io
@@ -568,6 +569,14 @@ def test_written_pages_are_found_by_meaning_at_once(server: tuple[Served, deepfi
     assert hits["pending_vectors"] == 0
 
 
+def _edit_in_place(path: Path) -> None:
+    """Rewrite a page in the same inode, so its folder's mtime does not change."""
+    with path.open("r+", encoding="utf-8") as handle:
+        text = handle.read()
+        handle.seek(0)
+        handle.write(text.replace("Oil them after use.", "Oil them with flaxseed."))
+
+
 @pytest.mark.parametrize("notices", ["watcher", "polling"])
 def test_pages_edited_in_place_are_noticed(store: deepfield.Store, notices: str,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
@@ -593,11 +602,7 @@ def test_pages_edited_in_place_are_noticed(store: deepfield.Store, notices: str,
         time.sleep(1.1)  # the folder's mtime is trusted once it is a second old …
         http.get("/notes/search", params={"q": "woks"})  # … and seen by this search
         time.sleep(0.2)  # the listing it may have rewritten is settled
-        path = store.field("notes").path / "woks.md"
-        with path.open("r+", encoding="utf-8") as handle:  # same inode: folder mtime stays
-            text = handle.read()
-            handle.seek(0)
-            handle.write(text.replace("Oil them after use.", "Oil them with flaxseed."))
+        _edit_in_place(store.field("notes").path / "woks.md")
         deadline = time.monotonic() + 8
         while True:
             hits = http.get("/notes/search", params={"q": "flaxseed", "mode": "bm25"}).json()
@@ -701,19 +706,17 @@ def test_chat_models_are_built_once_under_concurrency(
 
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_workers_each_get_connections(keyword_store: deepfield.Store) -> None:
-    """`serve --workers 2`: each worker listens on its own socket and the kernel spreads
-    keep-alive connections over them (with one shared socket, one worker took them all)."""
+@contextlib.contextmanager
+def _two_workers(root: Path) -> Iterator[tuple[Any, int, list[int]]]:
+    """`deepfield serve ROOT --workers 2` in a subprocess: (process, port, worker pids) once
+    both workers listen; terminated afterwards if still running."""
     import subprocess
 
-    keyword_store.create_field("notes").add("Woks", "Carbon fibre woks heat unevenly.")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPFIELD_")}
     with subprocess.Popen(
-        [sys.executable, "-m", "deepfield", "serve", str(keyword_store.root), "--port", "0",
+        [sys.executable, "-m", "deepfield", "serve", str(root), "--port", "0",
          "--workers", "2", "--json"], stdout=subprocess.PIPE, env=env,
     ) as proc:
-        connections: list[httplib.HTTPConnection] = []
         try:
             assert proc.stdout is not None
             port = int(json.loads(proc.stdout.readline())["url"].rsplit(":", 1)[1].strip("/"))
@@ -721,6 +724,21 @@ def test_workers_each_get_connections(keyword_store: deepfield.Store) -> None:
             while len(workers := listening_workers(proc.pid, port)) < 2:
                 assert time.monotonic() < deadline, "the workers never listened"
                 time.sleep(0.1)
+            yield proc, port, workers
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(15)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_each_get_connections(keyword_store: deepfield.Store) -> None:
+    """`serve --workers 2`: each worker listens on its own socket and the kernel spreads
+    keep-alive connections over them (with one shared socket, one worker took them all)."""
+    keyword_store.create_field("notes").add("Woks", "Carbon fibre woks heat unevenly.")
+    connections: list[httplib.HTTPConnection] = []
+    with _two_workers(keyword_store.root) as (proc, port, workers):
+        try:
             for _ in range(16):
                 conn = httplib.HTTPConnection("127.0.0.1", port, timeout=10)
                 conn.request("GET", "/notes/search?q=woks")
@@ -729,8 +747,9 @@ def test_workers_each_get_connections(keyword_store: deepfield.Store) -> None:
             served = {pid: port_sockets(pid, port)["01"] for pid in workers}
             assert sum(served.values()) == 16 and all(served.values()), served
             os.kill(workers[0], 9)  # a worker dies: its socket leaves, a new worker binds one
+            deadline = time.monotonic() + 30
             while set(listening_workers(proc.pid, port)) in (set(), set(workers), {workers[1]}):
-                assert time.monotonic() < deadline + 30, "the worker was not replaced"
+                assert time.monotonic() < deadline, "the worker was not replaced"
                 time.sleep(0.1)
             for _ in range(8):
                 fresh = httplib.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -740,8 +759,6 @@ def test_workers_each_get_connections(keyword_store: deepfield.Store) -> None:
         finally:
             for conn in connections:
                 conn.close()
-            proc.terminate()
-            proc.wait(15)
     assert proc.returncode == 0
 
 
@@ -858,11 +875,7 @@ def test_one_watcher_serves_every_field(store: deepfield.Store,
         time.sleep(1.1)  # folder mtimes are trusted once they are a second old
         for name in names:
             service.search(name, "woks", k=5, mode="bm25", unit="page")
-        path = store.field("gamma").path / "woks.md"
-        with path.open("r+", encoding="utf-8") as handle:  # same inode: folder mtime stays
-            text = handle.read()
-            handle.seek(0)
-            handle.write(text.replace("Oil them after use.", "Oil them with flaxseed."))
+        _edit_in_place(store.field("gamma").path / "woks.md")
         deadline = time.monotonic() + 8
         while not service.search("gamma", "flaxseed", k=5, mode="bm25", unit="page")["results"]:
             assert time.monotonic() < deadline, "in-place edit never noticed"
@@ -877,19 +890,9 @@ def test_workers_stop_when_the_supervisor_is_killed(keyword_store: deepfield.Sto
     """An orphaned worker would keep serving unsupervised and hold the port: workers watch
     their parent and stop when it dies, even by SIGKILL."""
     import signal
-    import subprocess
 
     keyword_store.create_field("notes")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPFIELD_")}
-    with subprocess.Popen(
-        [sys.executable, "-m", "deepfield", "serve", str(keyword_store.root), "--port", "0",
-         "--workers", "2", "--json"], stdout=subprocess.PIPE, env=env) as proc:
-        assert proc.stdout is not None
-        port = int(json.loads(proc.stdout.readline())["url"].rsplit(":", 1)[1].strip("/"))
-        deadline = time.monotonic() + 30
-        while len(workers := listening_workers(proc.pid, port)) < 2:
-            assert time.monotonic() < deadline, "the workers never listened"
-            time.sleep(0.1)
+    with _two_workers(keyword_store.root) as (proc, _port, workers):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
         deadline = time.monotonic() + 15
