@@ -25,7 +25,6 @@ import json
 import os
 import platform
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -117,6 +116,7 @@ def serve_child(store_dir: Path, mode: str, workers: int) -> None:
     from deepfield.server.workers import (
         Supervisor,
         balances_connections,
+        bound_socket,
         claim_port,
         reuse_port_socket,
     )
@@ -133,9 +133,7 @@ def serve_child(store_dir: Path, mode: str, workers: int) -> None:
         print(json.dumps({"port": holder.getsockname()[1]}), flush=True)
         Supervisor(config, holder, workers).run()
         return
-    sock = socket.socket()
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock = bound_socket("127.0.0.1", 0, reuse_addr=True)
     sock.listen(256)
     print(json.dumps({"port": sock.getsockname()[1]}), flush=True)
     if workers > 1:

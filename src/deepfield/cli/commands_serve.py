@@ -32,23 +32,17 @@ def _bind(host: str, port: int, *, workers: int = 1) -> socket.socket:
     """The server's socket (port 0: a free one), so the URL is known before serving. Several
     workers on Linux each listen on a socket of their own (server/workers.py): this one only
     holds the port; otherwise it is the listening socket they share."""
-    from ..server.workers import balances_connections, claim_port, reuse_port_socket
+    from ..server.workers import (
+        balances_connections,
+        bound_socket,
+        claim_port,
+        reuse_port_socket,
+    )
 
-    own_sockets = workers > 1 and balances_connections()
     try:
-        if own_sockets:
+        if workers > 1 and balances_connections():
             return reuse_port_socket(host, claim_port(host, port), listen=False)
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            # Accepted connections inherit this: without it, a response written as headers
-            # then body waits for the client's delayed ACK (~40 ms a request).
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.bind((host, port))
-        except OSError:
-            sock.close()
-            raise
+        sock = bound_socket(host, port, reuse_addr=True)
     except OSError as exc:
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}",
                           "choose another --port (0 picks a free one)") from None

@@ -45,14 +45,32 @@ def balances_connections() -> bool:
     return sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
 
 
+def bound_socket(host: str, port: int, *, reuse_addr: bool,
+                 reuse_port: bool = False) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (IPv6 when the host has a colon), closed again
+    if binding fails."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        if reuse_addr:  # TIME_WAIT connections of an earlier server do not block the port
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        # Accepted connections inherit this: without it, a response written as headers then
+        # body waits for the client's delayed ACK (~40 ms a request).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def claim_port(host: str, port: int) -> int:
     """``port`` (a free one for 0) after checking that nothing listens on it: a socket bound
     without SO_REUSEPORT fails if anything holds the port, while one with it would join the
     group of another deepfield server (same user) and silently share its clients."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is fine
-        probe.bind((host, port))
+    with bound_socket(host, port, reuse_addr=True) as probe:
         return int(probe.getsockname()[1])
 
 
@@ -61,21 +79,13 @@ def reuse_port_socket(host: str, port: int, *, listen: bool) -> socket.socket:
     parent's non-listening holder has no ``SO_REUSEADDR``: with it, Linux would let another
     server's :func:`claim_port` probe bind beside it while the workers start (or are all
     being replaced), and that server would then join this one's port."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        if listen:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        # Accepted connections inherit this: without it, a response written as headers then
-        # body waits for the client's delayed ACK (~40 ms a request).
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind((host, port))
-        if listen:
+    sock = bound_socket(host, port, reuse_addr=listen, reuse_port=True)
+    if listen:
+        try:
             sock.listen(BACKLOG)
-    except OSError:
-        sock.close()
-        raise
+        except OSError:
+            sock.close()
+            raise
     return sock
 
 
