@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ImportFormatError
 from ..store import Store
-from .links import LinkMap, LinkStats, outside_code
+from .links import LinkMap, LinkStats, join_relative, outside_code
 from .markdown_dirs import Adapter, DirImportReport, import_dir
 from .sources import Selection, SourceDoc, is_markdown, walk
 
@@ -49,15 +49,7 @@ def _resolve(rel: str, path: str) -> str | None:
     """The source-relative path an ``@path`` in file ``rel`` points to, if inside the folder."""
     if path.startswith(("~", "/")):
         return None
-    parts: list[str] = []
-    for piece in (*PurePosixPath(rel).parent.parts, *PurePosixPath(path).parts):
-        if piece == "..":
-            if not parts:
-                return None
-            parts.pop()
-        elif piece not in (".", ""):
-            parts.append(piece)
-    return "/".join(parts)
+    return join_relative(rel, path)
 
 
 def role(rel: str) -> str:

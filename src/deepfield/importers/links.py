@@ -79,16 +79,22 @@ class LinkMap:
         """The field filename for a relative link ``href`` written in source file ``here``."""
         if re.match(r"^[a-z][a-z0-9+.-]*:", href, re.I) or href.startswith(("/", "#")):
             return None
-        path = unquote(href)
-        parts: list[str] = []
-        for piece in (*PurePosixPath(here).parent.parts, *PurePosixPath(path).parts):
-            if piece == "..":
-                if not parts:
-                    return None
-                parts.pop()
-            elif piece not in (".", ""):
-                parts.append(piece)
-        return self.files.get("/".join(parts))
+        joined = join_relative(here, unquote(href))
+        return None if joined is None else self.files.get(joined)
+
+
+def join_relative(here: str, path: str) -> str | None:
+    """The source-relative path that ``path``, written in file ``here``, points to; None when
+    it climbs out of the source folder."""
+    parts: list[str] = []
+    for piece in (*PurePosixPath(here).parent.parts, *PurePosixPath(path).parts):
+        if piece == "..":
+            if not parts:
+                return None
+            parts.pop()
+        elif piece not in (".", ""):
+            parts.append(piece)
+    return "/".join(parts)
 
 
 def heading_anchor(heading: str) -> str:

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote, unquote
@@ -198,10 +197,6 @@ class HttpTransport(Transport):
         found = self.fetch_if_changed(RemoteFile(name), None)
         assert found is not None
         return found[1]
-
-    def fetch_many(self, names: Iterable[str]) -> Iterator[tuple[str, bytes]]:
-        for name in names:
-            yield name, self.fetch(name)
 
     def fetch_if_changed(
         self, file: RemoteFile, known: RemoteFile | None
