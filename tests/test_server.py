@@ -490,6 +490,18 @@ def test_passwords_and_config(tmp_path: Path, cli: Any) -> None:
     assert "carol" not in load_config(cli.store_path).server.users
 
 
+def _first_search(client: httpx.Client, query: str) -> dict[str, Any]:
+    """The first answer of a server that is still starting (connections refused meanwhile)."""
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            found: dict[str, Any] = client.get("notes/search", params={"q": query}).json()
+            return found
+        except httpx.TransportError:
+            assert time.monotonic() < deadline, "the server never answered"
+            time.sleep(0.05)
+
+
 @pytest.mark.parametrize("workers", [1, 2, None])
 def test_cli_serve_in_a_subprocess(keyword_store: deepfield.Store, workers: int | None) -> None:
     import subprocess
@@ -508,14 +520,7 @@ def test_cli_serve_in_a_subprocess(keyword_store: deepfield.Store, workers: int 
             assert info["writes"] == "loopback only" and info["fields"] == ["notes"]
             assert info["workers"] == (workers or min(4, os.cpu_count() or 1))
             with httpx.Client(base_url=info["url"], timeout=10) as client:
-                deadline = time.monotonic() + 15
-                while True:
-                    try:
-                        hits = client.get("notes/search", params={"q": "woks"}).json()
-                        break
-                    except httpx.TransportError:
-                        assert time.monotonic() < deadline
-                        time.sleep(0.05)
+                hits = _first_search(client, "woks")
                 assert hits["results"][0]["filename"] == "woks.md"
                 name = f"pans-{workers or 'auto'}"
                 assert client.put(f"notes/{name}.md", content=b"# Pans\n").status_code == 201
@@ -669,14 +674,7 @@ def test_cli_serve_over_tls(keyword_store: deepfield.Store, tmp_path: Path) -> N
             assert info["tls"] is True and info["url"].startswith("https://127.0.0.1:")
             context = ssl.create_default_context(cafile=str(cert))
             with httpx.Client(base_url=info["url"], timeout=10, verify=context) as client:
-                deadline = time.monotonic() + 15
-                while True:
-                    try:
-                        hits = client.get("notes/search", params={"q": "woks"}).json()
-                        break
-                    except httpx.TransportError:
-                        assert time.monotonic() < deadline
-                        time.sleep(0.05)
+                hits = _first_search(client, "woks")
                 assert hits["results"][0]["filename"] == "woks.md"
         finally:
             proc.terminate()
