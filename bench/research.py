@@ -14,7 +14,8 @@ For every question of categories 1-4 of locomo-dev.json (the store bench/locomo.
 Evidence recall = share of gold ``(D#:#)`` turns that appear in the packed text. Because a
 quote can keep a turn's id but drop the sentence with the answer, answer coverage is reported
 too: the share of the gold answer's content words that appear in the packed text. Token counts
-use deepfield.tokens.count_tokens for both sides. Written to docs/BENCHMARKS.md.
+use deepfield.tokens.count_tokens for both sides, and both packers count the joined text exactly
+(deepfield.tokens.TokenTally). Written to docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from deepfield.llm import build_llm
 from deepfield.llm.config import LLMConfig
 from deepfield.research import research
 from deepfield.search import Hit
-from deepfield.tokens import count_tokens
+from deepfield.tokens import TokenTally
 
 BUDGETS = (500, 1000, 2000)
 _TURN = re.compile(r"\((D\d+:\d+)\)")
@@ -48,14 +49,13 @@ _TURN = re.compile(r"\((D\d+:\d+)\)")
 def pack_hits(hits: list[Hit], budget: int) -> str:
     """Single-shot context: whole chunks in rank order under a title line, within budget."""
     parts: list[str] = []
-    used = 0
+    tally = TokenTally()  # the same exact count the researcher's packing uses
     for hit in hits:
         block = f"[{hit.field}/{hit.filename}] {hit.title}\n{hit.text}"
-        cost = count_tokens(block) + 1
-        if used + cost > budget:
+        if tally.with_text(block) > budget:
             continue
         parts.append(block)
-        used += cost
+        tally.add(block)
     return "\n\n".join(parts)
 
 

@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import deepfield
 from deepfield.context import build_context, fence
@@ -330,3 +332,53 @@ def test_breadth_questions_get_one_sentence_excerpts(keyword_store: deepfield.St
     assert excerpts(single) and all("talked. I have taken up" in e for e in excerpts(single))
     _check_verbatim(field, listed)
     _check_verbatim(field, single)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="ab 碳纤\n.…:", max_size=12), max_size=6))
+def test_token_tally_is_the_count_of_the_joined_text(pieces: list[str]) -> None:
+    from deepfield.tokens import TokenTally
+
+    tally = TokenTally("Summary: woks")
+    for number, piece in enumerate(pieces, 1):
+        joined = "\n".join(["Summary: woks", *pieces[:number]])
+        assert tally.with_text(piece) == count_tokens(joined)
+        tally.add(piece)
+        assert tally.tokens == count_tokens(joined)
+
+
+def test_packing_fills_the_budget(keyword_store: deepfield.Store) -> None:
+    from deepfield.research.evidence import Evidence, pack_evidence
+
+    ranked = [Evidence("talks", f"chat-{n % 7}.md", n, f"Ana (D1:{n}): I took up hobby "
+                       f"number {n} last week.", "", f"Chat {n % 7}", None, 100.0 - n)
+              for n in range(1, 200)]
+    packed = pack_evidence(ranked, 300)
+    # Summing each line's rounded-up count (and a token per line break) left a tenth of the
+    # budget unused; the exact tally stops only when no further line fits.
+    assert 300 - 8 < packed.tokens <= 300
+    assert count_tokens(packed.text) == packed.tokens
+
+
+def test_rare_words_and_the_named_speaker_weigh_most(keyword_store: deepfield.Store) -> None:
+    from deepfield.research.evidence import TermWeights, line_weight, speaker
+
+    field = keyword_store.create_field("weights")
+    lines = [f"Ana (D1:{n}): Ben said the weather was fine on day {n}." for n in range(1, 30)]
+    lines += ["Ana (D1:30): Ben, I finally tried archery at the club.",
+              "Ben (D1:31): Ana, I tried archery too, at the club."]
+    field.add("Chat", "\n".join(lines))
+    weigh = TermWeights(field)
+    assert weigh("archery") > 1.0 > weigh("weather") > weigh("ben") > 0.0
+    assert weigh('a "quoted" name') == weigh("") > weigh("archery")  # found nowhere
+    terms = {"ben", "weather", "archery"}
+    common, rare = lines[0], lines[-2]  # "Ben" + "weather" against "Ben" + "archery"
+    assert line_weight(common, terms, ["Ben"]) == line_weight(rare, terms, ["Ben"])
+    assert line_weight(common, terms, ["Ben"], weigh) < line_weight(rare, terms, ["Ben"], weigh)
+    assert speaker(lines[0]) == "Ana" and speaker("Ben: hi") == "Ben"
+    assert speaker("See https://example.com: a link") is None
+    assert speaker("No label here.") is None
+    # Both archery lines match alike; the one Ben says comes first when the question names him.
+    result = research([field], "What has Ben tried at the club?", budget=300, record=False)
+    archery = [e.text for e in result.ranked if "archery" in e.text]
+    assert len(archery) == 2 and archery[0].startswith("Ben (D1:31)")

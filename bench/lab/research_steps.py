@@ -18,6 +18,7 @@ from locomo import build_store  # noqa: E402
 from research import answer_coverage, pack_hits, questions, recall  # noqa: E402
 
 from deepfield.research import evidence, loop, offline, research  # noqa: E402
+from deepfield.tokens import count_tokens  # noqa: E402
 
 ORIGINAL_FIRST = offline.first_queries
 
@@ -42,9 +43,38 @@ STEPS = [
      {"tools": TOOLS, "elide": 24, "full": 5, "spread": 0.5}),
     ("+ one-sentence excerpts for breadth questions",
      {"tools": TOOLS, "elide": 24, "full": 5, "spread": 0.5, "breadth": 1}),
-    ("+ 24 chunk hits per query instead of 8 (shipped)",
+    ("+ 24 chunk hits per query instead of 8",
      {"tools": TOOLS, "elide": 24, "full": 5, "spread": 0.5, "breadth": 1, "hits": 24}),
+    ("+ exact token count of the packed text",
+     {"tools": TOOLS, "elide": 24, "full": 5, "spread": 0.5, "breadth": 1, "hits": 24,
+      "exact": True}),
+    ("+ words weighed by inverse chunk frequency",
+     {"tools": TOOLS, "elide": 24, "full": 5, "spread": 0.5, "breadth": 1, "hits": 24,
+      "exact": True, "idf": True}),
+    ("+ lines said by a person the question names ×1.3 (shipped)",
+     {"tools": TOOLS, "elide": 24, "full": 5, "spread": 0.5, "breadth": 1, "hits": 24,
+      "exact": True, "idf": True, "speaker": 1.3}),
 ]
+SHIPPED_WEIGHTS = evidence.TermWeights
+SHIPPED_TALLY = evidence.TokenTally
+
+
+class SummedTally(SHIPPED_TALLY):  # type: ignore[misc,valid-type]
+    """The first packer's count: each piece rounded up on its own, plus one per line break."""
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__()
+        self.total = count_tokens(text)
+
+    @property
+    def tokens(self) -> int:
+        return self.total
+
+    def with_text(self, *pieces: str) -> int:
+        return self.total + sum(count_tokens(p) + 1 for p in pieces)
+
+    def add(self, *pieces: str) -> None:
+        self.total = self.with_text(*pieces)
 
 
 def main() -> int:
@@ -68,6 +98,11 @@ def main() -> int:
         loop.SPREAD["list"] = step["spread"]
         loop.BREADTH_SENTENCES = step.get("breadth", 2)
         loop.HITS_PER_QUERY = step.get("hits", 8)
+        evidence.TokenTally = SHIPPED_TALLY if step.get("exact") else SummedTally
+        # A weight of 1 for every word is the unweighted count.
+        evidence.TermWeights = SHIPPED_WEIGHTS if step.get("idf") else (  # type: ignore[misc]
+            lambda fld: (lambda term: 1.0))
+        evidence.SPEAKER_WEIGHT = step.get("speaker", 1.0)
         rs, ans = [], []
         for conv, qa, gold in items:
             found = research([store.field(conv)], qa["question"], budget=1000, record=False)

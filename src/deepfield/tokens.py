@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["count_tokens", "truncate_to_tokens"]
+__all__ = ["TokenTally", "count_tokens", "truncate_to_tokens"]
 
 _CJK = re.compile(
     "[\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
@@ -30,16 +30,53 @@ WORD_FACTOR = 1.3
 CHARS_PER_TOKEN = 4
 
 
-def count_tokens(text: str) -> int:
-    """Estimated tokens in ``text`` (0 for empty text); see the module docstring."""
+def _parts(text: str) -> tuple[int, int, int]:
+    """(CJK characters, other words, other non-blank characters) of ``text``."""
     if not text:
-        return 0
+        return 0, 0, 0
     cjk = len(_CJK.findall(text))
     rest = _CJK.sub(" ", text) if cjk else text
     words = len(_WORD.findall(rest))
-    chars = len(rest) - rest.count(" ") - rest.count("\n")
+    return cjk, words, len(rest) - rest.count(" ") - rest.count("\n")
+
+
+def _estimate(cjk: int, words: int, chars: int) -> int:
     latin = max(words * WORD_FACTOR, chars / CHARS_PER_TOKEN) if words else 0.0
     return cjk + math.ceil(latin)
+
+
+def count_tokens(text: str) -> int:
+    """Estimated tokens in ``text`` (0 for empty text); see the module docstring."""
+    return _estimate(*_parts(text))
+
+
+class TokenTally:
+    """The exact estimate of pieces of text joined by line breaks, kept as pieces are added.
+
+    Summing ``count_tokens`` of each piece overcounts: each piece is rounded up on its own.
+    The estimate depends only on totals of words, characters and CJK characters, and line
+    breaks add none of them, so the tally of the pieces is the count of the joined text.
+    """
+
+    def __init__(self, text: str = "") -> None:
+        self.cjk, self.words, self.chars = _parts(text)
+
+    @property
+    def tokens(self) -> int:
+        return _estimate(self.cjk, self.words, self.chars)
+
+    def with_text(self, *pieces: str) -> int:
+        """The count once ``pieces`` are added (the tally itself is unchanged)."""
+        cjk, words, chars = self.cjk, self.words, self.chars
+        for piece in pieces:
+            c, w, n = _parts(piece)
+            cjk, words, chars = cjk + c, words + w, chars + n
+        return _estimate(cjk, words, chars)
+
+    def add(self, *pieces: str) -> None:
+        for piece in pieces:
+            c, w, n = _parts(piece)
+            self.cjk, self.words, self.chars = self.cjk + c, self.words + w, self.chars + n
 
 
 def truncate_to_tokens(text: str, budget: int) -> str:

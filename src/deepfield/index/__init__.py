@@ -302,6 +302,11 @@ class FieldIndex:
         return bm25_search(self.conn, query, limit, counts=self._term_counts,
                            generation=self.generation())
 
+    def term_counts(self, terms: list[str]) -> tuple[int, dict[str, int]]:
+        """(chunks in the index, {term or phrase: chunks containing it}), cached until the
+        index changes; terms are stemmed as the chunks were."""
+        return self._term_counts.lookup(self.conn, terms, self.generation(), always=True)
+
     def vectors(self) -> DenseIndex:
         """The dense index of the current generation (reloaded when vectors changed)."""
         generation = self.generation()

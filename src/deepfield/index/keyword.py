@@ -84,21 +84,26 @@ class TermCounts:
         self.counts: dict[str, int] = {}
 
     def lookup(self, conn: sqlite3.Connection, terms: list[str],
-               generation: int | None) -> tuple[int, dict[str, int]]:
-        """(chunks in the index, {term: chunks containing it}) for ``terms``."""
+               generation: int | None, *, always: bool = False) -> tuple[int, dict[str, int]]:
+        """(chunks in the index, {term: chunks containing it}) for ``terms``; in indexes
+        under PRUNE_MIN_CHUNKS (where pruning never applies) only when ``always``."""
         if generation is None or generation != self.generation \
                 or len(self.counts) > self.MAX_TERMS:
             self.generation = -1 if generation is None else generation
             self.size = conn.execute("SELECT max(rowid) FROM df_chunks").fetchone()[0] or 0
             self.counts = {}
-        if self.size >= PRUNE_MIN_CHUNKS:
+        if always or self.size >= PRUNE_MIN_CHUNKS:
             for term in terms:
                 if term not in self.counts:
                     # Counted through the index, so the term is stemmed as the chunks were
                     # (an fts5vocab row holds the stem: "allergy" is listed as "allergi").
-                    self.counts[term] = conn.execute(
-                        "SELECT count(*) FROM df_chunks_fts WHERE df_chunks_fts MATCH ?",
-                        (f'"{term}"',)).fetchone()[0]
+                    phrase = '"' + term.replace('"', '""') + '"'
+                    try:
+                        self.counts[term] = conn.execute(
+                            "SELECT count(*) FROM df_chunks_fts WHERE df_chunks_fts MATCH ?",
+                            (phrase,)).fetchone()[0]
+                    except sqlite3.OperationalError:  # nothing FTS can match (punctuation)
+                        self.counts[term] = 0
         return self.size, self.counts
 
 
