@@ -52,10 +52,8 @@ def pack_hits(hits: list[Hit], budget: int) -> str:
     tally = TokenTally()  # the same exact count the researcher's packing uses
     for hit in hits:
         block = f"[{hit.field}/{hit.filename}] {hit.title}\n{hit.text}"
-        if tally.with_text(block) > budget:
-            continue
-        parts.append(block)
-        tally.add(block)
+        if tally.add(block, budget=budget):
+            parts.append(block)
     return "\n\n".join(parts)
 
 

@@ -341,10 +341,12 @@ def test_token_tally_is_the_count_of_the_joined_text(pieces: list[str]) -> None:
 
     tally = TokenTally("Summary: woks")
     for number, piece in enumerate(pieces, 1):
-        joined = "\n".join(["Summary: woks", *pieces[:number]])
-        assert tally.with_text(piece) == count_tokens(joined)
-        tally.add(piece)
-        assert tally.tokens == count_tokens(joined)
+        expected = count_tokens("\n".join(["Summary: woks", *pieces[:number]]))
+        before = tally.tokens
+        assert not tally.add(piece, budget=expected - 1)  # refused: the tally is unchanged
+        assert tally.tokens == before
+        assert tally.add(piece, budget=expected)
+        assert tally.tokens == expected
 
 
 def test_packing_fills_the_budget(keyword_store: deepfield.Store) -> None:

@@ -70,11 +70,12 @@ class SummedTally(SHIPPED_TALLY):  # type: ignore[misc,valid-type]
     def tokens(self) -> int:
         return self.total
 
-    def with_text(self, *pieces: str) -> int:
-        return self.total + sum(count_tokens(p) + 1 for p in pieces)
-
-    def add(self, *pieces: str) -> None:
-        self.total = self.with_text(*pieces)
+    def add(self, *pieces: str, budget: int | None = None) -> bool:
+        total = self.total + sum(count_tokens(p) + 1 for p in pieces)
+        if budget is not None and total > budget:
+            return False
+        self.total = total
+        return True
 
 
 def main() -> int:

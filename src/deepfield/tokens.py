@@ -65,18 +65,16 @@ class TokenTally:
     def tokens(self) -> int:
         return _estimate(self.cjk, self.words, self.chars)
 
-    def with_text(self, *pieces: str) -> int:
-        """The count once ``pieces`` are added (the tally itself is unchanged)."""
+    def add(self, *pieces: str, budget: int | None = None) -> bool:
+        """Add ``pieces`` unless the count would then pass ``budget``; True if they were."""
         cjk, words, chars = self.cjk, self.words, self.chars
         for piece in pieces:
             c, w, n = _parts(piece)
             cjk, words, chars = cjk + c, words + w, chars + n
-        return _estimate(cjk, words, chars)
-
-    def add(self, *pieces: str) -> None:
-        for piece in pieces:
-            c, w, n = _parts(piece)
-            self.cjk, self.words, self.chars = self.cjk + c, self.words + w, self.chars + n
+        if budget is not None and _estimate(cjk, words, chars) > budget:
+            return False
+        self.cjk, self.words, self.chars = cjk, words, chars
+        return True
 
 
 def truncate_to_tokens(text: str, budget: int) -> str:

@@ -318,11 +318,10 @@ def pack_evidence(
             item = replace(item, text=item.short, short=None)
         page = (item.field, item.filename)
         pieces = (_line(item),) if page in headers else (_line(item), _header(item))
-        if tally.with_text(*pieces) > budget:
+        if not tally.add(*pieces, budget=budget):
             continue  # a shorter line further down may still fit
         chosen.append(item)
         headers.add(page)
-        tally.add(*pieces)
     text = render(chosen, preamble)
     return Packed(text, chosen, count_tokens(text), len(ranked) - len(chosen))
 
