@@ -305,7 +305,7 @@ class FieldIndex:
     def term_counts(self, terms: list[str]) -> tuple[int, dict[str, int]]:
         """(chunks in the index, {term or phrase: chunks containing it}), cached until the
         index changes; terms are stemmed as the chunks were."""
-        return self._term_counts.lookup(self.conn, terms, self.generation(), always=True)
+        return self._term_counts.lookup(self.conn, terms, self.generation())
 
     def vectors(self) -> DenseIndex:
         """The dense index of the current generation (reloaded when vectors changed)."""

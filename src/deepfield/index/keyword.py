@@ -83,39 +83,42 @@ class TermCounts:
         self.size = 0
         self.counts: dict[str, int] = {}
 
-    def lookup(self, conn: sqlite3.Connection, terms: list[str],
-               generation: int | None, *, always: bool = False) -> tuple[int, dict[str, int]]:
-        """(chunks in the index, {term: chunks containing it}) for ``terms``; in indexes
-        under PRUNE_MIN_CHUNKS (where pruning never applies) only when ``always``."""
+    def chunks(self, conn: sqlite3.Connection, generation: int | None) -> int:
+        """Chunks in the index (its highest chunk id); starts a new cache when the index
+        changed since the last call."""
         if generation is None or generation != self.generation \
                 or len(self.counts) > self.MAX_TERMS:
             self.generation = -1 if generation is None else generation
             self.size = conn.execute("SELECT max(rowid) FROM df_chunks").fetchone()[0] or 0
             self.counts = {}
-        if always or self.size >= PRUNE_MIN_CHUNKS:
-            for term in terms:
-                if term not in self.counts:
-                    # Counted through the index, so the term is stemmed as the chunks were
-                    # (an fts5vocab row holds the stem: "allergy" is listed as "allergi").
-                    phrase = '"' + term.replace('"', '""') + '"'
-                    try:
-                        self.counts[term] = conn.execute(
-                            "SELECT count(*) FROM df_chunks_fts WHERE df_chunks_fts MATCH ?",
-                            (phrase,)).fetchone()[0]
-                    except sqlite3.OperationalError:  # nothing FTS can match (punctuation)
-                        self.counts[term] = 0
-        return self.size, self.counts
+        return self.size
+
+    def lookup(self, conn: sqlite3.Connection, terms: list[str],
+               generation: int | None) -> tuple[int, dict[str, int]]:
+        """(chunks in the index, {term: chunks containing it}) for ``terms``."""
+        size = self.chunks(conn, generation)
+        for term in terms:
+            if term not in self.counts:
+                # Counted through the index, so the term is stemmed as the chunks were
+                # (an fts5vocab row holds the stem: "allergy" is listed as "allergi").
+                phrase = '"' + term.replace('"', '""') + '"'
+                try:
+                    self.counts[term] = conn.execute(
+                        "SELECT count(*) FROM df_chunks_fts WHERE df_chunks_fts MATCH ?",
+                        (phrase,)).fetchone()[0]
+                except sqlite3.OperationalError:  # nothing FTS can match (punctuation)
+                    self.counts[term] = 0
+        return size, self.counts
 
 
 def pruned_terms(conn: sqlite3.Connection, terms: list[str],
                  counts: TermCounts | None = None, generation: int | None = None) -> list[str]:
     """``terms`` without the very common ones, in big fields (see PRUNE_DOC_SHARE).
     ``counts`` caches the document frequencies for index ``generation``."""
-    if len(terms) < 2:
-        return terms
-    size, known = (counts or TermCounts()).lookup(conn, terms, generation)
-    if size < PRUNE_MIN_CHUNKS:
-        return terms
+    counts = counts or TermCounts()
+    if len(terms) < 2 or counts.chunks(conn, generation) < PRUNE_MIN_CHUNKS:
+        return terms  # small fields are never pruned, so their terms are never counted
+    size, known = counts.lookup(conn, terms, generation)
     kept = [t for t in terms if known.get(t, 0) <= PRUNE_DOC_SHARE * size]
     return kept or [min(terms, key=lambda t: known.get(t, 0))]
 
