@@ -23,6 +23,7 @@ class FakeEmbedder(Embedder):
 
     name: ClassVar[str] = "fake"
     batch_size: ClassVar[int] = 8
+    in_process = True
 
     def __init__(self, dim: int = 64, model_code: str | None = None, **_: Any) -> None:
         self.dim = int(dim)

@@ -31,6 +31,21 @@ def test_modes_find_the_right_page(filled: deepfield.Field, mode: str) -> None:
     assert results[0].filename == "battery-decision.md"
 
 
+@pytest.mark.parametrize("unit", ["page", "chunk"])
+def test_hybrid_legs_in_turn_or_in_parallel_agree(filled: deepfield.Field, unit: str) -> None:
+    """``parallel=False`` (a server with a process per core) runs BM25 and the vectors one
+    after the other: the same candidates, so the same ranking and scores."""
+    from deepfield.search import search_fields
+
+    for query in ("LiFePO4 heat tolerance", "valve stuck open", "probe in wet soil"):
+        one = search_fields([filled], query, k=5, mode="hybrid", unit=unit, sync=False)
+        other = search_fields([filled], query, k=5, mode="hybrid", unit=unit, sync=False,
+                              parallel=False)
+        assert one.results, query
+        assert [(h.filename, h.line_start, h.score) for h in one.results] == [
+            (h.filename, h.line_start, h.score) for h in other.results]
+
+
 def test_stub_fields_and_spec_json(filled: deepfield.Field) -> None:
     response = filled.search("valve stuck", k=3)
     data = response.to_json()

