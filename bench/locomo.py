@@ -25,6 +25,7 @@ import argparse
 import json
 import platform
 import re
+import shutil
 import statistics
 import sys
 import time
@@ -36,6 +37,7 @@ import deepfield
 from deepfield.config import EmbeddingConfig
 from deepfield.importers.locomo import import_locomo
 from deepfield.index import dense
+from deepfield.manage.activation import ACTIVATION_DIR
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
@@ -72,6 +74,9 @@ def build_store(embedder: str, model: str | None, only: list[str] | None) -> dee
     report = import_locomo(store, DATA, only=only)
     for name in report.fields:
         field = store.field(name)
+        # Benchmarks measure retrieval without a use history: a research run with record=True
+        # (or a read) against this cached store would otherwise boost the pages it cited.
+        shutil.rmtree(field.path / ACTIVATION_DIR, ignore_errors=True)
         field.index(embed=False)
         pending = field.index_handle().pending_vectors()
         if pending:

@@ -167,3 +167,32 @@ def test_times_without_a_zone_are_utc(field: deepfield.Field,
         monkeypatch.delenv("TZ")
         time.tzset()
     assert log.times["file:a.md"] == log.times["file:b.md"]
+
+
+def test_the_boost_shrinks_to_the_band_of_raw_cosines(field: deepfield.Field) -> None:
+    """Vector search keeps raw cosines, crowded in a narrow band: a page cited minutes ago
+    may break near-ties there but must not jump over a clearly better match, as the full
+    boost (sized for BM25 and hybrid scores in [0, 1]) would make it."""
+    from deepfield.manage.activation import rerank
+    from deepfield.search import activation_scale
+
+    field.add("Alpha", "Notes about the alpha valve.")
+    field.add("Beta", "Notes about the beta valve.")
+    record_activation(field, ["beta.md"] * 3, "cite")
+    index = field.index_handle()
+    chunk = {filename: cid for cid, filename in index.conn.execute(
+        "SELECT c.id, d.filename FROM df_chunks c JOIN df_docs d ON d.id = c.doc_id")}
+    cosines = [((0, chunk["alpha.md"]), 0.84), ((0, chunk["beta.md"]), 0.80)]
+    indexes = [(field, index)]
+
+    def order(fused: list[tuple[tuple[int, int], float]], scale: float) -> list[int]:
+        return [cid for (_, cid), _ in rerank(indexes, fused, scale=scale)]
+
+    assert order(cosines, 1.0) == [chunk["beta.md"], chunk["alpha.md"]]  # unscaled: it wins
+    assert activation_scale("vector", cosines) == pytest.approx(0.04)
+    scaled = activation_scale("vector", cosines)
+    assert order(cosines, scaled) == [chunk["alpha.md"], chunk["beta.md"]]
+    near_tie = [((0, chunk["alpha.md"]), 0.801), ((0, chunk["beta.md"]), 0.800),
+                ((0, chunk["alpha.md"] + 999), 0.70)]
+    assert order(near_tie, activation_scale("vector", near_tie))[0] == chunk["beta.md"]
+    assert activation_scale("hybrid", cosines) == activation_scale("bm25", cosines) == 1.0

@@ -295,15 +295,19 @@ def rerank(
     activation: bool = True,
     include_superseded: bool = False,
     weight: float | None = None,
+    scale: float = 1.0,
 ) -> list[tuple[tuple[int, int], float]]:
     """Fused chunk scores with superseded pages dropped and activation boosts added.
 
+    Boosts are sized for scores spread over [0, 1] (BM25 and hybrid normalise theirs);
+    ``scale`` shrinks them for scores in a narrower band (see search.activation_scale).
     Works on the candidates only (a few hundred chunks): one chunk->page lookup per field.
     """
     if not fused or (include_superseded and not activation):
         return fused
     now = time.time()
-    weight = ACTIVATION_WEIGHT if weight is None else weight  # read now: benchmarks vary it
+    # Read now, not at import: benchmarks vary ACTIVATION_WEIGHT.
+    weight = (ACTIVATION_WEIGHT if weight is None else weight) * scale
     adjusted: dict[tuple[int, int], float] = {}
     memo: dict[str, float] = {}
     for position, (fld, index) in enumerate(indexes):
