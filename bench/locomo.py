@@ -133,6 +133,9 @@ def evaluate(store: deepfield.Store, modes: tuple[str, ...], only: list[str] | N
                 continue
             gold_sessions = sorted({session_of(t) for t in gold})
             for mode in modes:
+                if field.index_handle().embedder is not None:
+                    # Each mode pays for its own query encoding, as a lone search would.
+                    field.index_handle().embedder.clear_query_cache()
                 started = time.perf_counter()
                 turns = ranked_turns(field, qa["question"], mode, 10)
                 latency[mode].append((time.perf_counter() - started) * 1000)

@@ -166,3 +166,17 @@ def test_new_files_are_noticed_at_once(field: deepfield.Field) -> None:
     assert field.search("papaya", mode="bm25").results
     (field.path / "fresh.md").write_text("# Fresh\n\nfeijoa\n")  # another program adds a page
     assert field.search("feijoa", mode="bm25").results[0].filename == "fresh.md"
+
+
+def test_query_vectors_are_remembered_until_cleared() -> None:
+    """A research round asks one question through several searches: it is encoded once;
+    clear_query_cache() makes the next search pay again (as benchmarks time it)."""
+    from .fakes import FakeEmbedder
+
+    embedder = FakeEmbedder()
+    first = embedder.embed_query("carbon fibre woks")
+    assert embedder.embed_query("carbon fibre woks") is first
+    assert embedder.calls == [("query", 1)]
+    embedder.clear_query_cache()
+    assert (embedder.embed_query("carbon fibre woks") == first).all()
+    assert embedder.calls == [("query", 1), ("query", 1)]

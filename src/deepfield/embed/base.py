@@ -99,6 +99,10 @@ class Embedder(ABC):
             cache[text] = vector
         return vector
 
+    def clear_query_cache(self) -> None:
+        """Forget the remembered query vectors (benchmarks time each search's encoding)."""
+        self.__dict__.pop("_query_cache", None)
+
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "model_code": self.model_code, "dim": self.dim}
 
