@@ -864,6 +864,20 @@ def test_inline_hybrid_search_with_a_local_model(store: deepfield.Store,
         service.close()
 
 
+def test_a_model_is_loaded_off_the_event_loop() -> None:
+    """Loading a model may take seconds: until the shared embedder has encoded something (in
+    a worker thread), try_embed_query declines and the search goes to a thread."""
+    from deepfield.server.pool import SharedEmbedder
+
+    inner = FakeEmbedder()
+    shared = SharedEmbedder(inner)
+    assert shared.in_process
+    assert not shared.try_embed_query("woks") and inner.calls == []
+    shared.embed(["Carbon fibre woks heat unevenly."])
+    assert shared.try_embed_query("woks") and inner.calls[-1] == ("query", 1)
+    assert shared.try_embed_query("woks") and len(inner.calls) == 2  # remembered
+
+
 def test_pages_with_non_spec_names_can_be_read_not_written(
         server: tuple[Served, deepfield.Store], http: httpx.Client) -> None:
     """A page someone saved as "My Notes.md" is indexed (with a warning) and found by search,

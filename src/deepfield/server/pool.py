@@ -53,6 +53,8 @@ class SharedEmbedder(Embedder):
         self.model_code = inner.model_code
         self.in_process = inner.in_process
         self._lock = threading.RLock()  # try_embed_query holds it around embed_query
+        self._loaded = False
+        """Whether the model has encoded anything yet (loading it may take seconds)."""
 
     @property
     def dim(self) -> int | None:
@@ -64,21 +66,26 @@ class SharedEmbedder(Embedder):
 
     def embed_batch(self, texts: list[str], kind: Kind) -> Vectors:
         with self._lock:
-            return self.inner.embed_batch(texts, kind)
+            vectors = self.inner.embed_batch(texts, kind)
+            self._loaded = True
+            return vectors
 
     def embed(self, texts: Sequence[str], kind: Kind = "document",
               progress: Callable[[int], None] | None = None) -> Vectors:
         with self._lock:
-            return self.inner.embed(texts, kind, progress)
+            vectors = self.inner.embed(texts, kind, progress)
+            self._loaded = True
+            return vectors
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
 
     def try_embed_query(self, text: str) -> bool:
-        """Encode ``text`` as a query now (remembered by :meth:`embed_query`) unless another
-        thread is using the model, e.g. a background sync embedding new pages: then, or if
-        encoding fails, False. The event loop must not wait behind a batch of pages."""
-        if not self._lock.acquire(blocking=False):
+        """Encode ``text`` as a query now (remembered by :meth:`embed_query`) unless the model
+        is not loaded yet (that may take seconds) or another thread is using it, e.g. a
+        background sync embedding new pages: then, or if encoding fails, False. The event
+        loop must not wait for a model load or behind a batch of pages."""
+        if not self._loaded or not self._lock.acquire(blocking=False):
             return False
         try:
             self.embed_query(text)
