@@ -7,6 +7,7 @@ the next sync) recreates it from the pages.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -98,6 +99,12 @@ class FieldIndex:
         except sqlite3.DatabaseError as exc:
             raise IndexCorruptError(f"cannot open index {self.path}: {exc}") from None
         prepare(self.conn, self.path, self.model_code, embedder.dim if embedder else None)
+        self._vector_cache = self.path.parent / ".deepfield" / f"{self.model_code}.vectors"
+        if embedder is not None:
+            # Made now, with the index file: made by the first search instead, it would change
+            # the folder's mtime, which a server takes for edited pages and re-scans.
+            with contextlib.suppress(OSError):
+                self._vector_cache.parent.mkdir(exist_ok=True)
         self._dense: DenseIndex | None = None
         self._term_counts = TermCounts()
         self._chunk_table: tuple[int, Any, Any] | None = None
@@ -311,8 +318,7 @@ class FieldIndex:
         """The dense index of the current generation (reloaded when vectors changed)."""
         generation = self.generation()
         if self._dense is None or self._dense.generation != generation:
-            cache = self.path.parent / ".deepfield" / f"{self.model_code}.vectors"
-            self._dense = DenseIndex.load(self.conn, generation, cache)
+            self._dense = DenseIndex.load(self.conn, generation, self._vector_cache)
         return self._dense
 
     def dense(self, query_vector: Vectors, limit: int) -> list[tuple[int, float]]:
