@@ -362,6 +362,28 @@ def test_packing_fills_the_budget(keyword_store: deepfield.Store) -> None:
     assert count_tokens(packed.text) == packed.tokens
 
 
+def test_a_long_line_outranks_a_short_one_with_the_same_votes(
+        keyword_store: deepfield.Store) -> None:
+    """Lines of one hit that share no word with the question get the same votes; the longer
+    one (more facts) ranks first, the one-word reply last (evidence.LENGTH_PRIOR)."""
+    from deepfield.research.evidence import EvidencePool
+    from deepfield.search import Hit
+
+    field = keyword_store.create_field("lengths")
+    field.add("Trip", "Ana (D1:1): How was Lisbon?\nBen (D1:2): Wow!\n"
+              "Ben (D1:3): We walked the old town for hours, ate grilled sardines by the river "
+              "and took the tram up the hill at sunset.\n")
+    lines = (field.path / "trip.md").read_text().splitlines()
+    first = next(n for n, line in enumerate(lines, 1) if "(D1:1)" in line)
+    hit = Hit("lengths", "trip.md", None, "Trip", None, {}, 1.0, "", first, "", first,
+              first + 2, "\n".join(lines[first - 1:first + 2]))
+    pool = EvidencePool([field])
+    pool.add_hits([hit], "Lisbon", 1, {"lisbon"}, [])
+    order = [e.text.split(":", 1)[0] for e in pool.ranked()]
+    assert order == ["Ana (D1", "Ben (D1", "Ben (D1"]  # the question's own line first
+    assert "sardines" in pool.ranked()[1].text and pool.ranked()[2].text.endswith("Wow!")
+
+
 def test_rare_words_and_the_named_speaker_weigh_most(keyword_store: deepfield.Store) -> None:
     from deepfield.research.evidence import TermWeights, line_weight, speaker
 

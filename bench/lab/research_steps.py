@@ -51,9 +51,12 @@ STEPS = [
     ("+ words weighed by inverse chunk frequency",
      {"tools": TOOLS, "elide": 24, "full": 5, "spread": 0.5, "breadth": 1, "hits": 24,
       "exact": True, "idf": True}),
-    ("+ lines said by a person the question names ×1.3 (shipped)",
+    ("+ lines said by a person the question names ×1.3",
      {"tools": TOOLS, "elide": 24, "full": 5, "spread": 0.5, "breadth": 1, "hits": 24,
       "exact": True, "idf": True, "speaker": 1.3}),
+    ("+ longer lines first: votes × (words / 20) ** 0.4 (shipped)",
+     {"tools": TOOLS, "elide": 24, "full": 5, "spread": 0.5, "breadth": 1, "hits": 24,
+      "exact": True, "idf": True, "speaker": 1.3, "length": 0.4}),
 ]
 SHIPPED_WEIGHTS = evidence.TermWeights
 SHIPPED_TALLY = evidence.TokenTally
@@ -104,6 +107,7 @@ def main() -> int:
         evidence.TermWeights = SHIPPED_WEIGHTS if step.get("idf") else (  # type: ignore[misc]
             lambda fld: (lambda term: 1.0))
         evidence.SPEAKER_WEIGHT = step.get("speaker", 1.0)
+        evidence.LENGTH_PRIOR = step.get("length", 0.0)
         rs, ans = [], []
         for conv, qa, gold in items:
             found = research([store.field(conv)], qa["question"], budget=1000, record=False)
