@@ -845,6 +845,8 @@ def test_inline_hybrid_search_with_a_local_model(store: deepfield.Store,
         assert sum(n for kind, n in embedder.calls if kind == "query") == queries_before + 1
         again = inline("heat woks")
         assert again is not None and again["results"] == threaded["results"]
+        fewer = service.search_inline("notes", "woks", k=5, mode="hybrid", unit="page")
+        assert fewer is not None and len(fewer["results"]) == 2  # no substring fallback to run
 
         shared = service.embedder
         assert shared is not None

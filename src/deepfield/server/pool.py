@@ -155,7 +155,7 @@ class FieldSlot:
     def try_search(self, fn: Callable[[Field], T], *, embed: bool = False) -> T | None:
         """Run ``fn`` now if nothing can make it wait: no sync is due (the folder is as last
         synced) and a searcher is free. None otherwise: then use :meth:`search` (in a thread).
-        For BM25 searches on a server's event loop (see Service.search_inline)."""
+        For searches on a server's event loop (see Service.search_inline)."""
         if self._mtime() != self._seen_mtime:
             return None
         try:

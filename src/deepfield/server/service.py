@@ -203,7 +203,7 @@ class Service:
                                                             sync=False, substring=False,
                                                             parallel=False),
                               embed=chosen != "bm25")
-        if out is None or (unit == "page" and len(out["results"]) < k):
+        if out is None or (chosen == "bm25" and unit == "page" and len(out["results"]) < k):
             return None  # the spec's substring fallback may scan every page: a thread
         out["field"] = name
         return out
