@@ -196,6 +196,24 @@ def test_context_block(keyword_store: deepfield.Store) -> None:
         '<memory field="f" source="a.md" kind="data" task="&quot;q&quot;">')
 
 
+def test_context_never_passes_its_budget_whatever_the_task(
+        keyword_store: deepfield.Store) -> None:
+    """The research fence names the task, so a long task costs tokens of its own; whatever
+    the task and budget, the block fits (it once came out a token over)."""
+    field = keyword_store.create_field("plant")
+    for day in range(1, 25):
+        field.add(f"Shift {day}", "\n".join(
+            f"Operator {n} (D{day}:{n}): the boiler pressure read {day * n} psi at {n} am, "
+            f"and the valve on line {n} was checked." for n in range(1, 8)))
+    tasks = ["boiler pressure", "When was valve 3 checked and what did the boiler read? " * 4]
+    for task in tasks:
+        for budget in (120, 257, 400, 700, 1003):
+            result = build_context(field, task, budget=budget)
+            assert result.tokens <= budget and count_tokens(result.text) == result.tokens
+            if budget >= 400:
+                assert result.research is not None and result.research.evidence
+
+
 def test_context_levels_on_a_domain(keyword_store: deepfield.Store) -> None:
     from deepfield.domains.domain import create_domain
 

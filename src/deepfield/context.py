@@ -12,7 +12,8 @@ fit are left out (or cut, for required ones) and listed in ``omitted``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from typing import Any
 
@@ -102,13 +103,18 @@ def build_context(
         parts.append(fence(field.name, block.filename, block.layer, block.text))
         described.append({"label": block.label, "filename": block.filename,
                           "layer": block.layer, "tokens": count_tokens(block.text)})
-    used = count_tokens("\n\n".join(parts))
     found: ResearchResult | None = None
     warnings: list[str] = []
     if want_research:
-        room = budget - used - FENCE_TOKENS - 2
+        def with_research(context: str) -> str:
+            return "\n\n".join([*parts, fence(field.name, "research", "research", context,
+                                               task=task)]) + "\n"
+
+        # The fence names the task, so its cost is measured, not assumed.
+        room = budget - count_tokens(with_research(""))
         if room >= 50:
-            found = research([field], task, llm=llm, max_rounds=max_rounds, budget=room)
+            found = _fit(research([field], task, llm=llm, max_rounds=max_rounds, budget=room),
+                         lambda context: count_tokens(with_research(context)) - budget)
             warnings += found.warnings
             if found.context:
                 parts.append(fence(field.name, "research", "research", found.context,
@@ -121,6 +127,22 @@ def build_context(
     text = "\n\n".join(parts) + "\n"
     return ContextResult(field.name, task, level, text, budget, count_tokens(text), described,
                          omitted, found, time.perf_counter() - started, warnings)
+
+
+def _fit(found: ResearchResult, overrun: Callable[[str], int]) -> ResearchResult:
+    """``found`` repacked tighter while the whole block would pass the budget: the estimate
+    of joined text is not the sum of its parts' estimates, so a context packed to ``room``
+    can still come out a token or two over."""
+    while found.context and (over := overrun(found.context)) > 0:
+        try:
+            packed = found.repack(found.budget - over)
+        except BudgetError:
+            return replace(found, context="", evidence=[], tokens=0,
+                           left_out=len(found.ranked))
+        found = replace(found, context=packed.text, evidence=packed.evidence,
+                        tokens=packed.tokens, left_out=packed.left_out,
+                        budget=found.budget - over)
+    return found
 
 
 def _fixed_blocks(field: Field, level: str) -> list[LevelBlock]:
