@@ -143,7 +143,8 @@ def _llm_config(root: Path) -> Any:
               help="Port (0: a free one, printed at start).")
 @click.option("--workers", default=None, type=click.IntRange(1, 64),
               help="Server processes sharing the port, so searches use every CPU (on Linux "
-              "the kernel spreads connections over them; each keeps its own). Default: "
+              "the kernel spreads connections over them, and a worker holding more than its "
+              "share of keep-alive clients asks one to reconnect). Default: "
               f"one per CPU, at most {MAX_AUTO_WORKERS}.")
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
