@@ -1047,6 +1047,8 @@ def test_a_worker_over_its_share_closes_one_connection_at_a_time(
     assert not other.should_close()
     odd = balance.ConnectionBalance([0, 2], 0, lambda: 3)
     assert not odd.should_close()  # 3/2: as even as 5 connections get
+    mine[0] = 1  # clients left while no request came: the periodic publish says so
+    assert worker.publish() == 1 and counts == [1, 4]
 
 
 def test_rebalance_middleware_adds_connection_close_only_when_told() -> None:

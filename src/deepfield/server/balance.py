@@ -44,11 +44,16 @@ class ConnectionBalance:
         self.closed = 0
         """Connections this worker has closed to even out the split."""
 
+    def publish(self) -> int:
+        """Write this worker's open connections into the shared counts; returns them."""
+        mine = self.open_connections()
+        self.counts[self.slot] = mine
+        return mine
+
     def should_close(self) -> bool:
         """Publish this worker's count; True if it holds more than its fair share and has
         not just closed one (the caller then closes the current connection)."""
-        mine = self.open_connections()
-        self.counts[self.slot] = mine
+        mine = self.publish()
         now = time.monotonic()
         if now < self._quiet_until:
             return False

@@ -119,8 +119,14 @@ def _worker_main(config: Any, host: str, port: int, slot: int = 0,
     if counts is not None and len(counts) > 1:
         config.load()  # uvicorn loads the app only if it is not loaded yet
         connections = server.server_state.connections
-        config.loaded_app = RebalanceMiddleware(
-            config.loaded_app, ConnectionBalance(counts, slot, lambda: len(connections)))
+        balance = ConnectionBalance(counts, slot, lambda: len(connections))
+        config.loaded_app = RebalanceMiddleware(config.loaded_app, balance)
+
+        async def publish() -> None:
+            balance.publish()
+
+        # Every second as well, so an idle worker's count does not go stale between requests.
+        config.callback_notify, config.timeout_notify = publish, 1
     server.run(sockets=[sock])
 
 
