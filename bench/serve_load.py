@@ -125,7 +125,7 @@ def bench_app() -> Any:
     return create_app(deepfield.open(os.environ["SERVE_LOAD_STORE"], embedder=embedder))
 
 
-def serve_child(store_dir: Path, mode: str, workers: int) -> None:
+def serve_child(store_dir: Path, mode: str, workers: int, balance: bool = True) -> None:
     """Run in the server process: uvicorn as ``deepfield serve --workers N`` runs it (on Linux,
     one listening socket per worker: deepfield/server/workers.py), the port printed on stdout."""
     import uvicorn
@@ -147,7 +147,7 @@ def serve_child(store_dir: Path, mode: str, workers: int) -> None:
     if workers > 1 and balances_connections():
         holder = reuse_port_socket("127.0.0.1", claim_port("127.0.0.1", 0), listen=False)
         print(json.dumps({"port": holder.getsockname()[1]}), flush=True)
-        Supervisor(config, holder, workers).run()
+        Supervisor(config, holder, workers, balance=balance).run()
         return
     sock = bound_socket("127.0.0.1", 0, reuse_addr=True)
     sock.listen(256)
@@ -160,11 +160,11 @@ def serve_child(store_dir: Path, mode: str, workers: int) -> None:
         uvicorn.Server(config).run(sockets=[sock])
 
 
-def start_server(store_dir: Path, mode: str,
-                 workers: int) -> tuple[subprocess.Popen[bytes], int]:
+def start_server(store_dir: Path, mode: str, workers: int,
+                 balance: bool = True) -> tuple[subprocess.Popen[bytes], int]:
     proc = subprocess.Popen(
         [sys.executable, __file__, "--serve-child", str(store_dir), "--modes", mode,
-         "--workers", str(workers)],
+         "--workers", str(workers), *([] if balance else ["--no-balance"])],
         stdout=subprocess.PIPE, cwd=REPO,
     )
     assert proc.stdout is not None
@@ -361,11 +361,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="Seconds per run at most (the load stops early past it).")
     parser.add_argument("--cache", type=Path, default=BENCH_DIR / ".cache")
     parser.add_argument("--no-docs", action="store_true")
+    parser.add_argument("--no-balance", action="store_true",
+                        help="Leave connections where the kernel puts them (to measure what "
+                        "deepfield/server/balance.py buys); implies --no-docs.")
     parser.add_argument("--out", type=Path, default=BENCH_DIR / "out" / "serve_load.json")
     parser.add_argument("--serve-child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_child:
-        serve_child(args.serve_child, args.modes, int(args.workers))
+        serve_child(args.serve_child, args.modes, int(args.workers), not args.no_balance)
         return 0
     args.worker_counts = [int(w) for w in str(args.workers).split(",")]
     per_run = args.clients * args.requests
@@ -378,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             in_process = in_process_p50(store_dir, mode, queries[:100])
             for workers in args.worker_counts:
                 log(f"{mode}: starting {workers} worker(s) (the copied index is synced first)")
-                proc, port = start_server(store_dir, mode, workers)
+                proc, port = start_server(store_dir, mode, workers, not args.no_balance)
                 try:
                     run_load(port, queries[-40:], args.clients, 5, 30)  # warm-up
                     single = run_load(port, queries[-40 - args.requests:-40], 1,
@@ -402,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(results, indent=2))
     text = render(results, args)
     print(text)
-    if not args.no_docs:
+    if not (args.no_docs or args.no_balance):
         write_section("serve-load", text)
     return 0 if all(run["errors"] == 0 for r in results for run in r["runs"]) else 1
 

@@ -128,8 +128,9 @@ LENGTH_PRIOR = 0.4
 short line ("Wow, that's great!") seldom holds an answer, a long one holds several facts — a
 document-length prior, as ad-hoc retrieval uses. LoCoMo dev, recall at 1,000 tokens: overall
 0.880 → 0.886, multi-hop 0.679 → 0.690, no category worse; chosen in every fold of a
-leave-one-conversation-out check over 0-0.8 (held-out overall 0.880 → 0.886). On keyword-only
-stores of remembered sessions (bench/research.py --memo-ablation) it costs 0.003-0.006."""
+leave-one-conversation-out check over 0-0.8 (bench/lab/length_prior_cv.py: held-out overall
+0.880 → 0.886). On keyword-only stores of remembered sessions (bench/research.py
+--memo-ablation) it costs 0.003-0.006."""
 
 Weigh = Callable[[str], float]
 _LABEL = re.compile(r"^([^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s)(.*)$")

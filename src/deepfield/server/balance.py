@@ -3,9 +3,10 @@
 Each worker listens on its own ``SO_REUSEPORT`` socket (workers.py) and the kernel places every
 new connection by a hash of the client's address. Agents keep their connection open, so with
 few clients the split is often uneven: 8 clients over 2 workers land 4/4 only about a quarter
-of the time, and 6/2 or 7/1 in another quarter. The busier worker then sets the tail while the
-other core idles (bench/serve_load.py, hybrid, 10k pages: p95 about 65 ms at 6/2 against 48 ms
-at 4/4, the two workers at 98% and 33% of a core).
+of the time (binomially), and 6/2 or worse in another quarter. The busier worker then sets the
+tail while the other core idles (``bench/serve_load.py --no-balance``, hybrid, 10k pages: p95
+54-57 ms at 5/3 against 48.5 ms at 4/4; balanced, runs that began at 6/2 ended 4/4 with p95
+50.8-51.6 ms, warm-up included).
 
 The remedy is the one HTTP load balancers use: every worker publishes how many connections it
 holds in a small shared array; a worker holding more than its fair share (all connections

@@ -132,9 +132,12 @@ def _worker_main(config: Any, host: str, port: int, slot: int = 0,
 
 class Supervisor:
     """Runs ``workers`` processes of ``config`` (an app-factory import string) on the port
-    that ``holder`` is bound to, restarting one that dies, until SIGINT or SIGTERM."""
+    that ``holder`` is bound to, restarting one that dies, until SIGINT or SIGTERM.
+    ``balance=False`` leaves keep-alive connections where the kernel put them (for measuring
+    what balance.py buys: bench/serve_load.py --no-balance)."""
 
-    def __init__(self, config: Any, holder: socket.socket, workers: int) -> None:
+    def __init__(self, config: Any, holder: socket.socket, workers: int, *,
+                 balance: bool = True) -> None:
         self.config = config
         self.host, self.port = holder.getsockname()[:2]
         self.holder = holder
@@ -143,12 +146,14 @@ class Supervisor:
         self.failed: str | None = None
         self._context = multiprocessing.get_context("spawn")
         # Open connections per worker, written by each worker (balance.py).
-        self.counts: MutableSequence[int] = self._context.RawArray("i", workers)
+        self.counts: MutableSequence[int] | None = (
+            self._context.RawArray("i", workers) if balance else None)
         self._procs: list[tuple[BaseProcess, float]] = []
         self._quick_deaths: list[float] = []
 
     def _start(self, slot: int) -> tuple[BaseProcess, float]:
-        self.counts[slot] = 0  # a dead worker's connections died with it
+        if self.counts is not None:
+            self.counts[slot] = 0  # a dead worker's connections died with it
         proc = self._context.Process(target=_worker_main,
                                      args=(self.config, self.host, self.port, slot,
                                            self.counts),
