@@ -122,6 +122,68 @@ def test_the_aggregate_is_cached_until_a_log_changes(field: deepfield.Field) -> 
     assert second is not first and len(second.times[next(iter(second.times))]) == 2
 
 
+def test_a_grown_log_is_read_from_where_the_last_read_stopped(
+    field: deepfield.Field, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every cite appends to the log, so re-reading all of it before each search would make
+    search slower the longer a field is used: only the appended bytes are parsed, and a log
+    handed out before stays as it was."""
+    from deepfield.manage import activation
+
+    field.add("Eps", "eps text")
+    field.add("Zed", "zed text")
+    record_activation(field, ["eps.md"] * 300, when=time.time() - 600)
+    first = load_activation(field.path)
+    size = sum(p.stat().st_size for p in (field.path / ACTIVATION_DIR).glob("*.jsonl"))
+    offsets: list[int] = []
+    real_read = activation._read_from
+    monkeypatch.setattr(activation, "_read_from",
+                        lambda path, offset: offsets.append(offset) or real_read(path, offset))
+    record_activation(field, ["eps.md", "zed.md"], "open")
+    grown = load_activation(field.path)
+    assert offsets and min(offsets) >= size - 64  # the tail it checks, then the new lines
+    assert grown.events == 302 and first.events == 300
+    key = next(k for k, v in grown.filenames.items() if v == "eps.md")
+    assert len(grown.times[key]) == 301 and len(first.times[key]) == 300
+    assert grown.counts[key] == {"cite": 300, "open": 1} and first.counts[key] == {"cite": 300}
+    assert [p.filename for p in top_pages(field)] == ["eps.md", "zed.md"]
+
+    log_file = next((field.path / ACTIVATION_DIR).glob("*.jsonl"))
+    with log_file.open("a") as handle:  # an append caught half-way: its line waits
+        handle.write('{"t": "2026-01-01T00:00:00Z", "page": "zed.md", "event": "ci')
+    assert load_activation(field.path).events == 302
+    with log_file.open("a") as handle:
+        handle.write('te"}\n{broken\n')
+    with caplog.at_level(logging.WARNING, logger="deepfield"):
+        finished = load_activation(field.path)
+    assert finished.events == 303
+    assert finished.warnings == [f"{ACTIVATION_DIR}/{log_file.name}: skipped 1 corrupt line(s)"]
+    assert "corrupt" in caplog.text
+
+
+def test_a_rewritten_or_removed_log_is_read_again_from_the_start(
+    field: deepfield.Field, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    field.add("Eps", "eps text")
+    monkeypatch.setenv("DEEPFIELD_INSTANCE", "laptop")
+    record_activation(field, ["eps.md"] * 3)
+    monkeypatch.setenv("DEEPFIELD_INSTANCE", "server")
+    record_activation(field, ["eps.md"] * 2)
+    assert load_activation(field.path).events == 5
+    laptop = field.path / ACTIVATION_DIR / "laptop.jsonl"
+    # Rewritten in place (same inode), longer than before: not an append.
+    with laptop.open("r+") as handle:
+        handle.write("".join(json.dumps({"t": "2026-01-01T00:00:00Z", "page": "other.md"})
+                             + "\n" for _ in range(10)))
+    log = load_activation(field.path)
+    assert log.events == 12 and log.counts["file:other.md"] == {"read": 10}
+    with laptop.open("w") as handle:  # truncated
+        handle.write("")
+    assert load_activation(field.path).events == 2
+    (field.path / ACTIVATION_DIR / "server.jsonl").unlink()  # e.g. a git checkout
+    assert load_activation(field.path).events == 0
+
+
 def test_cli_read_counts_and_activation_lists(cli: Cli) -> None:
     cli("new", "notes")
     cli("add", "notes", "Carbon fibre woks heat unevenly.", "--title", "Woks")

@@ -327,6 +327,26 @@ def test_breadth_is_read_from_the_question(question: str, breadth: bool) -> None
     assert analyse(question).to_json()["breadth"] is breadth
 
 
+@pytest.mark.parametrize(("question", "answer_type"), [
+    ("When did Melanie run a charity race?", "date"),
+    ("How long ago was Caroline's 18th birthday?", "date"),
+    ("What year did John move?", "date"),
+    ("How long has Jon been dancing?", "number"),
+    ("How many children does Melanie have?", "number"),
+    # The first question word decides, not a "when" further on.
+    ("Who supports Caroline when she has a negative experience?", "person"),
+    ("Where did Caroline go when she was sad?", "place"),
+    ("What did Melanie do when the kids were ill?", "fact"),
+    ("What activities does Melanie partake in?", "list"),
+    ("Did Caroline go to the parade when it rained?", "fact"),  # a yes or no
+])
+def test_the_expected_answer_is_read_from_the_question_word(question: str,
+                                                            answer_type: str) -> None:
+    from deepfield.research.offline import analyse
+
+    assert analyse(question).answer_type == answer_type
+
+
 def test_breadth_questions_get_one_sentence_excerpts(keyword_store: deepfield.Store) -> None:
     field = keyword_store.create_field("talks")
     turn = ("Ana (D1:{n}): Hello again, it has been a while since we talked. I have taken up "

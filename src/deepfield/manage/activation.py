@@ -19,12 +19,15 @@ import math
 import os
 import re
 import socket
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:
     from ..field import Field
@@ -158,6 +161,9 @@ class ActivationLog:
 
 def base_level(moments: Sequence[float], now: float, decay: float = DECAY) -> float:
     """ACT-R base-level activation of uses at ``moments`` (epoch seconds) seen at ``now``."""
+    if len(moments) > 64:  # a much-used page: one vector operation, not a Python loop
+        ages = np.maximum(now - np.asarray(moments, dtype=np.float64), MIN_AGE_SECONDS)
+        return math.log(float(np.sum(ages ** -decay)))
     total = sum(max(now - t, MIN_AGE_SECONDS) ** -decay for t in moments)
     return math.log(total)
 
@@ -181,31 +187,7 @@ def read_log(folder: Path) -> ActivationLog:
         except OSError as exc:
             result.warnings.append(f"{ACTIVATION_DIR}/{path.name}: unreadable ({exc})")
             continue
-        bad = 0
-        moments: dict[str, float] = {}  # events of one batch share a timestamp
-        for raw in data.decode("utf-8", "replace").splitlines():
-            if not raw.strip():
-                continue
-            try:
-                item = json.loads(raw)
-                stamp = item["t"]
-                moment = moments.get(stamp) if isinstance(stamp, str) else None
-                if moment is None:
-                    moment = moments[stamp] = _parse_time(stamp)
-                page = item["page"]
-                uuid = item.get("uuid")
-                kind = str(item.get("event", "read"))
-                if not isinstance(page, str) or (uuid is not None and not isinstance(uuid, str)):
-                    raise ValueError("bad page or uuid")
-            except (ValueError, KeyError, TypeError, AttributeError):
-                bad += 1
-                continue
-            key = uuid or f"file:{page}"
-            result.times.setdefault(key, []).append(moment)
-            per = result.counts.setdefault(key, {})
-            per[kind] = per.get(kind, 0) + 1
-            result.filenames[key] = page
-            result.events += 1
+        bad = _ingest(result, data, set())[1]
         if bad:
             result.warnings.append(
                 f"{ACTIVATION_DIR}/{path.name}: skipped {bad} corrupt line(s)")
@@ -214,17 +196,76 @@ def read_log(folder: Path) -> ActivationLog:
     return result
 
 
-_CACHE: dict[str, tuple[tuple[tuple[str, int, int], ...], ActivationLog]] = {}
+def _ingest(result: ActivationLog, data: bytes, copied: set[str]) -> tuple[int, int]:
+    """Add the complete lines of ``data`` to ``result``; returns (bytes used, corrupt lines).
+
+    A last line without its newline is left for the next read (an append may be under way).
+    Keys not in ``copied`` get fresh lists before they grow, so a log handed out earlier
+    (and shared with its readers) never changes under them."""
+    used = data.rfind(b"\n") + 1
+    bad = 0
+    moments: dict[str, float] = {}  # events of one batch share a timestamp
+    for raw in data[:used].decode("utf-8", "replace").splitlines():
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw)
+            stamp = item["t"]
+            moment = moments.get(stamp) if isinstance(stamp, str) else None
+            if moment is None:
+                moment = moments[stamp] = _parse_time(stamp)
+            page = item["page"]
+            uuid = item.get("uuid")
+            kind = str(item.get("event", "read"))
+            if not isinstance(page, str) or (uuid is not None and not isinstance(uuid, str)):
+                raise ValueError("bad page or uuid")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            bad += 1
+            continue
+        key = uuid or f"file:{page}"
+        if key not in copied:
+            copied.add(key)
+            result.times[key] = list(result.times.get(key, ()))
+            result.counts[key] = dict(result.counts.get(key, {}))
+        result.times[key].append(moment)
+        per = result.counts[key]
+        per[kind] = per.get(kind, 0) + 1
+        result.filenames[key] = page
+        result.events += 1
+    return used, bad
 
 
-def _signature(folder: Path) -> tuple[tuple[str, int, int], ...]:
+@dataclass
+class _FileState:
+    """How far one log file has been read, and the bytes just before that point (a file
+    rewritten rather than appended to no longer has them)."""
+
+    inode: int
+    offset: int
+    tail: bytes
+    bad: int
+
+
+@dataclass
+class _Loaded:
+    signature: tuple[tuple[str, int, int, int], ...]
+    log: ActivationLog
+    files: dict[str, _FileState]
+
+
+_CACHE: dict[str, _Loaded] = {}
+_CACHE_LOCK = threading.Lock()
+_TAIL = 64
+
+
+def _signature(folder: Path) -> tuple[tuple[str, int, int, int], ...]:
     try:
         with os.scandir(folder) as entries:
             found = []
             for entry in entries:
                 if entry.name.endswith(".jsonl"):
                     stat = entry.stat()
-                    found.append((entry.name, stat.st_size, stat.st_mtime_ns))
+                    found.append((entry.name, stat.st_size, stat.st_mtime_ns, stat.st_ino))
     except OSError:
         return ()
     return tuple(sorted(found))
@@ -235,21 +276,110 @@ def activation_cached(path: Path) -> bool:
     log to read, or none changed since it was read)."""
     signature = _signature(path / ACTIVATION_DIR)
     cached = _CACHE.get(os.fspath(path.resolve()))
-    return not signature or (cached is not None and cached[0] == signature)
+    return not signature or (cached is not None and cached.signature == signature)
 
 
 def load_activation(path: Path) -> ActivationLog:
     """The merged log of the field at ``path``, cached until a log file's size or mtime
-    changes (so search stays fast)."""
+    changes (so search stays fast).
+
+    Logs only grow, so a changed log costs what was appended since the last read, not the
+    whole history: 200,000 events take about a second to parse, and every cite appends.
+    A file that shrank, vanished or was rewritten (its bytes before the read point differ)
+    is read again from the start, with the rest."""
     folder = path / ACTIVATION_DIR
-    signature = _signature(folder)
     key = os.fspath(path.resolve())
-    cached = _CACHE.get(key)
-    if cached is not None and cached[0] == signature:
-        return cached[1]
-    loaded = read_log(folder) if signature else ActivationLog()
-    _CACHE[key] = (signature, loaded)
-    return loaded
+    with _CACHE_LOCK:
+        signature = _signature(folder)
+        cached = _CACHE.get(key)
+        if cached is not None and cached.signature == signature:
+            return cached.log
+        loaded = _grow(folder, cached, signature) if cached is not None else None
+        if loaded is None:
+            loaded = _read_all(folder, signature)
+        _CACHE[key] = loaded
+        return loaded.log
+
+
+def _read_all(folder: Path, signature: tuple[tuple[str, int, int, int], ...]) -> _Loaded:
+    result, files = ActivationLog(), {}
+    unreadable = []
+    for name, _size, _mtime, inode in signature:
+        data = _read_from(folder / name, 0)
+        if data is None:
+            unreadable.append(f"{ACTIVATION_DIR}/{name}: unreadable")
+            continue
+        used, bad = _ingest(result, data, set())
+        files[name] = _FileState(inode, used, data[max(0, used - _TAIL):used], bad)
+    _set_warnings(result, files, unreadable, set(files))
+    return _Loaded(signature, result, files)
+
+
+def _grow(folder: Path, cached: _Loaded,
+          signature: tuple[tuple[str, int, int, int], ...]) -> _Loaded | None:
+    """``cached`` extended by what was appended since; None when a file was not appended to."""
+    names = {entry[0] for entry in signature}
+    if any(name not in names for name in cached.files):
+        return None
+    old = cached.log
+    result = ActivationLog(dict(old.times), dict(old.counts), dict(old.filenames), [],
+                           old.events)
+    for both in [k for k in result.times if k.startswith("both:")]:  # joined from stale lists
+        del result.times[both], result.counts[both], result.filenames[both]
+    files = dict(cached.files)
+    copied: set[str] = set()
+    changed: set[str] = set()
+    unchanged = set(cached.signature)
+    for entry in signature:
+        name, size, _mtime, inode = entry
+        state = files.get(name)
+        start = 0
+        if state is not None:
+            if entry in unchanged:
+                continue
+            if state.inode != inode or size < state.offset:
+                return None
+            start = state.offset - len(state.tail)
+        data = _read_from(folder / name, start)
+        if data is None:
+            return None
+        if state is not None:
+            if not data.startswith(state.tail):
+                return None
+            data = data[len(state.tail):]
+            start = state.offset
+        used, bad = _ingest(result, data, copied)
+        end = start + used
+        before = b"" if state is None else state.tail
+        tail = (before + data[:used])[-_TAIL:]
+        files[name] = _FileState(inode, end, tail, (state.bad if state else 0) + bad)
+        if bad:
+            changed.add(name)
+    _set_warnings(result, files, [], changed)
+    return _Loaded(signature, result, files)
+
+
+def _read_from(path: Path, offset: int) -> bytes | None:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _set_warnings(result: ActivationLog, files: dict[str, _FileState], unreadable: list[str],
+                  new: set[str]) -> None:
+    """The log's warnings; only those about lines read just now are logged (once)."""
+    result.warnings = list(unreadable)
+    for name, state in sorted(files.items()):
+        if state.bad:
+            message = f"{ACTIVATION_DIR}/{name}: skipped {state.bad} corrupt line(s)"
+            result.warnings.append(message)
+            if name in new:
+                log.warning("deepfield: %s", message)
+    for message in unreadable:
+        log.warning("deepfield: %s", message)
 
 
 @dataclass(frozen=True)

@@ -93,25 +93,37 @@ def _entity(name: str) -> str:
     return re.sub(r"['’]s$", "", " ".join(words))
 
 
+_ASKED = re.compile(
+    r"\b(?P<date>when|what (?:date|day|year|month|time)|how long ago)\b"
+    r"|\b(?P<number>how (?:many|much|often|long|old|far)|what (?:number|percentage))\b"
+    r"|\b(?P<person>who|whose|whom)\b|\b(?P<place>where)\b|\b(?P<other>what|which|why|how)\b",
+    re.IGNORECASE)
+
+_YES_NO = re.compile(r"\s*(?:did|does|do|is|are|was|were|has|have|had|can|could|would|should|"
+                     r"will)\b", re.IGNORECASE)
+
+
+def _answer_type(question: str) -> str:
+    """What kind of thing answers ``question``, read from its first question word: "Who
+    supports X when …" asks for people, not a date; "What did X do when …" for a fact, and
+    "Did X … when …" for a yes or no."""
+    if _YES_NO.match(question):
+        return "fact"
+    match = _ASKED.search(question)
+    kind = match.lastgroup if match else None
+    if kind is not None and kind != "other":
+        return kind
+    if _LIST.search(question):
+        return "list"  # "What activities …": answers spread over many pages
+    return "fact"
+
+
 def analyse(question: str) -> QuestionPlan:
     entities = [_entity(e) for e in names(question) if e not in _QUESTION_WORDS]
     entities = [e for e in dict.fromkeys(entities) if e]
     entity_words = {w.lower() for e in entities for w in e.split()}
     keywords = [t for t in query_terms(question) if t not in entity_words]
-    lowered = question.lower()
-    if re.search(r"\bwhen\b|\bwhat (?:date|day|year|month|time)\b|\bhow long ago\b", lowered):
-        answer = "date"
-    elif re.search(r"\bhow (?:many|much|often|long|old|far)\b|\bwhat (?:number|percentage)\b",
-                   lowered):
-        answer = "number"
-    elif re.search(r"\bwho\b|\bwhose\b|\bwhom\b", lowered):
-        answer = "person"
-    elif re.search(r"\bwhere\b", lowered):
-        answer = "place"
-    elif _LIST.search(question):
-        answer = "list"  # "What activities …": answers spread over many pages
-    else:
-        answer = "fact"
+    answer = _answer_type(question)
     refs = [m.group(1) or m.group(2) for m in _PAGE_REF.finditer(question)]
     breadth = answer == "list" or bool(_BREADTH.search(question))
     return QuestionPlan(question, entities, keywords, answer, refs, breadth)
