@@ -49,6 +49,7 @@ from locomo import write_section  # noqa: E402
 import deepfield  # noqa: E402
 from deepfield.field import Field, open_field  # noqa: E402
 from deepfield.manage import activation as act  # noqa: E402
+from deepfield.manage import activation_log as act_log  # noqa: E402
 from deepfield.manage.forget import forget  # noqa: E402
 from deepfield.manage.review import items, resolve_item  # noqa: E402
 from deepfield.manage.supersede import supersede  # noqa: E402
@@ -309,7 +310,7 @@ def bench_forget(pages: int = 10_000, events: int = 20_000) -> dict[str, Any]:
     fld.ensure_synced(embed=False)
     runs = []
     for _ in range(3):
-        act._CACHE.clear()  # cold activation cache each time
+        act_log.clear_cache()  # cold activation cache each time
         started = time.perf_counter()
         report = forget(fld, keep_top=pages // 2, dry_run=True)
         runs.append(time.perf_counter() - started)
@@ -346,7 +347,7 @@ def bench_log_growth(events: int = 200_000, pages: int = 5_000) -> dict[str, Any
         size = sum(p.stat().st_size for p in (fld.path / act.ACTIVATION_DIR).glob("*.jsonl"))
         colds = []
         for _ in range(3):
-            act._CACHE.clear()
+            act_log.clear_cache()
             started = time.perf_counter()
             act.load_activation(fld.path)
             colds.append(time.perf_counter() - started)

@@ -128,7 +128,7 @@ def test_a_grown_log_is_read_from_where_the_last_read_stopped(
     """Every cite appends to the log, so re-reading all of it before each search would make
     search slower the longer a field is used: only the appended bytes are parsed, and a log
     handed out before stays as it was."""
-    from deepfield.manage import activation
+    from deepfield.manage import activation_log
 
     field.add("Eps", "eps text")
     field.add("Zed", "zed text")
@@ -136,8 +136,8 @@ def test_a_grown_log_is_read_from_where_the_last_read_stopped(
     first = load_activation(field.path)
     size = sum(p.stat().st_size for p in (field.path / ACTIVATION_DIR).glob("*.jsonl"))
     offsets: list[int] = []
-    real_read = activation._read_from
-    monkeypatch.setattr(activation, "_read_from",
+    real_read = activation_log._read_from
+    monkeypatch.setattr(activation_log, "_read_from",
                         lambda path, offset: offsets.append(offset) or real_read(path, offset))
     record_activation(field, ["eps.md", "zed.md"], "open")
     grown = load_activation(field.path)
