@@ -150,6 +150,7 @@ def kstore(tmp_path: Path) -> Path:
         (["write", "notes", "/no/such/file.md"], None, "No such file"),
         (["search", "woks", "--mode", "hybrid"], None, "no embedding model"),
         (["--embedder", "bogus", "search", "woks"], None, "no embedding backend named 'bogus'"),
+        (["search", "--batch", "-"], b"woks\n\xff\xfe\n", "is not UTF-8 text"),
     ],
 )
 def test_errors_are_one_clear_line(kstore: Path, args: list[str], stdin: bytes | None,
@@ -159,6 +160,13 @@ def test_errors_are_one_clear_line(kstore: Path, args: list[str], stdin: bytes |
     assert result.returncode == 1, err
     assert err.count("\n") == 1 and err.startswith("error: "), err
     assert expected in err and "Traceback" not in err
+
+
+def test_a_keyword_only_store_searches_by_keywords_unasked(kstore: Path) -> None:
+    result = run_deepfield("--store", str(kstore), "search", "woks", "--json")
+    assert result.returncode == 0, result.stderr.decode()
+    out = json.loads(result.stdout)
+    assert out["mode"] == "bm25" and out["results"][0]["filename"] == "woks.md"
 
 
 def test_json_errors(kstore: Path) -> None:

@@ -205,3 +205,24 @@ def test_foreign_field_opens_as_is(tmp_path: Path, embedder: object) -> None:
     for name, data in before.items():  # indexing changed none of the author's files
         assert (folder / name).read_bytes() == data
     assert field.intro() == "# Intro\n\nNot a page.\n"
+
+
+def test_hand_edited_pages_with_odd_yaml_never_break_the_field(field: deepfield.Field) -> None:
+    """An impossible date or a self-referencing alias written by hand: the field still lists,
+    searches and reads; the bad block is reported, never raised."""
+    (field.path / "dated.md").write_text("---\ntitle: Dated\nupdated: 2020-13-45\n---\nplums\n")
+    (field.path / "alias.md").write_text("---\ntitle: Alias\na: &a [*a]\n---\nplums too\n")
+    assert sorted(d.filename for d in field.pages()) == ["alias.md", "dated.md"]
+    found = {h.filename for h in field.search("plums", mode="bm25").results}
+    assert found == {"alias.md", "dated.md"}
+    assert field.read("dated").frontmatter["updated"] == "2020-13-45"
+    assert any("alias.md" in w and "too deep" in w for w in field.warnings())
+
+
+def test_a_symbolic_link_is_never_read_as_a_page(field: deepfield.Field, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password=hunter2\n")
+    (field.path / "link.md").symlink_to(secret)
+    with pytest.raises(InvalidPageError, match="symbolic link"):
+        field.read("link.md")
+    assert "link.md" not in [d.filename for d in field.pages()]

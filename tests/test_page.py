@@ -77,6 +77,10 @@ def test_page_without_frontmatter() -> None:
         ("---\ntitle: [unclosed\n---\nbody\n", "malformed YAML"),
         ("---\n- a\n- b\n---\nbody\n", "not a mapping"),
         ("---\ntitle: x\nbody without end\n", "never closes"),
+        ("---\ntitle: x\na: &a [*a]\n---\nbody\n", "nests too deep"),  # an alias in itself
+        ("---\nt: x\na0: &a0 [x, x]\n" + "".join(  # aliases of aliases: 2**40 values
+            f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}]\n" for i in range(1, 40)) + "---\nbody\n",
+         "more than 10,000 values"),
     ],
 )
 def test_malformed_frontmatter_never_raises(text: str, reason: str) -> None:
@@ -90,6 +94,14 @@ def test_body_line_numbers_and_bom() -> None:
     page = Page.parse("\ufeff---\ntitle: a\n---\nline four\n")
     assert page.title == "a"
     assert page.body_line == 4
+
+
+def test_a_date_yaml_cannot_build_stays_text() -> None:
+    """A hand-edited impossible date must not make the page (or the store) unreadable."""
+    page = Page.parse("---\ntitle: a\nupdated: 2020-13-45\ncreated: 2020-02-30 10:00\n---\n")
+    assert page.frontmatter == {"title": "a", "updated": "2020-13-45",
+                                "created": "2020-02-30 10:00"}
+    assert '"updated": "2020-13-45"' in frontmatter_json(page.frontmatter)
 
 
 def test_yaml_datetimes_become_strings_in_json() -> None:

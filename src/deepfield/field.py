@@ -224,7 +224,17 @@ class Field:
     def load(self, ref: str) -> tuple[str, Page]:
         """(filename, parsed page) for ``ref``."""
         filename = self.resolve(ref)
-        data = (self.path / filename).read_bytes()
+        try:
+            # Not through a symbolic link: it could point anywhere on the machine (the index
+            # skips links for the same reason).
+            fd = os.open(self.path / filename, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError as exc:
+            if (self.path / filename).is_symlink():
+                raise InvalidPageError(f"page {filename} is a symbolic link",
+                                       "pages must be regular files in the field folder") from exc
+            raise PageNotFoundError(f"cannot read page {filename}: {exc.strerror}") from exc
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read()
         text = check_text(data, f"page {filename}", max_bytes=1 << 62)
         return filename, Page.parse(text)
 
@@ -367,11 +377,12 @@ class Field:
         refresh_listing(self.path, self.name, self.index_handle(), report, explicit=explicit)
 
     def search(
-        self, query: str, *, k: int = 10, mode: str = "hybrid", unit: str = "page",
+        self, query: str, *, k: int = 10, mode: str | None = None, unit: str = "page",
         include_superseded: bool = False, activation: bool = True,
         where: Filters | None = None,
     ) -> SearchResponse:
-        """Search this field; ``mode`` is bm25, vector or hybrid, ``unit`` page or chunk.
+        """Search this field; ``mode`` is bm25, vector or hybrid (default: hybrid when the field
+        has an embedding model, else bm25), ``unit`` page or chunk.
         Superseded pages are hidden unless ``include_superseded``; ``activation=False`` turns
         off the boost for pages in use; ``where`` keeps pages by kind, category, concept."""
         return search_fields([self], query, k=k, mode=mode, unit=unit,

@@ -36,7 +36,46 @@ _DEBRIS_NAMES = frozenset({".ds_store", "desktop.ini", "thumbs.db"})
 _OPEN_FENCE = re.compile(r"^---[ \t]*\r?$")
 _CLOSE_FENCE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$")
 # libyaml's loader when PyYAML has it: same safe subset, ~10x faster on every page parse.
-_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _YAML_LOADER(_BASE_LOADER):  # type: ignore[misc]  # noqa: N801
+    """The safe loader, except that a date YAML cannot build (``2020-13-45``) stays text:
+    one bad value in a hand-edited page must not make the whole store unreadable."""
+
+
+def _timestamp_or_text(loader: Any, node: Any) -> Any:
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
+_YAML_LOADER.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
+
+MAX_FRONTMATTER_NODES = 10_000
+"""Values a frontmatter may hold, counting every use of a YAML alias: aliases of aliases
+(``b: [*a, *a]``, ``c: [*b, *b]``, …) would otherwise expand exponentially when the
+frontmatter is turned into JSON for the index, and an alias inside itself never ends."""
+MAX_FRONTMATTER_DEPTH = 64
+
+
+def _check_size(value: Any) -> str | None:
+    """Why ``value`` (loaded frontmatter) is too deep or too large to use, or None."""
+    budget = MAX_FRONTMATTER_NODES
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        budget -= 1
+        if budget < 0:
+            return f"frontmatter holds more than {MAX_FRONTMATTER_NODES:,} values (YAML aliases?)"
+        if depth > MAX_FRONTMATTER_DEPTH:
+            return "frontmatter nests too deep (a YAML alias inside itself?)"
+        if isinstance(item, Mapping):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list | tuple | set):
+            stack.extend((v, depth + 1) for v in item)
+    return None
 _YAML_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _TOP_KEY = re.compile(r"""^(?:"[^"]*"|'[^']*'|[^\s#\-?:][^:]*?|-[^\s:][^:]*?)\s*:(?:[ \t]|\r?$)""")
 
@@ -216,6 +255,9 @@ class Page:
         if not isinstance(loaded, dict):
             kind = type(loaded).__name__
             return cls(body=text, frontmatter_error=f"frontmatter is a YAML {kind}, not a mapping")
+        oversized = _check_size(loaded)
+        if oversized:
+            return cls(body=text, frontmatter_error=oversized)
         frontmatter = {str(k): v for k, v in loaded.items()}
         page = cls(body=body, frontmatter=frontmatter, body_line=end + 2)
         page._original = dict(frontmatter)

@@ -158,7 +158,7 @@ def search_fields(
     query: str,
     *,
     k: int = 10,
-    mode: str = "hybrid",
+    mode: str | None = None,
     unit: str = "page",
     sync: bool = True,
     include_superseded: bool = False,
@@ -168,6 +168,9 @@ def search_fields(
 ) -> SearchResponse:
     """Search ``fields`` together; see :meth:`deepfield.Field.search`.
 
+    ``mode`` None: hybrid when every field has an embedding model, else BM25 (a keyword-only
+    store searches by keywords without being told).
+
     Superseded pages (``superseded_by`` set) are left out unless ``include_superseded``;
     pages in use get a small boost (deepfield.manage.activation) unless ``activation=False``.
     ``where`` keeps only pages whose frontmatter matches (kind, category, concept), applied
@@ -176,6 +179,8 @@ def search_fields(
     scored. That shortens one search on an idle machine; a server with a process per core
     passes False, as the extra thread only competes with the other searches for the CPU.
     """
+    if mode is None:
+        mode = "hybrid" if fields and all(f.embedder is not None for f in fields) else "bm25"
     check_mode(mode, unit, k)
     started = time.perf_counter()
     warnings: list[str] = []

@@ -80,7 +80,7 @@ class Store:
         *,
         fields: Sequence[str] | None = None,
         k: int = 10,
-        mode: str = "hybrid",
+        mode: str | None = None,
         unit: str = "page",
         include_superseded: bool = False,
         activation: bool = True,

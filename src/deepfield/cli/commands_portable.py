@@ -101,12 +101,13 @@ def remote_fetch(ctx: click.Context, source: str, pin: str | None, as_json: bool
 @click.argument("source")
 @click.argument("query")
 @click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, 1000))
-@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
-              help="Mode for the local mirror (a server's /search picks its own).")
+@click.option("--mode", type=click.Choice(MODES), default=None,
+              help="Mode for the local mirror (a server's /search picks its own). Default: "
+              "hybrid with an embedding model, else bm25.")
 @click.option("--sha256", "pin", default=None, help="Pin for a zip source.")
 @json_option
 @click.pass_context
-def remote_search_cmd(ctx: click.Context, source: str, query: str, k: int, mode: str,
+def remote_search_cmd(ctx: click.Context, source: str, query: str, k: int, mode: str | None,
                       pin: str | None, as_json: bool) -> None:
     """Search SOURCE: an HTTP server's own /search when it has one, else the local mirror."""
     from ..portable.remote import split_pin

@@ -118,15 +118,19 @@ def _print_response(response: SearchResponse) -> None:
         click.echo(f"    {hit.snippet}")
 
 
-def _batch(fields: list[Field], path: str, k: int, mode: str, unit: str,
+def _batch(fields: list[Field], path: str, k: int, mode: str | None, unit: str,
            where: Filters | None = None) -> None:
-    with click.open_file(path, "r", encoding="utf-8") as source:
-        for number, raw in enumerate(source, start=1):
-            _batch_line(fields, number, raw, k, mode, unit, where)
+    try:
+        with click.open_file(path, "r", encoding="utf-8") as source:
+            for number, raw in enumerate(source, start=1):
+                _batch_line(fields, number, raw, k, mode, unit, where)
+    except UnicodeDecodeError as exc:
+        raise DeepfieldError(f"batch file {path} is not UTF-8 text",
+                             "write one query per line as UTF-8 text") from exc
 
 
-def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str, unit: str,
-                where: Filters | None = None) -> None:
+def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str | None,
+                unit: str, where: Filters | None = None) -> None:
     """Answer one line of a batch file with one JSON line (errors included, never raised)."""
     line = raw.strip()
     if not line:
@@ -145,7 +149,8 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str, u
     unit = str(request.get("unit", unit))
     try:
         response = search_fields(
-            fields, query, k=int(request.get("k", k)), mode=str(request.get("mode", mode)),
+            fields, query, k=int(request.get("k", k)),
+            mode=None if request.get("mode", mode) is None else str(request.get("mode", mode)),
             unit=unit, where=where,
         )
     except (DeepfieldError, ValueError) as exc:
@@ -163,11 +168,13 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str, u
 @click.option("--field", "-f", "fields", multiple=True, help="Field to search (default: all).")
 @click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, 1000),
               help="Number of results.")
-@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
-              help="bm25 (keywords), vector (meaning) or hybrid (both, BM25-led).")
+@click.option("--mode", type=click.Choice(MODES), default=None,
+              help="bm25 (keywords), vector (meaning) or hybrid (both, BM25-led). Default: "
+              "hybrid when the store has an embedding model, else bm25.")
 @click.option("--unit", type=click.Choice(UNITS), default="page", show_default=True,
               help="One result per page (a stub) or per matching chunk.")
-@click.option("--batch", "batch", type=click.Path(allow_dash=True), default=None,
+@click.option("--batch", "batch", type=click.Path(allow_dash=True, dir_okay=False),
+              default=None,
               help="Run many queries from a file (one per line, text or JSON objects with "
               "query/k/mode/unit/id); prints JSON lines.")
 @click.option("--include-superseded", is_flag=True,
@@ -180,7 +187,8 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str, u
               help="Only pages tagged with this concept (repeat for several).")
 @json_option
 @click.pass_context
-def search_cmd(ctx: click.Context, query: str | None, fields: tuple[str, ...], k: int, mode: str,
+def search_cmd(ctx: click.Context, query: str | None, fields: tuple[str, ...], k: int,
+               mode: str | None,
                unit: str, batch: str | None, include_superseded: bool, kinds: tuple[str, ...],
                categories: tuple[str, ...], concepts: tuple[str, ...], as_json: bool) -> None:
     """Search pages; results are stubs: filename, title, summary, score and best snippet."""
