@@ -137,6 +137,13 @@ def test_put_get_search_delete(server: tuple[Served, deepfield.Store],
     assert f"uuid: {uuid}" in http.get("/notes/woks.md").text
     hits = http.get("/notes/search", params={"q": "patina", "mode": "bm25"}).json()
     assert [r["filename"] for r in hits["results"]] == ["woks.md"]
+    # The spec: a PUT regenerates the page's vector index entries (its row of the `pages`
+    # table, embedded from the whole new file) before the page is next returned.
+    conn = store.field("notes").index_handle().conn
+    row = conn.execute("SELECT sha256_hash, embedding FROM pages WHERE filename = 'woks.md'"
+                       ).fetchone()
+    assert row is not None and row[1] is not None
+    assert bytes(row[0]) == hashlib.sha256((folder / "woks.md").read_bytes()).digest()
     assert http.get("/notes/search", params={"q": "unevenly", "mode": "bm25"}
                     ).json()["results"] == []
     # Pages without frontmatter are accepted.

@@ -86,3 +86,25 @@ def test_giant_line_and_cjk_are_cut_at_character_boundaries() -> None:
 def test_budget_too_small() -> None:
     with pytest.raises(ValueError):
         split_body("x" * 1000, 100)
+
+
+def test_a_megabyte_paragraph_splits_fast_and_names_its_parts_by_count() -> None:
+    """One 1 MB paragraph: every word kept, in order, in ~150 parts within the limit. Listing
+    every filename in each part would not fit a part, so past PARTS_LISTED ``parts`` is the
+    count (the names follow doc.md, doc-part-2.md, …); the line is split into sentences once
+    (re-splitting the rest for every part made this quadratic)."""
+    import time
+
+    from deepfield.split import PARTS_LISTED
+
+    text = " ".join(f"Sentence {i} says something about topic {i % 97}." for i in range(22_000))
+    started = time.perf_counter()
+    parts = split_page(Page(body=text + "\n", frontmatter={"title": "Doc"}), "Doc", _names, _uuid)
+    assert time.perf_counter() - started < 10  # about 0.2 s here; quadratic took minutes
+    assert len(parts) > PARTS_LISTED
+    assert all(len(p.render().encode()) <= PAGE_LIMIT_BYTES for _, p in parts)
+    assert [p.get("parts") for _, p in parts] == [len(parts)] * len(parts)
+    # A run of sentences that end in numbers is one "sentence" to the splitter, so some cuts
+    # fall inside words: compare the characters, not the words.
+    bodies = "".join(p.body.split("\n---\n")[0] for _, p in parts)
+    assert "".join(bodies.split()) == "".join(text.split())

@@ -173,8 +173,13 @@ def split_sentences(text: str) -> list[str]:
     start = 0
     for match in _SENTENCE_END.finditer(flat):
         end = match.end()
-        candidate = flat[start:match.start()].rstrip()
-        if not candidate or _ABBREV.search(candidate):
+        stop = match.start()
+        while stop > start and flat[stop - 1].isspace():
+            stop -= 1
+        # Only the end of the sentence so far can hold an abbreviation (the longest is 7
+        # characters): searching all of it, as it grows past stops that do not end it, made a
+        # long paragraph quadratic.
+        if stop <= start or _ABBREV.search(flat[max(start, stop - 16):stop]):
             continue
         if end < len(flat) and flat[end].islower():
             continue  # "… e.g. foo" or a mid-sentence stop: the next word keeps going

@@ -5,7 +5,8 @@ character boundary. A part that starts inside a section repeats that section's h
 "(continued)". A small sources section (Sources, References, Citations, Bibliography) is copied
 into every part, and all frontmatter keys travel with every part, so no part loses its
 citations. Each part gets a fresh uuid, ``split_from`` (the original uuid), ``part`` and
-``parts`` (all part filenames in order), and a footer linking its neighbours.
+``parts`` (all part filenames in order, or their number for a page of more than PARTS_LISTED
+parts), and a footer linking its neighbours.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from dataclasses import dataclass
 from .markdown import parse_sections, split_blocks, split_sentences
 from .page import PAGE_LIMIT_BYTES, Page, new_uuid
 
+PARTS_LISTED = 24
+"""Up to this many parts, each lists every part's filename in ``parts``; beyond, ``parts`` is
+the number of parts, named ``<first>-part-<i>.md`` after the first."""
 _SOURCES_TITLE = re.compile(r"^(sources?|references?|citations?|bibliography|links)$", re.I)
 
 
@@ -33,20 +37,39 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def _take(unit: str, room: int) -> tuple[str, str]:
-    """The longest head of ``unit`` within ``room`` bytes: whole sentences, else characters.
+class _Sentences:
+    """A line's sentences, handed out from the front in pieces that fit a byte budget.
 
-    Cutting at sentences collapses runs of whitespace inside the line, which Markdown renders
-    the same way anyway.
-    """
-    sentences = split_sentences(unit)
-    count = 0
-    while count < len(sentences) and _size(" ".join(sentences[: count + 1])) <= room:
-        count += 1
-    if 0 < count < len(sentences):
-        return " ".join(sentences[:count]), " ".join(sentences[count:])
-    cut = unit.encode("utf-8")[:room].decode("utf-8", "ignore")
-    return cut, unit[len(cut) :]
+    The line is split once: re-splitting what is left after every piece made a long page
+    quadratic (a 1 MB paragraph took seconds, 10 MB never finished)."""
+
+    def __init__(self, unit: str) -> None:
+        self.sentences = [s for s in split_sentences(unit) if s] or [unit]
+        self.next = 0
+
+    def __bool__(self) -> bool:
+        return self.next < len(self.sentences)
+
+    def take(self, room: int) -> str:
+        """The longest run of whole sentences within ``room`` bytes (joined by one space,
+        which Markdown renders the same way); else the first sentence cut at a character
+        boundary."""
+        total, end = 0, self.next
+        while end < len(self.sentences):
+            grow = _size(self.sentences[end]) + (1 if end > self.next else 0)
+            if total + grow > room:
+                break
+            total, end = total + grow, end + 1
+        if end > self.next:
+            head = " ".join(self.sentences[self.next : end])
+            self.next = end
+            return head
+        sentence = self.sentences[self.next]
+        cut = sentence.encode("utf-8")[: max(room, 4)].decode("utf-8", "ignore") or sentence[:1]
+        self.sentences[self.next] = sentence[len(cut) :]
+        if not self.sentences[self.next]:
+            self.next += 1
+        return cut
 
 
 def _fit(text: str, budget: int) -> list[str]:
@@ -63,19 +86,22 @@ def _fit(text: str, budget: int) -> list[str]:
     pieces: list[str] = []
     current = ""
     for unit in units:
-        while True:
-            candidate = f"{current}{sep}{unit}" if current else unit
-            if _size(candidate) <= budget:
-                current = candidate
-                break
+        candidate = f"{current}{sep}{unit}" if current else unit
+        if _size(candidate) <= budget:
+            current = candidate
+            continue
+        rest = _Sentences(unit)
+        while rest:
             room = budget - _size(current) - _size(sep) if current else budget
-            if room >= min(200, budget // 4):
-                head, unit = _take(unit, room)
-                current = f"{current}{sep}{head}" if current else head
-            pieces.append(current)
-            current = ""
-            if not unit:
-                break
+            if current and room < min(200, budget // 4):
+                pieces.append(current)
+                current = ""
+                continue
+            head = rest.take(room)
+            current = f"{current}{sep}{head}" if current else head
+            if rest:
+                pieces.append(current)
+                current = ""
     if current:
         pieces.append(current)
     return [p for p in pieces if p.strip()]
@@ -195,7 +221,9 @@ def split_page(
             fm = part.frontmatter or {}
             fm["split_from"] = original_uuid
             fm["part"] = index
-            fm["parts"] = list(filenames)
+            # Every filename would not fit a part of a long page (a 1 MB page has ~150):
+            # then the count, the names being first.md, first-part-2.md, … (writer.py).
+            fm["parts"] = list(filenames) if count <= PARTS_LISTED else count
             part.frontmatter = fm
             part.body = body.rstrip("\n") + "\n" + _footer(index, filenames, titles)
             parts.append((filename, part))

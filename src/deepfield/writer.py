@@ -164,7 +164,15 @@ class PageWriter:
                 # Part 1 carries the page's identity; later parts keep theirs across rewrites.
                 return page_uuid if index == 1 else old_uuids.get(filename) or new_uuid()
 
-            parts = split_page(page, title, names_for, uuid_for)
+            try:
+                parts = split_page(page, title, names_for, uuid_for)
+            except ValueError as exc:  # the frontmatter alone leaves no room for text
+                size = len(page.render_frontmatter().encode())
+                raise InvalidPageError(
+                    f"the page is over 8 KB and cannot be split: its frontmatter alone is "
+                    f"{size:,} bytes ({exc})",
+                    "shorten the frontmatter (a long summary?) well below 8 KB; the body is "
+                    "what gets split into parts") from exc
             written = []
             try:
                 for name, part in parts:
@@ -190,7 +198,12 @@ class PageWriter:
         if existing_name is None or existing is None:
             return []
         parts = existing.get("parts")
-        if not isinstance(parts, list) or existing.get("part") != 1:
+        if existing.get("part") != 1:
+            return []
+        if isinstance(parts, int) and not isinstance(parts, bool) and 1 < parts <= 100_000:
+            base = existing_name.removesuffix(".md")  # split.PARTS_LISTED: named, not listed
+            parts = [f"{base}-part-{i}.md" for i in range(2, parts + 1)]
+        if not isinstance(parts, list):
             return []
         return [p for p in parts if isinstance(p, str) and p != existing_name
                 and is_valid_name(p.removesuffix(".md")) and (self.path / p).is_file()]

@@ -136,11 +136,14 @@ class FieldSlot:
 
     def embed_new(self) -> None:
         """Vectors for what was just written (lock held), within the time a search would
-        spend; an embedder that fails leaves them pending for the background sync."""
+        spend: its chunks, then its whole-page vector in the spec's ``pages`` table (the
+        spec: after a PUT the page's vector index entries are regenerated before the page is
+        next returned; the newest pages come first). An embedder that fails, or a budget
+        spent on a backlog, leaves the rest pending for the background sync."""
         if self.writer.embedder is None:
             return
         with contextlib.suppress(EmbeddingError):
-            self.writer.embed(budget=AUTO_EMBED_SECONDS, pages=False)
+            self.writer.embed(budget=AUTO_EMBED_SECONDS, pages=True)
 
     def search(self, fn: Callable[[Field], T], *, embed: bool) -> T:
         """Run ``fn`` on an idle searcher (waiting for one if all are busy)."""
@@ -246,6 +249,9 @@ class FieldSlot:
                     # A field with a model embeds what a watcher-reported edit added, whatever
                     # the request that started this round asked.
                     self.writer.ensure_synced(embed=embed or self.embedder is not None)
+                    # Whole-page vectors a write's budget did not reach (ensure_synced
+                    # embeds chunks only): the spec's `pages` table catches up here.
+                    self.embed_new()
                     # As after a search's sync: the listing.md it may have rewritten does not
                     # make the next search scan again.
                     self._seen_mtime = self._mtime()
