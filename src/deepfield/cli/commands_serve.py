@@ -276,7 +276,12 @@ def passwd_cmd(ctx: click.Context, user: str, password_stdin: bool, print_only: 
     from ..server.auth import hash_password, save_user
 
     if password_stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
+        raw = sys.stdin.buffer.readline()
+        try:
+            password = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError:
+            raise click.BadParameter("the password on standard input is not UTF-8 text",
+                                     param_hint="--password-stdin") from None
     else:
         password = click.prompt("password", hide_input=True, confirmation_prompt=True,
                                 err=True)

