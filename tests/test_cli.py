@@ -223,3 +223,15 @@ def test_field_given_as_a_path(cli: Cli, tmp_path: Path) -> None:
     assert found["results"][0]["filename"] == "tomatoes.md"
     assert cli.json("read", str(folder), "tomatoes")["title"] == "Tomatoes"
     assert [p["filename"] for p in cli.json("ls", str(folder))["pages"]] == ["tomatoes.md"]
+
+
+def test_a_folder_without_pages_is_not_taken_for_a_field(kstore: Path, tmp_path: Path) -> None:
+    """Opening a field writes its index and listing into it: a folder that holds no pages
+    (``ls ..`` by mistake) must be refused, not littered."""
+    empty = tmp_path / "plain"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not a page\n")
+    for args in (["ls", str(empty)], ["search", "x", "-f", str(empty)]):
+        result = run_deepfield("--store", str(kstore), *args)
+        assert result.returncode == 1 and "is not a field" in result.stderr.decode()
+    assert sorted(p.name for p in empty.iterdir()) == ["notes.txt"]

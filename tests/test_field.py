@@ -226,3 +226,20 @@ def test_a_symbolic_link_is_never_read_as_a_page(field: deepfield.Field, tmp_pat
     with pytest.raises(InvalidPageError, match="symbolic link"):
         field.read("link.md")
     assert "link.md" not in [d.filename for d in field.pages()]
+
+
+def test_reindex_recovers_from_an_index_file_sqlite_cannot_open(field: deepfield.Field) -> None:
+    from deepfield.errors import IndexCorruptError
+
+    field.add("Plums", "Plums ripen in August.")
+    index_path = field.index_handle().path
+    field.close()
+    index_path.write_bytes(b"this is not a database" * 100)
+    reopened = deepfield.Field(field.path, field.embedder, name=field.name)
+    with pytest.raises(IndexCorruptError, match="deepfield reindex|cannot open"):
+        reopened.pages()
+    reopened.close()
+    reopened = deepfield.Field(field.path, field.embedder, name=field.name)
+    reopened.reindex()
+    assert [h.filename for h in reopened.search("plums", mode="bm25").results] == ["plums.md"]
+    reopened.close()

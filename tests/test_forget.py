@@ -104,3 +104,24 @@ def test_a_page_gone_before_archiving_is_a_warning(field: deepfield.Field,
     report = forget(field, older_than_days=30)
     assert report.archived == ["archive/second.md"]
     assert report.warnings == ["first.md was not archived: no page 'first.md' in notes"]
+    assert report.not_archived == ["first.md"]
+
+
+def test_cli_forget_says_what_it_could_not_move(cli: Cli,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    cli("new", "notes")
+    cli("add", "notes", "a", "--title", "Alpha")
+    cli("add", "notes", "b", "--title", "Beta")
+    real = deepfield.Field.archive
+
+    def locked(self: deepfield.Field, ref: str) -> str:
+        if ref == "alpha.md":
+            raise PermissionError(1, "Operation not permitted")
+        return real(self, ref)
+
+    monkeypatch.setattr(deepfield.Field, "archive", locked)
+    result = cli("forget", "notes", "--keep-top", "0")
+    assert result.exit_code == 1
+    assert "archived beta.md" in result.stdout and "archived alpha.md" not in result.stdout
+    assert "1 of 2 pages archived" in result.stdout
+    assert "1 page(s) could not be archived" in result.stderr

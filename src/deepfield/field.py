@@ -8,6 +8,7 @@ catalogue) current. Removal moves a page into ``archive/`` (restorable); nothing
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -19,11 +20,13 @@ from .domains.atomic import Filters
 from .embed.base import Embedder
 from .errors import (
     EmbeddingError,
+    IndexCorruptError,
     InvalidPageError,
     PageNotFoundError,
 )
 from .fsutil import field_lock, remove_stale_temp_files
 from .index import DocRow, FieldIndex, SyncReport
+from .index.db import KEYWORD_ONLY_CODE, index_filename
 from .index.vectors import embed_pending
 from .listing import refresh_listing
 from .manage.activation import record_activation
@@ -148,8 +151,28 @@ class Field:
 
     def reindex(self, **options: Any) -> SyncReport:
         """Drop every index row and rebuild from the Markdown alone."""
-        self.index_handle().clear()
+        self.clear_index()
         return self.index(**options)
+
+    def clear_index(self) -> None:
+        """Drop every index row. An index file SQLite cannot open (truncated, overwritten) is
+        deleted instead: it is derived data, and this is how a user gets out of that state."""
+        try:
+            index = self.index_handle()
+        except IndexCorruptError:
+            self._delete_index_file()
+            index = self.index_handle()
+        index.clear()
+
+    def _delete_index_file(self) -> None:
+        code = self.embedder.model_code if self.embedder else KEYWORD_ONLY_CODE
+        folder = self._index_dir
+        if folder is None and not os.access(self.path, os.W_OK):
+            folder = _cache_dir_for(self.path)
+        path = (folder or self.path) / index_filename(code)
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                Path(f"{path}{suffix}").unlink()
 
     def ensure_synced(self, *, embed: bool = True) -> SyncReport:
         """Sync cheaply before a search (see SYNC_INTERVAL and SYNC_COST_FACTOR).

@@ -72,14 +72,25 @@ class Settings:
 
             return open_remote(name, embedder=self.embedder())
         if ("/" in name or name.startswith(".")) and Path(name).is_dir():
-            return open_field(name, self.embedder())
+            return self._folder_field(name)
         store = self.store()
         try:
             return store.field(name)
         except UnknownFieldError:
             if Path(name).is_dir() and not (self.store_path / name).exists():
-                return open_field(name, self.embedder())
+                return self._folder_field(name)
             raise
+
+    def _folder_field(self, folder: str) -> Field:
+        """A folder outside the store taken as a field: only one that holds Markdown files,
+        since opening a field writes its index and listing.md into it (``ls ..`` must not
+        leave them in a folder that was never a field)."""
+        with os.scandir(folder) as entries:
+            if not any(e.name.endswith(".md") and e.is_file() for e in entries):
+                raise UnknownFieldError(
+                    f"{folder} is not a field: it holds no Markdown (.md) pages",
+                    "give a folder of pages, or create a field with `deepfield new NAME`")
+        return open_field(folder, self.embedder())
 
 
 def _env_options() -> dict[str, Any]:

@@ -58,19 +58,27 @@ def forget_cmd(ctx: click.Context, field: str, dry_run: bool, keep_top: int | No
     report = forget(fld, keep_top=keep_top, older_than_days=older_than, dry_run=dry_run)
     if as_json:
         print_json(report.to_json())
-        return
-    for warning in report.warnings:
-        warn(warning)
-    verb = "would archive" if dry_run else "archived"
-    for entry in report.forgotten:
-        click.echo(f"{verb} {entry.filename}  ({entry.reason})")
-    for entry in report.kept:
-        click.echo(f"kept {entry.filename}  ({entry.reason})")
-    done = "would be archived" if dry_run else "archived"
-    click.echo(f"{len(report.forgotten)} of {report.pages} pages {done}, "
-               f"{len(report.kept)} protected pages kept")
-    if report.archived:
-        click.echo(f"bring one back with `deepfield restore {fld.name} NAME`", err=True)
+    else:
+        for warning in report.warnings:
+            warn(warning)
+        verb = "would archive" if dry_run else "archived"
+        failed = set(report.not_archived)
+        for entry in report.forgotten:
+            if entry.filename not in failed:
+                click.echo(f"{verb} {entry.filename}  ({entry.reason})")
+        for entry in report.kept:
+            click.echo(f"kept {entry.filename}  ({entry.reason})")
+        done = "would be archived" if dry_run else "archived"
+        count = len(report.forgotten) - len(failed)
+        click.echo(f"{count} of {report.pages} pages {done}, "
+                   f"{len(report.kept)} protected pages kept")
+        if report.archived:
+            click.echo(f"bring one back with `deepfield restore {fld.name} NAME`", err=True)
+    if report.not_archived:  # said above; the exit status tells scripts it did not all work
+        if not as_json:
+            click.echo(f"error: {len(report.not_archived)} page(s) could not be archived (check "
+                       "the field folder's permissions)", err=True)
+        ctx.exit(1)
 
 
 @app.command("supersede")

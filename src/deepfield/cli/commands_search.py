@@ -33,7 +33,7 @@ def _index_fields(fields: list[Field], *, rebuild: bool, embed: bool, verify: bo
     warned = False
     for fld in fields:
         if rebuild:
-            fld.index_handle().clear()
+            fld.clear_index()
         with progress_bar(f"indexing {fld.name}", len(list(fld.path.glob("*.md"))),
                           not as_json) as tick:
             report = fld.index(verify=verify, embed=False, progress=tick)

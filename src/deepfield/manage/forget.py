@@ -50,6 +50,8 @@ class ForgetReport:
     kept: list[ForgetEntry] = dc_field(default_factory=list)
     """Protected pages that would otherwise have been forgotten."""
     archived: list[str] = dc_field(default_factory=list)
+    not_archived: list[str] = dc_field(default_factory=list)
+    """Pages that were to be archived but could not be moved (see ``warnings``)."""
     warnings: list[str] = dc_field(default_factory=list)
     seconds: float = 0.0
 
@@ -57,6 +59,7 @@ class ForgetReport:
         return {"field": self.field, "dry_run": self.dry_run, "pages": self.pages,
                 "forgotten": [e.to_json() for e in self.forgotten],
                 "kept": [e.to_json() for e in self.kept], "archived": self.archived,
+                "not_archived": self.not_archived,
                 "warnings": self.warnings, "seconds": round(self.seconds, 3)}
 
 
@@ -140,6 +143,7 @@ def forget(
             except (PageNotFoundError, OSError) as exc:  # removed or locked meanwhile: go on
                 why = exc.message if isinstance(exc, PageNotFoundError) else str(exc)
                 report.warnings.append(f"{entry.filename} was not archived: {why}")
+                report.not_archived.append(entry.filename)
     report.seconds = time.perf_counter() - started
     return report
 
