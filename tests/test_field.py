@@ -243,3 +243,13 @@ def test_reindex_recovers_from_an_index_file_sqlite_cannot_open(field: deepfield
     reopened.reindex()
     assert [h.filename for h in reopened.search("plums", mode="bm25").results] == ["plums.md"]
     reopened.close()
+
+
+def test_index_and_listing_are_never_written_as_pages(field: deepfield.Field) -> None:
+    for name in ("index", "listing"):
+        with pytest.raises(InvalidNameError, match=f"{name}.md is not a page name"):
+            field.write("# Mine\n\ntext\n", name=name)
+    written = field.add("Index", "A page that happens to be called Index.").pages[0]
+    assert written.filename == "index-page.md"
+    assert not (field.path / "index.md").exists() or "A page that happens" not in (
+        field.path / "index.md").read_text()

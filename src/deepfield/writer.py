@@ -17,7 +17,7 @@ from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidPageError, PageConflictError, PageNotFoundError
+from .errors import InvalidNameError, InvalidPageError, PageConflictError, PageNotFoundError
 from .fsutil import atomic_write, create_new, move_new
 from .index import FieldIndex
 from .listing import refresh_listing
@@ -88,6 +88,13 @@ class PageWriter:
         """Store ``page`` (the caller holds the field lock); over 8 KB it is split into linked
         parts unless ``split`` is False (the spec's PUT stores the page it is given, whole,
         and touches no other file)."""
+        if stem in RESERVED_STEMS:
+            raise InvalidNameError(
+                f"{stem}.md is not a page name: it is the field's "
+                + ("introduction" if stem == "index" else "generated catalogue"),
+                "choose another --name" + ("; edit index.md itself (or `deepfield new --intro`) "
+                                           "to change the introduction" if stem == "index"
+                                           else ""))
         index = self.index
         if page.uuid and not self.batch:
             # uuid lookups must see pages written by hand since the last sync
@@ -285,8 +292,13 @@ def restore_file(folder: Path, field_name: str, name: str, as_name: str | None) 
     return target
 
 
+RESERVED_STEMS = frozenset({"index", "listing"})
+"""index.md is a field's introduction and listing.md its generated catalogue, never pages."""
+
+
 def _stem_for(title: str, page: Page) -> str:
-    return slugify(title) or f"page-{(page.uuid or new_uuid())[:8]}"
+    stem = slugify(title) or f"page-{(page.uuid or new_uuid())[:8]}"
+    return f"{stem}-page" if stem in RESERVED_STEMS else stem  # a page titled "Index"
 
 
 def _normalise_dates(page: Page) -> None:

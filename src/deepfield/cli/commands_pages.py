@@ -81,7 +81,9 @@ def list_cmd(ctx: click.Context, field: str | None, archived: bool, as_json: boo
 @app.command("write")
 @click.argument("field")
 @click.argument("source", metavar="FILE|-")
-@click.option("--name", default=None, help="Filename to use (default: derived from the title).")
+@click.option("--name", default=None,
+              help="Filename to use (default: derived from the title); a page of that name is "
+              "replaced, keeping its uuid and created date.")
 @json_option
 @click.pass_context
 def write_cmd(ctx: click.Context, field: str, source: str, name: str | None, as_json: bool) -> None:
@@ -103,7 +105,9 @@ def write_cmd(ctx: click.Context, field: str, source: str, name: str | None, as_
 @click.argument("text", metavar="TEXT|-")
 @click.option("--title", required=True, help="Title of the new page.")
 @click.option("--summary", default=None, help="One-sentence summary (the page's memo).")
-@click.option("--name", default=None, help="Filename to use (default: derived from the title).")
+@click.option("--name", default=None,
+              help="Filename to use (default: derived from the title); a page of that name is "
+              "replaced, keeping its uuid and created date.")
 @json_option
 @click.pass_context
 def add_cmd(
