@@ -236,7 +236,7 @@ def test_reindex_recovers_from_an_index_file_sqlite_cannot_open(field: deepfield
     field.close()
     index_path.write_bytes(b"this is not a database" * 100)
     reopened = deepfield.Field(field.path, field.embedder, name=field.name)
-    with pytest.raises(IndexCorruptError, match="deepfield reindex|cannot open"):
+    with pytest.raises(IndexCorruptError, match="cannot open index"):
         reopened.pages()
     reopened.close()
     reopened = deepfield.Field(field.path, field.embedder, name=field.name)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import deepfield
@@ -171,6 +173,10 @@ def test_taxonomy_cli(cli: Cli) -> None:
     assert "lint: elsewhere.md: category 'Agents' is not in taxonomy.md" in linted.stdout
     with pytest.raises(DeepfieldError, match="--strict"):
         cli("taxonomy", "agents", "--lint", "--strict")
+    strict = cli("taxonomy", "agents", "--lint", "--strict", "--json")  # one JSON document
+    assert strict.exit_code == 1 and "--strict" in strict.stderr
+    document = json.loads(strict.stdout)
+    assert document["issues"] and "--strict" in document["error"]["message"]
     data = cli.json("taxonomy", "agents")
     assert data["issues"] == [{"filename": "elsewhere.md",
                                "message": "category 'Agents' is not in taxonomy.md"}]

@@ -197,6 +197,23 @@ def warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
 
+def print_json_or_fail(document: dict[str, Any] | None, error: DeepfieldError | None) -> None:
+    """Print ``document`` (``--json``; None: text mode, already printed) and then fail with
+    ``error`` if there is one. With --json the error goes inside the one document printed,
+    so stdout stays a single JSON object."""
+    if document is not None:
+        if error is not None:
+            document["error"] = {"type": type(error).__name__, "message": error.message,
+                                 "hint": error.hint}
+        print_json(document)
+        if error is not None:
+            line = f"error: {error.message}" + (f" ({error.hint})" if error.hint else "")
+            click.echo(" ".join(line.split()), err=True)
+            click.get_current_context().exit(1)
+    elif error is not None:
+        raise error
+
+
 def set_json_errors(on: bool) -> None:
     """Report errors as a JSON object on stdout too (``--json``)."""
     _json_errors["on"] = on

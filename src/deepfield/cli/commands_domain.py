@@ -8,7 +8,7 @@ from ..domains.atomic import KINDS
 from ..domains.domain import add_atomic, create_domain, domain_summary, taxonomy_report
 from ..domains.taxonomy import render_tree
 from ..errors import DeepfieldError, InvalidPageError
-from .app import app, json_option, print_json, read_input, settings, warn
+from .app import app, json_option, print_json, print_json_or_fail, read_input, settings, warn
 
 
 @app.group("domain")
@@ -119,8 +119,11 @@ def taxonomy_cmd(ctx: click.Context, field: str, lint: bool, strict: bool,
                  as_json: bool) -> None:
     """Print a domain's category → concept tree with the number of pages under each."""
     report = taxonomy_report(settings(ctx).field(field))
+    failure = DeepfieldError(f"{len(report.issues)} lint warnings and --strict was given",
+                             "fix the pages named, or add their names to the taxonomy"
+                             ) if lint and strict and report.issues else None
     if as_json:
-        print_json(report.to_json())
+        print_json_or_fail(report.to_json(), failure)
     else:
         taxonomy, counts = report.taxonomy, report.counts
         click.echo(
@@ -135,6 +138,4 @@ def taxonomy_cmd(ctx: click.Context, field: str, lint: bool, strict: bool,
             click.echo(f"{len(report.issues)} lint warnings")
         elif report.issues:
             warn(f"{len(report.issues)} lint warnings (see `deepfield taxonomy {field} --lint`)")
-    if lint and strict and report.issues:
-        raise DeepfieldError(f"{len(report.issues)} lint warnings and --strict was given",
-                             "fix the pages named, or add their names to the taxonomy")
+        print_json_or_fail(None, failure)

@@ -12,7 +12,16 @@ from ..domains.atomic import KINDS, Filters
 from ..errors import DeepfieldError
 from ..field import Field
 from ..search import MODES, UNITS, SearchResponse, search_fields
-from .app import Settings, app, json_option, print_json, progress_bar, settings, warn
+from .app import (
+    Settings,
+    app,
+    json_option,
+    print_json,
+    print_json_or_fail,
+    progress_bar,
+    settings,
+    warn,
+)
 
 
 def _chosen_fields(env: Settings, names: tuple[str, ...]) -> list[Field]:
@@ -63,11 +72,9 @@ def _index_fields(fields: list[Field], *, rebuild: bool, embed: bool, verify: bo
             )
             for warning in warnings:
                 warn(f"{fld.name}/{warning}")
-    if as_json:
-        print_json({"fields": reports})
-    if strict and warned:
-        raise DeepfieldError("the index reported warnings and --strict was given",
-                             "fix the files named in the warnings")
+    failure = DeepfieldError("the index reported warnings and --strict was given",
+                             "fix the files named in the warnings") if strict and warned else None
+    print_json_or_fail({"fields": reports} if as_json else None, failure)
 
 
 @app.command("index")
