@@ -312,6 +312,14 @@ def test_without_users_only_loopback_may_write(store: deepfield.Store) -> None:
         name = f"p{number}"  # (names from hash(host) % 1000 collided now and then: a 204)
         assert client.put(f"/notes/{name}.md", content=b"# p\n").status_code == 201, host
     assert not is_loopback("10.0.0.1") and not is_loopback(None) and not is_loopback("x")
+    # A reverse proxy on this machine connects from loopback for anyone: a proxied request
+    # is not a loopback client, whichever header the proxy sets.
+    local = TestClient(app, client=("127.0.0.1", 40000), base_url="http://127.0.0.1:8765")
+    for header in ({"Forwarded": "for=203.0.113.7"}, {"X-Real-IP": "203.0.113.7"},
+                   {"Via": "1.1 proxy"}, {"X-Forwarded-For": "203.0.113.7"}):
+        assert local.put("/notes/proxied.md", content=b"# p\n", headers=header
+                         ).status_code == 403, header
+    assert not (folder / "proxied.md").exists()
 
 
 def test_web_pages_cannot_use_a_loopback_server(store: deepfield.Store) -> None:

@@ -54,13 +54,25 @@ def deny_browser(request: Request, *, write: bool) -> Response | None:
     return None
 
 
+_PROXY_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip", "x-forwarded-host", "via")
+
+
+def client_host(request: Request) -> str | None:
+    """The client's address for the loopback rule, or None when the request came through a
+    proxy: a reverse proxy on this machine connects from loopback on behalf of anyone, and
+    uvicorn only rewrites the client for ``X-Forwarded-For``, not ``Forwarded`` (RFC 7239),
+    ``X-Real-IP`` or ``Via``."""
+    if any(name in request.headers for name in _PROXY_HEADERS):
+        return None
+    return request.client.host if request.client else None
+
+
 def deny_read(request: Request) -> Response | None:
     """401 when the store is private and the request carries no valid login."""
     if (denied := deny_browser(request, write=False)) is not None:
         return denied
     auth: Auth = request.app.state.auth
-    client = request.client.host if request.client else None
-    if auth.may_read(request.headers.get("authorization"), client):
+    if auth.may_read(request.headers.get("authorization"), client_host(request)):
         return None
     if not auth.enabled:
         return error_response(
@@ -76,8 +88,7 @@ def deny_write(request: Request) -> Response | None:
     if (denied := deny_browser(request, write=True)) is not None:
         return denied
     auth: Auth = request.app.state.auth
-    client = request.client.host if request.client else None
-    if auth.may_write(request.headers.get("authorization"), client):
+    if auth.may_write(request.headers.get("authorization"), client_host(request)):
         return None
     if auth.enabled:
         return error_response(401, "Unauthorized", "writing needs a valid login",
