@@ -305,3 +305,23 @@ def test_chunk_doc_tables_are_right_between_the_batches_of_a_sync(
     monkeypatch.setattr(sync, "read_source", read_and_check)
     field.index()
     assert {"x.md", "y.md", "z.md"} <= set(checked)
+
+
+def test_a_non_utf8_md_file_is_no_page_to_list_embed_or_pack(store: deepfield.Store) -> None:
+    """The spec: pages are UTF-8. A Latin-1 or binary .md is kept on disk and reported, but
+    gets no row in the spec's pages table, no line in listing.md and no place in a zip."""
+    from deepfield.portable.archive import pack_members
+
+    fld = store.create_field("mixed")
+    fld.add("Good", "Plain UTF-8 text.")
+    (fld.path / "latin.md").write_bytes(b"# Latin\n\ncaf\xe9 au lait\n")
+    report = fld.index()
+    assert any("latin.md" in w and "not valid UTF-8" in w for w in report.warnings)
+    conn = fld.index_handle().conn
+    assert [r[0] for r in conn.execute("SELECT filename FROM pages")] == ["good.md"]
+    listing = (fld.path / "listing.md").read_text()
+    assert "good.md" in listing and "latin.md" not in listing
+    members, warnings = pack_members(fld.path)
+    assert "latin.md" not in [name for name, _ in members]
+    assert any("latin.md" in w and "UTF-8" in w for w in warnings)
+    assert (fld.path / "latin.md").read_bytes().endswith(b"caf\xe9 au lait\n")  # kept

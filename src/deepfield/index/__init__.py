@@ -31,7 +31,7 @@ from .db import (
 )
 from .dense import DenseIndex
 from .keyword import TermCounts, bm25_search
-from .sync import SyncReport, sync_files
+from .sync import NOT_A_PAGE, SyncReport, sync_files
 from .vectors import count_pending, embed_pending
 
 __all__ = ["ChunkRow", "DocRow", "FieldIndex", "SyncReport"]
@@ -209,7 +209,9 @@ class FieldIndex:
 
     def catalogue(self) -> list[CatalogueEntry]:
         """(filename, title, summary) of every page, by filename: what listing.md shows."""
-        rows = self.conn.execute("SELECT filename, title, summary FROM df_docs ORDER BY filename")
+        rows = self.conn.execute(  # a binary or non-UTF-8 file is no page to list
+            "SELECT filename, title, summary FROM df_docs "
+            f"WHERE page_embedded != {NOT_A_PAGE} ORDER BY filename")
         return [CatalogueEntry(*r) for r in rows]
 
     def doc_by_filename(self, filename: str) -> DocRow | None:

@@ -56,6 +56,9 @@ class ParsedFile:
     frontmatter: str
     chunks: list[tuple[int, str, str, int, int, str, str, str]]
     warnings: list[str]
+    readable: bool = True
+    """False for a binary or non-UTF-8 file: not a page (the spec: pages are UTF-8), so it
+    gets no vector, no line in listing.md and no row in the spec's ``pages`` table."""
 
 
 def read_source(source: SourceFile) -> tuple[bytes, bytes, bool]:
@@ -78,7 +81,8 @@ def parse_source(name: str, sha: bytes, head: bytes, truncated: bool) -> ParsedF
     stem = name[:-3]
     warnings: list[str] = []
     if b"\x00" in head:
-        return ParsedFile(sha, stem, None, None, "null", [], [f"{name}: binary file, not indexed"])
+        return ParsedFile(sha, stem, None, None, "null", [], [f"{name}: binary file, not indexed"],
+                          readable=False)
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -88,6 +92,7 @@ def parse_source(name: str, sha: bytes, head: bytes, truncated: bool) -> ParsedF
             return ParsedFile(
                 sha, stem, None, None, "null", [],
                 [f"{name}: not valid UTF-8 (byte {exc.start}), not indexed; re-save it as UTF-8"],
+                readable=False,
             )
     if truncated:
         warnings.append(
@@ -280,7 +285,11 @@ def _write_doc(
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
         [(doc_id, *row, kept.get((row[5], row[6]))) for row in parsed.chunks],
     )
-    if with_vectors:
+    if not parsed.readable:
+        conn.execute(f"UPDATE df_docs SET page_embedded = {NOT_A_PAGE} WHERE id = ?", (doc_id,))
+        if with_vectors:
+            conn.execute("DELETE FROM pages WHERE filename = ?", (source.name,))
+    elif with_vectors:
         # A page vector of these exact bytes stays (a re-read of an unchanged page, e.g. an
         # unpacked index being checked); otherwise the spec row reappears once the page's new
         # embedding is computed.
@@ -293,6 +302,10 @@ def _write_doc(
             conn.execute("UPDATE df_docs SET page_embedded = 1 WHERE id = ?", (doc_id,))
         else:
             conn.execute("DELETE FROM pages WHERE filename = ?", (source.name,))
+
+
+NOT_A_PAGE = -2
+"""``df_docs.page_embedded`` of a file that is not a readable page (ParsedFile.readable)."""
 
 
 def page_embedding_text(data: bytes) -> str:

@@ -113,6 +113,16 @@ def _holds_md(folder: Path) -> bool:
     return False
 
 
+def _is_utf8(path: Path) -> bool:
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    except OSError:
+        return True  # unreadable: zipping it reports the real error
+    return True
+
+
 def pack_members(folder: Path) -> tuple[list[tuple[str, Path]], list[str]]:
     """(arcname, path) of every file a zip of ``folder`` holds, sorted; plus warnings."""
     members: list[tuple[str, Path]] = []
@@ -125,6 +135,10 @@ def pack_members(folder: Path) -> tuple[list[tuple[str, Path]], list[str]]:
             warnings.append(f"{name}: symbolic link left out")
             continue
         if entry.is_file():
+            if name.endswith(".md") and not _is_utf8(Path(entry.path)):
+                warnings.append(f"{name}: not valid UTF-8, left out (memoryfield pages are "
+                                "UTF-8 text; re-save it as UTF-8)")
+                continue
             members.append((name, Path(entry.path)))
         elif entry.is_dir():
             sub = Path(entry.path)
