@@ -177,6 +177,8 @@ def test_bad_writes_leave_the_store_unchanged(server: tuple[Served, deepfield.St
         ("/notes/woks.md", f"---\nuuid: {other}\n---\nnew\n".encode(), 409),
         ("/notes/copy.md", f"---\nuuid: {stored_uuid}\n---\ncopy\n".encode(), 409),
         ("/notes/listing.md", b"# mine\n", 405),
+        ("/notes/a%2Fb.md", b"# x\n", 400),  # a sub-folder once decoded: a bad page name
+        ("/notes/..%2Fevil.md", b"# x\n", 400),
         ("/nope/ok.md", b"# x\n", 404),
     ]
     for path, body, status in cases:

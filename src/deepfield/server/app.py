@@ -100,6 +100,19 @@ def deny_write(request: Request) -> Response | None:
     )
 
 
+async def _no_route(request: Request, exc: Exception) -> Response:
+    """No route for the path. A write to a path under a field that is not a flat page name
+    (``a%2Fb.md`` decodes to a sub-folder) is the spec's bad filename: 400, not 404."""
+    segments = [s for s in request.url.path.split("/") if s]
+    if request.method in ("PUT", "DELETE") and len(segments) >= 2:
+        return error_response(400, "Bad Request",
+                              f"{request.url.path} does not name a page of a field",
+                              "pages are flat: PUT /FIELD/NAME.md with a lowercase "
+                              "hyphenated NAME and no '/'")
+    return error_response(404, "Not Found", f"nothing at {request.url.path}",
+                          "GET / lists the fields; GET /openapi.json the routes")
+
+
 async def _deepfield_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, DeepfieldError)
     return error_response(error_status(exc), type(exc).__name__, exc.message, exc.hint)
@@ -142,7 +155,7 @@ def create_app(
         *deepfield_routes(),
         *spec_routes(),
     ]
-    handlers: dict[Any, Any] = {DeepfieldError: _deepfield_error}
+    handlers: dict[Any, Any] = {DeepfieldError: _deepfield_error, 404: _no_route}
     service = Service(store, llm_config)
 
     @asynccontextmanager
