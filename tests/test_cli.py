@@ -151,6 +151,8 @@ def kstore(tmp_path: Path) -> Path:
         (["search", "woks", "--mode", "hybrid"], None, "no embedding model"),
         (["--embedder", "bogus", "search", "woks"], None, "no embedding backend named 'bogus'"),
         (["search", "--batch", "-"], b"woks\n\xff\xfe\n", "is not UTF-8 text"),
+        (["remote", "fetch", ""], None, "no source given"),
+        (["init", str(Path(__file__))], None, "is a file, not a folder"),
     ],
 )
 def test_errors_are_one_clear_line(kstore: Path, args: list[str], stdin: bytes | None,

@@ -68,6 +68,13 @@ def test_bad_sessions(text: str, message: str) -> None:
         parse_session(text, format="jsonl" if "not json" in text else "auto")
 
 
+@pytest.mark.parametrize("text", ["null", "42", "true", '"just a string"'])
+def test_a_json_file_without_messages_is_refused(text: str) -> None:
+    """A .json session is JSON whatever it starts with: "null" is not a one-line transcript."""
+    with pytest.raises(SessionFormatError, match="no list of messages"):
+        parse_session(text, source="s.json")
+
+
 @needs_locomo
 def test_locomo_conversation_needs_a_session_number() -> None:
     text = json.dumps(_conversation())

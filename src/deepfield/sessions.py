@@ -93,7 +93,9 @@ def parse_session(
         raise SessionFormatError(f"{where} is empty")
     if format == "auto":
         stripped = text.lstrip()
-        format = "json" if stripped[:1] in "[{" else "markdown"
+        # A .json file is JSON whatever it starts with ("null" is no transcript).
+        is_json = stripped[:1] in "[{" or (source or "").lower().endswith(".json")
+        format = "json" if is_json else "markdown"
         if format == "json":
             try:
                 json.loads(text)

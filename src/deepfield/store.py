@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .config import CONFIG_FILE, EmbeddingConfig, StoreConfig, load_config, render_config
 from .domains.atomic import Filters
 from .embed.base import NO_EMBEDDER, Embedder, create_embedder
-from .errors import FieldExistsError, StoreNotFoundError, UnknownFieldError
+from .errors import FieldExistsError, StoreError, StoreNotFoundError, UnknownFieldError
 from .field import Field
 from .fsutil import atomic_write
 from .page import INTRO_FILE, check_name
@@ -130,6 +130,9 @@ def build_embedder(config: EmbeddingConfig) -> Embedder | None:
 def init(path: str | Path, embedding: EmbeddingConfig | None = None) -> Store:
     """Create a store folder (or adopt an existing folder) and write its ``deepfield.toml``."""
     root = Path(path)
+    if root.exists() and not root.is_dir():
+        raise StoreError(f"{root} is a file, not a folder",
+                         "give a new or existing folder for the store")
     root.mkdir(parents=True, exist_ok=True)
     config_path = root / CONFIG_FILE
     if not config_path.exists():

@@ -223,6 +223,10 @@ def open_remote(
     refresh: bool = True,
 ) -> RemoteField:
     """A :class:`RemoteField` mirroring ``source`` (refreshed first unless ``refresh=False``)."""
+    if not source.strip():
+        raise TransportError("no source given",
+                             "name a zip, a folder, an http(s):// URL, s3://bucket/prefix or "
+                             "git+URL")
     source, fragment_pin = split_pin(source)
     source = _absolute(source)
     pin = pin or fragment_pin
