@@ -293,3 +293,30 @@ def test_cli_reads_a_zip_as_a_field(
                                f"{packed.path}#sha256={'1' * 64}")
     assert code == 1 and "not the pinned" in stderr
     assert os.listdir(store.root / "notes")  # the store's own field is untouched
+
+
+def test_a_memoryfield_holds_at_least_one_page(store: deepfield.Store, tmp_path: Path) -> None:
+    """The spec: a memoryfield MUST contain one or more pages. An empty field is not packed
+    and a zip without pages is not unpacked (both clearly), and nothing is left behind."""
+    store.create_field("empty", intro="Nothing yet.")
+    with pytest.raises(ArchiveError, match="has no pages"):
+        portable.pack(store.field("empty"), tmp_path / "empty.memoryfield.zip")
+    assert not (tmp_path / "empty.memoryfield.zip").exists()
+    before = sorted(p.name for p in store.root.iterdir())
+    for entries in ([], [("index.md", b"# Intro\n")], [("readme.txt", b"hello")]):
+        bare = make_zip(tmp_path / "bare.memoryfield.zip", entries)
+        with pytest.raises(ArchiveError, match="holds no pages"):
+            portable.unpack(store, bare)
+    assert sorted(p.name for p in store.root.iterdir()) == before
+
+
+def test_debris_in_a_zip_is_skipped_not_refused(store: deepfield.Store, tmp_path: Path) -> None:
+    debris = make_zip(tmp_path / "finder.memoryfield.zip", [
+        ("good-page.md", b"# Good\n\ntext\n"),
+        ("__MACOSX/._good-page.md", b"\x00\x05\x16\x07resource fork"),
+        ("Thumbs.db", b"x"), ("desktop.ini", b"x"), ("good-page.md~", b"backup"),
+        ("good-page.sync-conflict-20260101-1.md", b"# Conflict\n"),
+    ])
+    result = portable.unpack(store, debris)
+    assert result.pages == 1
+    assert sorted(p.name for p in result.path.iterdir() if p.is_file()) == ["good-page.md"]

@@ -103,6 +103,7 @@ def test_fields_intro_and_openapi(server: tuple[Served, deepfield.Store],
     assert http.get("/notes", follow_redirects=True).text == intro.text  # to /notes/
     store.create_field("bare")
     assert "listing.md" in http.get("/bare/").text  # generated when there is no index.md
+    assert http.get("/bare/memoryfield.zip").status_code == 404  # no pages: no memoryfield
     assert http.get("/nope/").status_code == 404
     spec = http.get("/openapi.json").json()
     assert spec["openapi"].startswith("3.1")
@@ -276,7 +277,7 @@ def test_unknown_users_cost_a_password_check(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_private_store_gates_reads(store: deepfield.Store) -> None:
-    store.create_field("notes")
+    store.create_field("notes").add("Woks", "Carbon steel woks.")
     auth = Auth({"alice": hash_password("pw", n=1 << 10)}, private=True)
     client = TestClient(create_app(store, auth=auth), client=("127.0.0.1", 5000))
     for path in ("/", "/notes/", "/notes/search?q=x", "/notes/listing.md",

@@ -51,6 +51,8 @@ def render_listing(field_name: str, docs: Sequence[CatalogueEntry]) -> str:
     ]
     for doc in docs:
         summary = " ".join((doc.summary or "").split())
-        title = doc.title.replace("[", "(").replace("]", ")")
-        lines.append(f"- [{title}]({doc.filename})" + (f" — {summary}" if summary else ""))
+        # One line per page whatever the title holds (a line break would start a new entry).
+        title = " ".join(doc.title.split()).replace("[", "(").replace("]", ")")
+        target = doc.filename.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+        lines.append(f"- [{title}]({target})" + (f" — {summary}" if summary else ""))
     return "\n".join(lines) + "\n"

@@ -193,6 +193,9 @@ def pack_folder(
     if out.exists() and not force:
         raise ArchiveError(f"{out} already exists", "choose another -o NAME or pass --force")
     members, warnings = pack_members(folder)
+    if not any(_is_page(name) for name, _ in members):
+        raise ArchiveError(f"{folder.name} has no pages to pack",
+                           "a memoryfield holds at least one page: add one first")
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=out.parent)
     os.close(fd)
@@ -248,6 +251,9 @@ def extract_checked(
     staging = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}unpack-", dir=parent))
     try:
         with open_checked(zip_path, pin=pin, limits=limits) as (archive, infos, digest):
+            if not any(_is_page(i.filename) for i in infos if not i.is_dir()):
+                raise ArchiveError(f"{zip_path.name} holds no pages",
+                                   "a memoryfield zip holds at least one .md page at its root")
             total = 0
             for info in infos:
                 path = staging.joinpath(*info.filename.split("/"))

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import ArchiveError, PinMismatchError, UnsafeArchiveError
+from ..page import is_debris
 
 ZIP_SUFFIX = ".memoryfield.zip"
 UT_EXTRA_ID = 0x5455
@@ -150,6 +151,13 @@ def is_symlink(info: zipfile.ZipInfo) -> bool:
     return stat.S_ISLNK(info.external_attr >> 16)
 
 
+def is_ignored(name: str) -> bool:
+    """Entries a reader skips, as the spec says of debris: macOS Finder's ``__MACOSX/``
+    resource forks, ``Thumbs.db``, ``desktop.ini``, editor backups and sync conflicts."""
+    parts = name.rstrip("/").split("/")
+    return parts[0] == "__MACOSX" or is_debris(parts[-1])
+
+
 def is_hidden(name: str) -> bool:
     """Dot-files and dot-folders (``.deepfield/`` caches, ``.DS_Store``) are skipped, not used."""
     return any(part.startswith(".") for part in name.split("/"))
@@ -168,6 +176,8 @@ def checked_members(
     for info in infos:
         name = info.filename
         problem = check_name(name)
+        if is_ignored(name) and (problem is None or problem.startswith("a .md page inside")):
+            continue
         if problem is None and is_symlink(info):
             problem = "a symbolic link"
         if problem is None and info.flag_bits & 0x1:
