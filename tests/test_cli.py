@@ -190,6 +190,7 @@ def test_usage_errors_exit_2(kstore: Path) -> None:
 
 @pytest.mark.parametrize(("args", "stdin", "expected"), [
     (["read"], None, "Missing argument 'FIELD'"),
+    (["search", "woks", "--batch", "-"], b"woks\n", "not both"),
     (["search", "x", "--mode", "wrong", "--json"], None, "'wrong' is not one of"),
     (["passwd", "bob", "--password-stdin"], b"\xff\xfe\n", "not UTF-8 text"),
 ])

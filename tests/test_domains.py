@@ -288,3 +288,18 @@ def test_superseded_pages_stay_out_of_level_material(keyword_store: deepfield.St
 def test_domain_name_too_long(keyword_store: deepfield.Store) -> None:
     with pytest.raises(InvalidNameError, match="characters long"):
         create_domain(keyword_store, "a" * 300)
+
+
+@pytest.mark.parametrize(("date", "ok"), [
+    ("2025", True), ("2025-03", True), ("2020-02-29", True), ("2025-03-14T10:00:00Z", True),
+    ("2020-02-30", False), ("2025-13", False), ("March 2025", False),
+])
+def test_publication_dates_must_be_real(date: str, ok: bool) -> None:
+    from deepfield.domains.atomic import check_date
+    from deepfield.errors import InvalidMetadataError
+
+    if ok:
+        assert check_date(date) == date
+    else:
+        with pytest.raises(InvalidMetadataError, match="is not a date"):
+            check_date(date)

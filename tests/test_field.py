@@ -253,3 +253,10 @@ def test_index_and_listing_are_never_written_as_pages(field: deepfield.Field) ->
     assert written.filename == "index-page.md"
     assert not (field.path / "index.md").exists() or "A page that happens" not in (
         field.path / "index.md").read_text()
+
+
+def test_the_same_uuid_in_capitals_is_no_conflict(field: deepfield.Field) -> None:
+    written = field.add("Woks", "Carbon steel woks.").pages[0]
+    text = f"---\ntitle: Woks\nuuid: {written.uuid.upper()}\n---\nSeasoned woks.\n"
+    again = field.write(text, name="woks").pages[0]
+    assert again.filename == "woks.md" and again.action == "updated"

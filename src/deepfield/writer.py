@@ -119,7 +119,8 @@ class PageWriter:
             existing = Page.parse((self.path / existing_name).read_text("utf-8", "replace"))
             if existing.frontmatter_error:
                 existing = None
-            elif page.uuid and existing.uuid and page.uuid != existing.uuid:
+            elif page.uuid and existing.uuid and page.uuid.lower() != existing.uuid.lower():
+                # (UUIDs are case-insensitive: the same one in capitals is no conflict)
                 raise PageConflictError(
                     f"{existing_name} has uuid {existing.uuid}, the new text has {page.uuid}"
                 )

@@ -118,6 +118,8 @@ def domain_ls(ctx: click.Context, as_json: bool) -> None:
 def taxonomy_cmd(ctx: click.Context, field: str, lint: bool, strict: bool,
                  as_json: bool) -> None:
     """Print a domain's category → concept tree with the number of pages under each."""
+    if strict and not lint:
+        raise click.UsageError("--strict applies to --lint: give both")
     report = taxonomy_report(settings(ctx).field(field))
     failure = DeepfieldError(f"{len(report.issues)} lint warnings and --strict was given",
                              "fix the pages named, or add their names to the taxonomy"

@@ -202,6 +202,8 @@ def search_cmd(ctx: click.Context, query: str | None, fields: tuple[str, ...], k
     env = settings(ctx)
     chosen = _chosen_fields(env, fields)
     if batch is not None:
+        if query:
+            raise click.UsageError("give a QUERY or --batch FILE, not both")
         if batch != "-" and not Path(batch).is_file():
             raise click.BadParameter(f"no such file: {batch}", param_hint="--batch")
         _batch(chosen, batch, k, mode, unit, Filters.of(kinds, categories, concepts))

@@ -17,6 +17,7 @@ pages with a given kind, category or concept.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -129,12 +130,23 @@ def check_kind(kind: str) -> str:
 
 def check_date(date: str) -> str:
     value = date.strip()
-    if not _DATE.match(value):
+    if not _DATE.match(value) or not _real_day(value):
         raise InvalidMetadataError(
             f"date {date!r} is not a date",
             "write it as YYYY, YYYY-MM or YYYY-MM-DD, e.g. 2025-03 or 2025-03-14",
         )
     return value
+
+
+def _real_day(value: str) -> bool:
+    """2020-02-30 has the shape of a date but is none."""
+    if len(value) < 10:
+        return True
+    try:
+        dt.date.fromisoformat(value[:10])
+    except ValueError:
+        return False
+    return True
 
 
 def check_source(source: str) -> str:
