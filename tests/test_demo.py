@@ -39,3 +39,13 @@ def test_demo_runs_end_to_end_and_again(tmp_path: Path) -> None:
     assert second["index"]["chunks_embedded"] == 0
     human = run_deepfield("--store", str(tmp_path / "demo"), "search", "valve failure", "-k", "2")
     assert human.returncode == 0 and b"aurora/" in human.stdout
+
+
+def test_demo_on_a_keyword_only_store(tmp_path: Path) -> None:
+    """DEEPFIELD_EMBEDDER=none: every search of the demo runs as BM25 instead of failing."""
+    result = run_deepfield("demo", "--dir", str(tmp_path / "demo"), "--json",
+                           env={"DEEPFIELD_EMBEDDER": "none"}, timeout=120)
+    assert result.returncode == 0, result.stderr.decode()
+    out = json.loads(result.stdout)
+    assert {s["mode"] for s in out["searches"]} == {"bm25"}
+    assert all(s["results"] for s in out["searches"][:4])

@@ -86,6 +86,8 @@ def run_demo(directory: Path, embedder_name: str | None, *, as_json: bool) -> No
     log["searches"] = []
     say("4. search (stubs: page, score, heading path, snippet)")
     for query, mode in QUERIES:
+        if field.embedder is None:  # a keyword-only store (DEEPFIELD_EMBEDDER=none)
+            mode = "bm25"
         response = field.search(query, k=3, mode=mode)
         log["searches"].append(response.to_json())
         say(f"   [{mode}] {query}   ({response.took_ms:.0f} ms)")
