@@ -320,3 +320,15 @@ def test_debris_in_a_zip_is_skipped_not_refused(store: deepfield.Store, tmp_path
     result = portable.unpack(store, debris)
     assert result.pages == 1
     assert sorted(p.name for p in result.path.iterdir() if p.is_file()) == ["good-page.md"]
+
+
+def test_pages_with_names_the_spec_forbids_stay_out_of_a_zip(store: deepfield.Store,
+                                                             tmp_path: Path) -> None:
+    fld = store.create_field("named")
+    fld.add("Good", "text")
+    (fld.path / "Upper_Case.md").write_text("# Up\n\ntext\n")
+    result = portable.pack(fld, tmp_path / "named.memoryfield.zip")
+    with zipfile.ZipFile(result.path) as archive:
+        assert "Upper_Case.md" not in archive.namelist() and "good.md" in archive.namelist()
+    assert any("Upper_Case.md" in w and "upper-case.md" in w for w in result.warnings)
+    assert (fld.path / "Upper_Case.md").exists()  # left out of the zip, never touched

@@ -139,6 +139,11 @@ def pack_members(folder: Path) -> tuple[list[tuple[str, Path]], list[str]]:
                 warnings.append(f"{name}: not valid UTF-8, left out (memoryfield pages are "
                                 "UTF-8 text; re-save it as UTF-8)")
                 continue
+            if _is_page(name) and not is_valid_name(name[:-3]):
+                warnings.append(f"{name}: not a spec page name, left out (rename it to "
+                                f"{slugify(name[:-3]) or 'a-name'}.md: lowercase letters, "
+                                "digits and hyphens)")
+                continue
             members.append((name, Path(entry.path)))
         elif entry.is_dir():
             sub = Path(entry.path)
