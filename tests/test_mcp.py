@@ -67,6 +67,16 @@ async def _exercise(client: Client, folder: Path) -> None:
         assert result.is_error, bad
     empty = await client.call_tool("write", {"field": "notes", "text": "  "})
     assert empty.is_error
+    # The HTTP routes' ranges and rules hold here too (they used to be clamped or skipped).
+    for tool, args in (("search", {"query": "woks", "k": 0}),
+                       ("search", {"query": "woks", "k": 10**12}),
+                       ("read", {"field": "notes", "page": "woks", "depth": 99}),
+                       ("read", {"field": "notes", "page": "a" * 300}),
+                       ("context", {"field": "notes"}),
+                       ("remember", {"field": "notes", "text": "\u0000\u0000"})):
+        result = await client.call_tool(tool, args)
+        assert result.is_error, (tool, args)
+        assert "Error executing tool" in str(result.content) and ":" in str(result.content)
     for tool, args, module, name in (
         ("remember", {"field": "notes", "text": "user: my cat is Miso\nassistant: noted\n"},
          "deepfield.memorize", "remember"),

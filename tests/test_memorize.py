@@ -241,3 +241,15 @@ def test_interrupted_split_write_leaves_no_partial_page(field: deepfield.Field,
     result = remember(field, "big.json", text=text)  # not mistaken for "already remembered"
     assert result.action == "created" and len(result.filenames) > 1
     assert _pages(field.path) == sorted(result.filenames)
+
+
+def test_a_turn_without_sentence_stops_makes_a_short_memo(field: deepfield.Field) -> None:
+    """One 10 KB turn without a full stop: the memo keeps its start, so the page's
+    frontmatter stays small and the session is filed (it was refused as over 8 KB)."""
+    from deepfield.memorize import MEMO_MAX_CHARS, remember
+
+    words = " ".join(f"word{i % 50}" for i in range(1800))
+    result = remember(field, "long.txt", text=f"Ivy: {words}\nJack: ok\n", format="text")
+    assert result.action == "created"
+    assert len(result.memo) <= MEMO_MAX_CHARS and result.memo.count("word") < 200
+    assert all(len((field.path / n).read_bytes()) <= 8192 for n in result.filenames)

@@ -175,6 +175,7 @@ def test_bad_writes_leave_the_store_unchanged(server: tuple[Served, deepfield.St
         ("/notes/ok.md", b"\xff\xfe\x00bad", 415),
         ("/notes/ok.md", b"", 400),
         ("/notes/ok.md", b"  \n\n", 400),
+        ("/notes/woks.md", b"---\n---\n", 400),  # an empty block and no text: empty
         ("/notes/woks.md", f"---\nuuid: {other}\n---\nnew\n".encode(), 409),
         ("/notes/copy.md", f"---\nuuid: {stored_uuid}\n---\ncopy\n".encode(), 409),
         ("/notes/listing.md", b"# mine\n", 405),
@@ -430,8 +431,23 @@ def test_remember_route(server: tuple[Served, deepfield.Store], http: httpx.Clie
                          b"assistant: Noted, Lisbon since May.\n")
     assert response.status_code == 201, response.text
     assert http.get("/notes/search", params={"q": "Lisbon"}).json()["results"]
+    again = http.post("/notes/_/remember", content=b"user: I moved to Lisbon in May.\n"
+                      b"assistant: Noted, Lisbon since May.\n")
+    assert again.status_code == 200 and again.json()["action"] == "unchanged"
     assert http.post("/notes/_/remember", content=b"").status_code == 400
     assert http.post("/notes/_/remember", content=b"\xff\xfe").status_code == 415
+    folder = server[1].field("notes").path
+    before = snapshot(folder)
+    for body in (b"A: x\x00y\nB: z\x00", b'[{"role": 5, "content": {"x": 1}}]'):
+        bad = http.post("/notes/_/remember", content=body)
+        assert bad.status_code == 400 and bad.json()["error"]["message"], body
+    assert snapshot(folder) == before  # nothing written for either
+    # Errors of Starlette itself and names no file can have keep the JSON error shape.
+    wrong_method = http.patch("/notes/woks.md")
+    assert wrong_method.status_code == 405 and wrong_method.json()["error"]["type"]
+    long_name = http.get("/notes/_/read/" + "a" * 300)
+    assert long_name.status_code == 404 and long_name.json()["error"]["type"]
+    assert http.get("/notes/" + "a" * 300 + ".md").status_code in (400, 404)
 
 
 @pytest.mark.skipif(not _has("deepfield.research", "research"),

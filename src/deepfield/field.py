@@ -229,6 +229,9 @@ class Field:
     def resolve(self, ref: str) -> str:
         """The filename of the page named ``ref``: a filename, a stem or a (prefix of a) uuid."""
         candidate = ref if ref.endswith(".md") else f"{ref}.md"
+        if len(candidate.encode("utf-8")) > 255 or "\x00" in candidate:  # no file has this name
+            raise PageNotFoundError(f"no page {ref[:60]!r}… in field {self.name} (the name is "
+                                    "longer than any file name)")
         if "/" not in candidate and (self.path / candidate).is_file():
             return candidate
         if len(ref) >= 8 and all(c in "0123456789abcdef-" for c in ref.lower()):

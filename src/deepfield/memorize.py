@@ -158,6 +158,17 @@ def remember(
     )
 
 
+MEMO_MAX_CHARS = 1500
+"""A memo is one paragraph: longer ones (a model that rambles, names listed without end) are
+cut at a word, so the frontmatter stays far below the 8 KB a page may take."""
+
+
+def cap_memo(memo: str) -> str:
+    if len(memo) <= MEMO_MAX_CHARS:
+        return memo
+    return memo[:MEMO_MAX_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + " …"
+
+
 def extractive_memo(session: Session, topic_terms: list[str] | None = None) -> str:
     """One paragraph from the session's own words: a context sentence, then the most
     informative sentences (in order, with their speakers), then names/dates/numbers not yet
@@ -178,6 +189,9 @@ def extractive_memo(session: Session, topic_terms: list[str] | None = None) -> s
         length = len(sentence.split())
         if words + length > MEMO_WORDS * 1.3 and chosen:
             continue
+        if length > MEMO_WORDS:  # one endless "sentence" (a turn without stops): its start
+            sentence = " ".join(sentence.split()[:MEMO_WORDS]) + " …"
+            length = MEMO_WORDS
         chosen.append((pos, speaker, sentence))
         words += length
     chosen.sort()
@@ -305,7 +319,7 @@ def _session_page(
     page = Page(body=body, frontmatter={})
     page.set("title", title)
     page.set("uuid", page_uuid)
-    page.set("summary", memo)
+    page.set("summary", cap_memo(memo))
     if session.date:
         page.set("created", session.date)
         page.set("updated", session.date)

@@ -91,6 +91,9 @@ def parse_session(
     where = source or "the session"
     if not text.strip():
         raise SessionFormatError(f"{where} is empty")
+    if "\x00" in text:  # a page holding it would be unreadable (binary) once written
+        raise SessionFormatError(f"{where} looks binary (contains NUL characters)",
+                                 "send the session as UTF-8 text or JSON")
     if format == "auto":
         stripped = text.lstrip()
         # A .json file is JSON whatever it starts with ("null" is no transcript).
@@ -207,12 +210,20 @@ def _from_transcript(text: str, where: str) -> Session:
 
 
 def _message_turn(item: dict[str, Any]) -> Turn:
-    role = str(item.get("name") or item.get("role") or "unknown")
+    speaker = item.get("name") or item.get("role") or "unknown"
     content = item.get("content")
+    if not isinstance(speaker, str):
+        raise SessionFormatError(f"a message's role or name is {type(speaker).__name__}, "
+                                 "not text", 'write messages as {"role": "user", "content": …}')
     if isinstance(content, list):  # [{type: text, text: ...}, {type: image_url, ...}]
-        parts = [str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content]
+        parts = [p.get("text", "") if isinstance(p, dict) else p for p in content]
+        if not all(isinstance(p, str) for p in parts):
+            raise SessionFormatError("a message's content parts must hold text")
         content = "\n".join(p for p in parts if p)
-    return Turn(role, _clean(content, keep_lines=True))
+    elif content is not None and not isinstance(content, str):
+        raise SessionFormatError(f"a message's content is {type(content).__name__}, not text",
+                                 "content is a string or a list of {type, text} parts")
+    return Turn(speaker, _clean(content, keep_lines=True))
 
 
 def _clean(value: Any, keep_lines: bool = False) -> str:

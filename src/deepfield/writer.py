@@ -88,6 +88,12 @@ class PageWriter:
         """Store ``page`` (the caller holds the field lock); over 8 KB it is split into linked
         parts unless ``split`` is False (the spec's PUT stores the page it is given, whole,
         and touches no other file)."""
+        if not page.body.strip() and not page.frontmatter:
+            raise InvalidPageError("the page is empty (no text, and no frontmatter values)",
+                                   "send the page's Markdown")
+        if "\x00" in page.body or "\x00" in page.render_frontmatter():
+            raise InvalidPageError("the page holds NUL characters, so it would read as binary",
+                                   "send Markdown text")
         if stem in RESERVED_STEMS:
             raise InvalidNameError(
                 f"{stem}.md is not a page name: it is the field's "

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -113,6 +115,22 @@ async def _no_route(request: Request, exc: Exception) -> Response:
                           "GET / lists the fields; GET /openapi.json the routes")
 
 
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own errors (405, 413, …) in the JSON shape every other error has."""
+    assert isinstance(exc, HTTPException)
+    phrase = HTTPStatus(exc.status_code).phrase
+    return error_response(exc.status_code, phrase.replace(" ", ""), str(exc.detail),
+                          "see /openapi.json for the routes and methods",
+                          dict(exc.headers) if exc.headers else None)
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    """A bug or an environment failure: still the JSON shape (uvicorn logs the traceback)."""
+    return error_response(500, "InternalServerError", f"{type(exc).__name__}: {exc}",
+                          "this is a deepfield bug or a problem of the machine; the server "
+                          "log has the details")
+
+
 async def _deepfield_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, DeepfieldError)
     return error_response(error_status(exc), type(exc).__name__, exc.message, exc.hint)
@@ -155,7 +173,8 @@ def create_app(
         *deepfield_routes(),
         *spec_routes(),
     ]
-    handlers: dict[Any, Any] = {DeepfieldError: _deepfield_error, 404: _no_route}
+    handlers: dict[Any, Any] = {DeepfieldError: _deepfield_error, 404: _no_route,
+                                HTTPException: _http_error, Exception: _unexpected}
     service = Service(store, llm_config)
 
     @asynccontextmanager

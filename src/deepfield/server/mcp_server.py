@@ -52,6 +52,9 @@ def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
         except DeepfieldError as exc:
             raise ToolError(str(exc)) from None
+        except OSError as exc:  # the machine's refusal (permissions, a full disk): say which
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise ToolError(f"{exc.strerror or exc}{where}") from None
         except ModuleNotFoundError as exc:
             raise ToolError(f"not available in this build ({exc.name})") from None
 
@@ -133,8 +136,9 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
             raise DeepfieldError(f"unknown mode {mode!r}", "use bm25, vector or hybrid")
         if unit not in UNITS:
             raise DeepfieldError(f"unknown unit {unit!r}", "use page or chunk")
-        return svc.search_many(field_list(fields), query, k=max(1, min(k, 100)), mode=mode,
-                               unit=unit)
+        if not 1 <= k <= 100:  # the same range as GET /search
+            raise DeepfieldError(f"k must be 1 to 100, not {k}")
+        return svc.search_many(field_list(fields), query, k=k, mode=mode, unit=unit)
 
     @server.tool()
     @_tool_errors
@@ -145,6 +149,8 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         'Parent > Child'). page is a filename, stem or uuid."""
         if mode == "section" and not section:
             raise DeepfieldError("mode=section needs section=HEADING")
+        if not 1 <= depth <= 6:  # heading levels, as GET /_/read checks
+            raise DeepfieldError(f"depth must be 1 to 6, not {depth}")
         view = svc.read(field, page, view=mode, section=section, depth=depth)
         out: dict[str, Any] = view.to_json()
         return out
@@ -181,6 +187,9 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         """Build one context block to put in your prompt, within a token budget (tokens):
         preferences and always-load pages, the field's introduction, domain material of the
         level (light, medium) and, at level deep, research on the task."""
+        if level == "deep" and not task.strip():  # as GET /_/context: research needs a task
+            raise DeepfieldError("level deep researches the task: give the task",
+                                 "or ask for level light or medium")
         return svc.locked(field, lambda f: svc.context(f, task, budget=budget, level=level))
 
     @server.resource(f"{SCHEME}://{{field}}/{{page}}.md", mime_type="text/markdown",

@@ -179,6 +179,7 @@ def openapi_document(version: str) -> dict[str, Any]:
             "requestBody": {"required": True, "content": {"text/plain": {
                 "schema": {"type": "string"}}}},
             "responses": {"201": _json("The pages written or updated."),
+                          "200": _json("Already remembered: nothing changed."),
                           "415": _err("Body is not valid UTF-8."),
                           "501": _err("Not available in this build."), **_WRITE_ERRORS},
         }},

@@ -121,7 +121,8 @@ async def remember(request: Request) -> Response:
                                    write=True)
     except ModuleNotFoundError:
         return _missing("remember")
-    return JSONResponse(result, status_code=201)
+    # 201 when a page was written; 200 when this session was already remembered (unchanged).
+    return JSONResponse(result, status_code=200 if result.get("action") == "unchanged" else 201)
 
 
 def routes() -> list[BaseRoute]:

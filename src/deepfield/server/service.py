@@ -143,6 +143,8 @@ class Service:
         writes only ever take spec names."""
         if "/" in filename or "\\" in filename or not filename.endswith(".md"):
             raise InvalidNameError(f"{filename!r} is not a page filename")
+        if len(filename.encode("utf-8")) > 255:  # longer than any file name can be
+            raise PageNotFoundError(f"no page {filename[:60]!r}… in field {field.name}")
         try:
             check_name(filename)
         except InvalidNameError:
