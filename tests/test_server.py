@@ -1121,3 +1121,32 @@ def test_rebalance_middleware_adds_connection_close_only_when_told() -> None:
     assert (b"connection", b"close") not in asyncio.run(run(told))[0]["headers"]
     told.answer = True
     assert (b"connection", b"close") not in asyncio.run(run(told, "1.0"))[0]["headers"]
+
+
+def test_a_model_writing_a_memo_does_not_hold_the_field(store: deepfield.Store) -> None:
+    """remember prepares its page (the model call included) on a searcher; only the write
+    takes the field's writer, so a read of the same field is answered meanwhile."""
+    from deepfield.llm.config import LLMConfig
+
+    from .fake_openai import CHAT, FakeOpenAIServer, chat_completion
+
+    store.create_field("notes").add("Woks", "Carbon steel woks need seasoning.")
+    with FakeOpenAIServer() as model:
+        model.enqueue(CHAT, json=chat_completion(json.dumps(
+            {"memo": "Ana moved to Porto in May.", "title": "Ana moves"})), delay=2.0)
+        config = LLMConfig(options={"url": model.url, "model": "writer", "max_retries": 0})
+        with Served(create_app(store, llm_config=config)) as served, \
+                httpx.Client(base_url=served.url, timeout=20) as http:
+            with ThreadPoolExecutor(1) as pool:
+                pending = pool.submit(http.post, "/notes/_/remember",
+                                      content=b"user: Ana moved to Porto in May.\n")
+                deadline = time.monotonic() + 5
+                while not model.requests_to(CHAT) and time.monotonic() < deadline:
+                    time.sleep(0.02)  # the model is answering now
+                started = time.monotonic()
+                read = http.get("/notes/_/read/woks")
+                waited = time.monotonic() - started
+                response = pending.result()
+            assert read.status_code == 200 and waited < 1.0, waited
+            assert response.status_code == 201, response.text
+            assert response.json()["memo_by"] == "llm:writer"

@@ -86,6 +86,22 @@ class RememberResult:
         }
 
 
+@dataclass
+class PreparedSession:
+    """A session made into its page, not yet written (see :func:`prepare_remember`)."""
+
+    page: Page
+    session: Session
+    page_uuid: str
+    memo: str
+    memo_by: str
+    related: list[tuple[str, str, str]]
+    draft: dict[str, str | None]
+    usage: Usage
+    warnings: list[str]
+    started: float
+
+
 def remember(
     field: Field,
     source: str | Path | Session,
@@ -99,6 +115,30 @@ def remember(
 ) -> RememberResult:
     """File one session into ``field``; ``source`` is a path, a parsed Session, or a name
     for ``text`` (the session's content given directly, e.g. read from stdin)."""
+    prepared = prepare_remember(field, source, llm=llm, format=format, session=session,
+                                text=text, project=project, topic=topic)
+    if isinstance(prepared, RememberResult):
+        return prepared
+    return file_prepared(field, prepared)
+
+
+def prepare_remember(
+    field: Field,
+    source: str | Path | Session,
+    *,
+    llm: ChatModel | None = None,
+    format: str = "auto",
+    session: int | None = None,
+    text: str | None = None,
+    project: str | None = None,
+    topic: str | None = None,
+    sync: bool = True,
+) -> PreparedSession | RememberResult:
+    """Everything :func:`remember` does before writing — parse, the memo (the model call,
+    if any), the page — reading ``field`` only, so a server runs it on a searcher without
+    holding the field's writer while a model answers. A session remembered before comes
+    back as its ``unchanged`` result. ``sync=False``: the caller has synced the index (a
+    server's searcher must not write it)."""
     started = time.perf_counter()
     if isinstance(source, Session):
         parsed = source
@@ -112,49 +152,70 @@ def remember(
     digest = hashlib.sha256(" ".join(transcript.split()).encode("utf-8")).hexdigest()
     page_uuid = str(uuidlib.uuid5(_NAMESPACE, digest))
     usage = Usage()
-    # One index sync for the whole job (the uuid check, related pages and the write), and
-    # listing.md rewritten once at the end: Field.batch.
+    if sync:
+        field.ensure_synced(embed=False)
+    done = _remembered(field, page_uuid, usage, started)
+    if done is not None:
+        return done
+    topic_terms = _topic_terms(parsed)
+    related = _related_pages(field, parsed, topic_terms)
+    warnings: list[str] = []
+    memo_by = "extractive"
+    draft: dict[str, str | None] = {}
+    if llm is not None:
+        draft, warning = _llm_draft(llm, parsed, related, usage)
+        if warning:
+            warnings.append(warning)
+        memo_by = f"llm:{llm.model}" if draft.get("memo") else memo_by
+    memo = draft.get("memo") or extractive_memo(parsed, topic_terms)
+    page = _session_page(parsed, memo, memo_by, draft, topic_terms, related, page_uuid, digest)
+    return PreparedSession(page, parsed, page_uuid, memo, memo_by, related, draft, usage,
+                           warnings, started)
+
+
+def file_prepared(field: Field, prepared: PreparedSession) -> RememberResult:
+    """Write a prepared session's page (under the field's lock, when a server calls it);
+    ``unchanged`` if the same session was filed meanwhile."""
+    # One index sync for the uuid check and the write, and listing.md rewritten once at the
+    # end: Field.batch.
     with field.batch():
-        index = field.index_handle()
-        existing = [d for d in index.docs_by_uuid(page_uuid) if d.uuid == page_uuid]
-        if existing:
-            doc = existing[0]
-            return RememberResult(
-                field.name, doc.filename, page_uuid, doc.title, "unchanged", doc.summary or "",
-                str((doc.frontmatter or {}).get("memo_by", "")), [doc.filename],
-                list((doc.frontmatter or {}).get("related") or []), usage,
-                time.perf_counter() - started,
-            )
-        topic_terms = _topic_terms(parsed)
-        related = _related_pages(field, parsed, topic_terms)
-        warnings: list[str] = []
-        memo_by = "extractive"
-        draft: dict[str, str | None] = {}
-        if llm is not None:
-            draft, warning = _llm_draft(llm, parsed, related, usage)
-            if warning:
-                warnings.append(warning)
-            memo_by = f"llm:{llm.model}" if draft.get("memo") else memo_by
-        memo = draft.get("memo") or extractive_memo(parsed, topic_terms)
-        page = _session_page(parsed, memo, memo_by, draft, topic_terms, related, page_uuid,
-                             digest)
+        done = _remembered(field, prepared.page_uuid, prepared.usage, prepared.started)
+        if done is not None:
+            return done
         # Sessions are records of what was said, not claims that replace each other: they
         # skip the duplicate/contradiction review (a person can still supersede one by hand).
-        result = field.write(page, name=_free_stem(field, page, parsed), review=False)
+        result = field.write(prepared.page, name=_free_stem(field, prepared.page,
+                                                            prepared.session), review=False)
     first = result.pages[0]
     proposals = []
-    for old in (draft.get("replaces") or "").split():
+    warnings = list(prepared.warnings)
+    for old in (prepared.draft.get("replaces") or "").split():
         # The model only proposes; a person (deepfield review) or a rule confirms.
         try:
             proposals.append(propose(field, first.filename, old,
-                                     f"the memorizer model ({memo_by}) says this session "
-                                     "makes it outdated"))
+                                     f"the memorizer model ({prepared.memo_by}) says this "
+                                     "session makes it outdated"))
         except DeepfieldError as exc:
             warnings.append(f"could not queue the proposal to supersede {old}: {exc.message}")
     return RememberResult(
-        field.name, first.filename, first.uuid, first.title, first.action, memo, memo_by,
-        result.filenames, [r[0] for r in related], usage, time.perf_counter() - started,
-        warnings + result.warnings, proposals,
+        field.name, first.filename, first.uuid, first.title, first.action, prepared.memo,
+        prepared.memo_by, result.filenames, [r[0] for r in prepared.related], prepared.usage,
+        time.perf_counter() - prepared.started, warnings + result.warnings, proposals,
+    )
+
+
+def _remembered(field: Field, page_uuid: str, usage: Usage,
+                started: float) -> RememberResult | None:
+    """The ``unchanged`` result when a page of this session's uuid exists, else None."""
+    existing = [d for d in field.index_handle().docs_by_uuid(page_uuid) if d.uuid == page_uuid]
+    if not existing:
+        return None
+    doc = existing[0]
+    return RememberResult(
+        field.name, doc.filename, page_uuid, doc.title, "unchanged", doc.summary or "",
+        str((doc.frontmatter or {}).get("memo_by", "")), [doc.filename],
+        list((doc.frontmatter or {}).get("related") or []), usage,
+        time.perf_counter() - started,
     )
 
 

@@ -117,8 +117,7 @@ async def remember(request: Request) -> Response:
     text = body.decode("utf-8")
     fmt = request.query_params.get("format") or None
     try:
-        result = await service.run(name, lambda f: service.remember(f, text, format=fmt),
-                                   write=True)
+        result = await run_in_threadpool(service.remember, name, text, format=fmt)
     except ModuleNotFoundError:
         return _missing("remember")
     # 201 when a page was written; 200 when this session was already remembered (unchanged).

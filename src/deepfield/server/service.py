@@ -289,15 +289,23 @@ class Service:
         out: dict[str, Any] = result.to_json()
         return out
 
-    def remember(self, field: Field, text: str, *, format: str | None,
+    def remember(self, name: str, text: str, *, format: str | None,
                  source: str = "remote") -> dict[str, Any]:
-        """Memorize ``text`` into the field (call under the field's lock). The text is always
-        passed as content: a client can never make the server open a path of its choosing."""
-        from ..memorize import remember
+        """Memorize ``text`` into field ``name`` (blocking: call from a worker thread). The
+        text is always passed as content: a client can never make the server open a path of
+        its choosing. The page is prepared on a searcher — parsing, the memo and its model
+        call, if any, take seconds — and only its write holds the field's writer, so reads,
+        research and other writes of the field do not wait for a model."""
+        from ..memorize import RememberResult, file_prepared, prepare_remember
 
-        result = remember(field, source, text=text, llm=self.llm("memorizer"),
-                          format=format or "auto")
-        out: dict[str, Any] = result.to_json()
+        llm = self.llm("memorizer")
+        prepared = self.slot(name).search(
+            lambda reader: prepare_remember(reader, source, text=text, llm=llm,
+                                            format=format or "auto", sync=False),
+            embed=False)
+        if isinstance(prepared, RememberResult):
+            return prepared.to_json()
+        out: dict[str, Any] = self.writing(name, lambda f: file_prepared(f, prepared)).to_json()
         return out
 
     # ------------------------------------------------------------------ zip
