@@ -260,3 +260,18 @@ def test_the_same_uuid_in_capitals_is_no_conflict(field: deepfield.Field) -> Non
     text = f"---\ntitle: Woks\nuuid: {written.uuid.upper()}\n---\nSeasoned woks.\n"
     again = field.write(text, name="woks").pages[0]
     assert again.filename == "woks.md" and again.action == "updated"
+
+
+def test_write_together_renames_only_after_every_file_is_written(tmp_path: Path) -> None:
+    from deepfield.fsutil import write_together
+
+    (tmp_path / "taken.md").write_text("someone else's\n")
+    (tmp_path / "old.md").write_text("old\n")
+    landed = write_together([(tmp_path / "new.md", b"new\n", True),
+                             (tmp_path / "taken.md", b"mine\n", True),
+                             (tmp_path / "old.md", b"replaced\n", False)])
+    assert landed == [True, False, True]
+    assert (tmp_path / "taken.md").read_text() == "someone else's\n"  # never clobbered
+    assert (tmp_path / "new.md").read_text() == "new\n"
+    assert (tmp_path / "old.md").read_text() == "replaced\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.md", "old.md", "taken.md"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -219,25 +220,26 @@ def test_cli_errors_are_one_line_without_traceback(tmp_path: Path) -> None:
 
 def test_interrupted_split_write_leaves_no_partial_page(field: deepfield.Field,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from deepfield.writer import PageWriter
+    from deepfield import fsutil
 
     turns = [{"role": "user", "content": f"Reading {i}: the pump ran at {i * 3} l/min."}
              for i in range(400)]
     text = json.dumps(turns)
-    original = PageWriter._put
+    original = fsutil._temp_in
     calls = {"n": 0}
 
-    def interrupted(self: PageWriter, *args: object, **kwargs: object) -> object:
-        calls["n"] += 1
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1  # Ctrl-C while the second part is being written out
         if calls["n"] == 2:
             raise KeyboardInterrupt
-        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(PageWriter, "_put", interrupted)
+    monkeypatch.setattr(fsutil, "_temp_in", interrupted)
     with pytest.raises(KeyboardInterrupt):
         remember(field, "big.json", text=text)
     assert _pages(field.path) == []
-    monkeypatch.setattr(PageWriter, "_put", original)
+    assert not list(field.path.glob(".deepfield-*"))  # no temporary file left either
+    monkeypatch.setattr(fsutil, "_temp_in", original)
     result = remember(field, "big.json", text=text)  # not mistaken for "already remembered"
     assert result.action == "created" and len(result.filenames) > 1
     assert _pages(field.path) == sorted(result.filenames)

@@ -73,24 +73,59 @@ def create_new(path: Path, data: bytes) -> bool:
     temp = _temp_in(path.parent, data)
     try:
         os.chmod(temp, 0o644)
-        try:
-            os.link(temp, path)
-        except FileExistsError:
+        if not _link_new(temp, path):
             return False
-        except OSError:
-            # File systems without hard links: reserve the name exclusively, then fill it by
-            # rename (still never torn; the empty reservation exists only for an instant).
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                return False
-            os.close(fd)
-            os.replace(temp, path)
     finally:
         with contextlib.suppress(OSError):
             temp.unlink()
     _fsync_dir(path.parent)
     return True
+
+
+def _link_new(temp: Path, path: Path) -> bool:
+    """Give the finished ``temp`` the name ``path`` only if no file has it yet."""
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        return False
+    except OSError:
+        # File systems without hard links: reserve the name exclusively, then fill it by
+        # rename (still never torn; the empty reservation exists only for an instant).
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        os.close(fd)
+        os.replace(temp, path)
+    return True
+
+
+def write_together(files: list[tuple[Path, bytes, bool]]) -> list[bool]:
+    """Write several files of one folder as nearly at once as a file system allows (the parts
+    of a split page). Every file is first written and flushed to a temporary file — the slow
+    part, when an interruption leaves nothing behind — and only then is each renamed over its
+    target, or linked to a name that must not exist yet (``True`` in the tuple: create only),
+    one after the other in microseconds, and the folder is synced once. Returns, per file,
+    whether it was written (False: a create-only name was taken meanwhile)."""
+    temps: list[Path] = []
+    try:
+        for path, data, _create in files:
+            temps.append(_temp_in(path.parent, data))
+        done: list[bool] = []
+        for temp, (path, _data, create) in zip(temps, files, strict=True):
+            os.chmod(temp, 0o644)
+            if create:
+                done.append(_link_new(temp, path))
+            else:
+                os.replace(temp, path)
+                done.append(True)
+    finally:
+        for temp in temps:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+    if files:
+        _fsync_dir(files[0][0].parent)
+    return done
 
 
 def move_new(source: Path, target: Path) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidNameError, InvalidPageError, PageConflictError, PageNotFoundError
-from .fsutil import atomic_write, create_new, move_new
+from .fsutil import atomic_write, create_new, move_new, write_together
 from .index import FieldIndex
 from .listing import refresh_listing
 from .page import (
@@ -187,20 +187,25 @@ class PageWriter:
                     f"{size:,} bytes ({exc})",
                     "shorten the frontmatter (a long summary?) well below 8 KB; the body is "
                     "what gets split into parts") from exc
-            written = []
-            try:
-                for name, part in parts:
-                    written.append(
-                        self._put(name, part, part.title or title, replace=name in reusable))
-            except BaseException:
-                # Interrupted half-way (an error, Ctrl-C): the part files this call created
-                # go again, so no page is left without its other parts. They are this call's
-                # own new files, never a page that existed before.
-                for done in written:
-                    if done.action == "created":
+            # All parts are written to temporary files first and renamed in one quick pass
+            # (fsutil.write_together): an interruption while they are written, the slow
+            # part, leaves no page with some of its parts new and others missing.
+            planned = [self._prepare(name, part, part.title or title, name in reusable)
+                       for name, part in parts]
+            writes = [(self.path / done.filename, data, create)
+                      for done, data, create in planned if data is not None]
+            landed = write_together(writes)
+            if not all(landed):
+                # Another program took one of the new part names meanwhile: this call's new
+                # files go again (never a page that existed before) and the caller retries.
+                for (path, _data, create), ok in zip(writes, landed, strict=True):
+                    if create and ok:
                         with contextlib.suppress(OSError):
-                            (self.path / done.filename).unlink()
-                raise
+                            path.unlink()
+                raise InvalidPageError("another program created a file named like one of the "
+                                       "page's parts while it was written",
+                                       "write the page again")
+            written = [done for done, _data, _create in planned]
         leftovers = [n for n in old_parts if n not in {w.filename for w in written}]
         for name in leftovers:  # a rewrite needs fewer parts: archive, never delete
             archive_file(self.path, name)
@@ -225,7 +230,10 @@ class PageWriter:
     def _uuid_of(self, filename: str) -> str | None:
         return Page.parse((self.path / filename).read_text("utf-8", "replace")).uuid
 
-    def _put(self, filename: str, page: Page, title: str, replace: bool) -> WrittenPage:
+    def _prepare(self, filename: str, page: Page, title: str,
+                 replace: bool) -> tuple[WrittenPage, bytes | None, bool]:
+        """What writing ``page`` as ``filename`` does: (the result, the bytes to write or
+        None when the file already holds them, whether the name must be new)."""
         path = self.path / filename
         if replace and path.exists():
             current = path.read_text("utf-8", "replace")
@@ -233,13 +241,22 @@ class PageWriter:
             page.set("created", previous.get_str("created") or page.get_str("created"))
             page.set("updated", previous.get_str("updated") or now_iso())
             if page.render() == current:
-                return WrittenPage(filename, page.uuid or "", title, "unchanged",
-                                   len(current.encode()))
+                return (WrittenPage(filename, page.uuid or "", title, "unchanged",
+                                    len(current.encode())), None, False)
             page.set("updated", now_iso())
             data = page.render().encode("utf-8")
-            atomic_write(path, data)
-            return WrittenPage(filename, page.uuid or "", title, "updated", len(data))
+            return WrittenPage(filename, page.uuid or "", title, "updated", len(data)), data, False
         data = page.render().encode("utf-8")
+        return WrittenPage(filename, page.uuid or "", title, "created", len(data)), data, True
+
+    def _put(self, filename: str, page: Page, title: str, replace: bool) -> WrittenPage:
+        done, data, create = self._prepare(filename, page, title, replace)
+        path = self.path / filename
+        if data is None:
+            return done
+        if not create:
+            atomic_write(path, data)
+            return done
         if not create_new(path, data):  # someone outside deepfield took it meanwhile
             filename = self._free_names(filename[:-3], 1)[0]
             if not create_new(self.path / filename, data):
