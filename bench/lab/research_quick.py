@@ -24,9 +24,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from locomo import CATEGORIES, build_store
+from memo_searches import memoise_searches
 from research import BUDGETS, answer_coverage, pack_hits, questions, recall
 
-from deepfield.research import loop, research
+from deepfield.research import research
 from deepfield.research.loop import ResearchResult
 
 CACHE = Path(__file__).resolve().parent.parent / ".cache" / "research-quick"
@@ -47,18 +48,7 @@ def main() -> int:
         module_name, _, name = target.rpartition(".")
         module = importlib.import_module(f"deepfield.research.{module_name}")
         setattr(module, name, ast.literal_eval(value))
-    memo_path = CACHE / "searches.pkl"
-    memo: dict[tuple[object, ...], object] = {}
-    if args.memo:
-        memo = pickle.loads(memo_path.read_bytes()) if memo_path.exists() else {}
-        original = loop.search_fields
-
-        def remembered(fields, query, **kw):  # type: ignore[no-untyped-def]
-            key = (tuple(f.name for f in fields), query, tuple(sorted(kw.items())))
-            if key not in memo:
-                memo[key] = original(fields, query, **kw)
-            return memo[key]
-        loop.search_fields = remembered  # type: ignore[assignment]
+    save_memo = memoise_searches() if args.memo else None
     CACHE.mkdir(parents=True, exist_ok=True)
     numbered = list(enumerate(questions(None)))
     if args.only_cat:  # keys keep the question's position in the whole list
@@ -104,8 +94,8 @@ def main() -> int:
         single = new_single
         if not args.only_cat:
             single_path.write_text(json.dumps(single))
-    if args.memo:
-        memo_path.write_bytes(pickle.dumps(memo))
+    if save_memo is not None:
+        save_memo()
     if args.cache:
         (CACHE / "pools.pkl").write_bytes(pickle.dumps(pools))
     srec: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
