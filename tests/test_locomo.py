@@ -67,3 +67,22 @@ def test_date_parsing_and_lines() -> None:
     sessions = list(iter_sessions({"sample_id": "x", "conversation": {"session_2": [],
                                                                       "session_1": [{}]}}))
     assert [s.number for s in sessions] == [1, 2]
+
+
+def test_import_never_replaces_a_users_page_or_edit(store: deepfield.Store,
+                                                    conv26: Path) -> None:
+    """A page of the user's under a session's name is kept (the session takes a free name),
+    and a session page edited since its import keeps the edit on the next import."""
+    field = store.create_field("conv-26")
+    mine = field.path / "session-01.md"
+    mine.write_text("---\ntitle: my notes\n---\nIMPORTANT USER DATA\n")
+    report = import_locomo(store, conv26)
+    assert mine.read_text() == "---\ntitle: my notes\n---\nIMPORTANT USER DATA\n"
+    assert "Caroline (D1:3)" in (field.path / "session-01-2.md").read_text()
+    assert any("session-01.md is another page" in w for w in report.warnings)
+    edited = field.path / "session-02.md"
+    edited.write_text(edited.read_text() + "\nMY NOTE\n")
+    again = import_locomo(store, conv26)
+    assert edited.read_text().endswith("MY NOTE\n")
+    assert any("session-02.md was edited" in w for w in again.warnings)
+    assert again.pages_written == 0 and mine.read_text().endswith("IMPORTANT USER DATA\n")

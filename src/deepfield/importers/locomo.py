@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ImportFormatError
+from ..field import Field
 from ..page import Page, slugify
 from ..store import Store
 
@@ -158,8 +159,12 @@ def import_locomo(
                     report.sessions_skipped += 1
                     report.warnings.append(f"{conv} session {session.number}: no turns, skipped")
                     continue
-                result = field_.write(session_page(session),
-                                      name=f"session-{session.number:02d}")
+                page = session_page(session)
+                stem = _session_stem(field_, conv, session.number, page, report)
+                if stem is None:
+                    report.pages_unchanged += 1
+                    continue
+                result = field_.write(page, name=stem)
                 for written in result.pages:
                     if written.action == "unchanged":
                         report.pages_unchanged += 1
@@ -170,6 +175,37 @@ def import_locomo(
     if only and not report.fields:
         raise ImportFormatError(f"none of {', '.join(only)} is in {path}")
     return report
+
+
+def _session_stem(field_: Field, conv: str, number: int, page: Page,
+                  report: ImportReport) -> str | None:
+    """The name to write session ``number`` under, or None to leave the field's page alone:
+    a page of that name that is not this session (a note of the user's) is never replaced
+    (the session takes a free name), and one edited since it was imported keeps the edit."""
+    stem = f"session-{number:02d}"
+    # Imported before, under whatever name it took then (its uuid comes from the session).
+    earlier = [d.filename for d in field_.index_handle().docs_by_uuid(page.uuid or "")
+               if d.uuid == page.uuid]
+    if earlier:
+        stem = earlier[0][:-3]
+    path = field_.path / f"{stem}.md"
+    if not path.exists():
+        return stem
+    existing = Page.parse(path.read_text("utf-8", "replace"))
+    if existing.get("source") == page.get("source"):
+        if " ".join(existing.body.split()) != " ".join(page.body.split()):
+            report.warnings.append(
+                f"{field_.name}/{stem}.md was edited since it was imported; left as it is "
+                f"(archive it with `deepfield rm {field_.name} {stem}` to import it again)")
+            return None
+        return stem
+    for suffix in range(2, 10_000):
+        free = f"{stem}-{suffix}"
+        if not (field_.path / f"{free}.md").exists():
+            report.warnings.append(f"{field_.name}/{stem}.md is another page, kept; {conv} "
+                                   f"session {number} is written as {free}.md")
+            return free
+    return None
 
 
 def count_sessions(path: Path) -> int:
