@@ -303,3 +303,18 @@ def test_publication_dates_must_be_real(date: str, ok: bool) -> None:
     else:
         with pytest.raises(InvalidMetadataError, match="is not a date"):
             check_date(date)
+
+
+def test_domain_add_never_replaces_a_page_by_name(store: deepfield.Store) -> None:
+    from deepfield.domains.domain import add_atomic, create_domain
+    from deepfield.errors import PageConflictError
+
+    create_domain(store, "rl", description="Reinforcement learning.")
+    field = store.field("rl")
+    before = (field.path / "taxonomy.md").read_bytes()
+    with pytest.raises(PageConflictError, match="well-known page"):
+        add_atomic(field, "n2", "method", name="taxonomy")
+    add_atomic(field, "PPO", "method", name="ppo")
+    with pytest.raises(PageConflictError, match="already a page"):
+        add_atomic(field, "PPO again", "method", name="ppo")
+    assert (field.path / "taxonomy.md").read_bytes() == before

@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import FieldExistsError, InvalidNameError, PageNotFoundError, TaxonomyError
+from ..errors import (
+    FieldExistsError,
+    InvalidNameError,
+    PageConflictError,
+    PageNotFoundError,
+    TaxonomyError,
+)
 from ..manage.supersede import is_superseded
 from ..page import check_name
 from .atomic import KINDS, atomic_frontmatter, atomic_meta
@@ -185,6 +191,14 @@ def add_atomic(
     Without ``text`` the page gets the section skeleton of its kind. Categories and concepts
     the taxonomy does not know are written anyway and reported in ``warnings``.
     """
+    if name is not None and (field.path / f"{name.removesuffix('.md')}.md").exists():
+        # A new atomic page: replacing a page by name (a well-known page, another paper)
+        # is `deepfield write`'s job, which keeps the page's uuid and history.
+        known = {spec.filename for spec in WELL_KNOWN}
+        what = "a well-known page of the domain" if f"{name.removesuffix('.md')}.md" in known \
+            else "a page"
+        raise PageConflictError(f"{name.removesuffix('.md')}.md is already {what} in "
+                                f"{field.name}", "choose another --name, or edit that page")
     keys = atomic_frontmatter(kind, category=category, concepts=concepts, source=source,
                               date=date)
     body = text if text and text.strip() else f"# {title}\n\n{KIND_BODIES[keys['kind']]}"
