@@ -352,3 +352,12 @@ def test_cli_errors_are_one_line(cli: Cli, vault: Path, tmp_path: Path) -> None:
         result = run_deepfield("--store", str(cli.store_path), "--embedder", "none", *args)
         err = result.stderr.decode()
         assert result.returncode == 1 and err.count("\n") == 1 and expected in err, err
+
+
+def test_a_field_is_never_imported_into_itself(store: deepfield.Store) -> None:
+    field = store.create_field("notes")
+    field.add("One", "first page")
+    before = {p.name: p.read_bytes() for p in field.path.iterdir() if p.suffix == ".md"}
+    with pytest.raises(ImportFormatError, match="itself"):
+        import_dir(store, field.path, field="notes", into=True)
+    assert {p.name: p.read_bytes() for p in field.path.iterdir() if p.suffix == ".md"} == before

@@ -153,6 +153,11 @@ def import_dir(
     if not is_valid_name(name):
         raise ImportFormatError(f"field name {name!r} is not a spec filename",
                                 f"pass --field {slugify(name) or 'NAME'}")
+    target = (store.root / name).resolve()
+    if root.resolve() == target or target in root.resolve().parents:
+        # Importing a field into itself would rewrite the very files it reads.
+        raise ImportFormatError(f"{source} is field {name!r} itself (or inside it)",
+                                "import from a folder outside the field")
     source_key = str(root)
     report = DirImportReport(name, adapter.kind, str(root), dry_run=dry_run)
     selection = adapter.select(root)
