@@ -152,6 +152,7 @@ def kstore(tmp_path: Path) -> Path:
         (["--embedder", "bogus", "search", "woks"], None, "no embedding backend named 'bogus'"),
         (["search", "--batch", "-"], b"woks\n\xff\xfe\n", "is not UTF-8 text"),
         (["remote", "fetch", ""], None, "no source given"),
+        (["rm", "notes", "listing.md"], None, "is not a page"),
         (["init", str(Path(__file__))], None, "is a file, not a folder"),
     ],
 )
@@ -191,6 +192,7 @@ def test_usage_errors_exit_2(kstore: Path) -> None:
 @pytest.mark.parametrize(("args", "stdin", "expected"), [
     (["read"], None, "Missing argument 'FIELD'"),
     (["search", "woks", "--batch", "-"], b"woks\n", "not both"),
+    (["context", "plan", "-f", "notes", "-f", "other"], None, "one --field"),
     (["search", "x", "--mode", "wrong", "--json"], None, "'wrong' is not one of"),
     (["passwd", "bob", "--password-stdin"], b"\xff\xfe\n", "not UTF-8 text"),
 ])

@@ -444,3 +444,13 @@ def test_rare_words_and_the_named_speaker_weigh_most(keyword_store: deepfield.St
     result = research([field], "What has Ben tried at the club?", budget=300, record=False)
     archery = [e.text for e in result.ranked if "archery" in e.text]
     assert len(archery) == 2 and archery[0].startswith("Ben (D1:31)")
+
+
+def test_research_takes_one_field_as_well_as_a_list(keyword_store: deepfield.Store) -> None:
+    field = keyword_store.create_field("solo")
+    field.add("Boiler", "Ana fixed the boiler on 3 May.")
+    one = research(field, "When did Ana fix the boiler?", record=False)
+    assert one.evidence and one.context == research(
+        [field], "When did Ana fix the boiler?", record=False).context
+    with pytest.raises(DeepfieldError, match="must be text"):
+        research(field, None, record=False)  # type: ignore[arg-type]

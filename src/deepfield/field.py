@@ -21,6 +21,7 @@ from .embed.base import Embedder
 from .errors import (
     EmbeddingError,
     IndexCorruptError,
+    InvalidNameError,
     InvalidPageError,
     PageNotFoundError,
 )
@@ -34,6 +35,7 @@ from .manage.hooks import after_write, before_write, review_default
 from .manage.supersede import superseded_note
 from .page import (
     INTRO_FILE,
+    LISTING_FILE,
     Page,
     check_name,
     check_text,
@@ -380,6 +382,11 @@ class Field:
         """Move a page into ``archive/`` (never deleted); returns its path in the archive."""
         with field_lock(self.path):
             filename = self.resolve(ref)
+            if filename in (INTRO_FILE, LISTING_FILE):
+                raise InvalidNameError(f"{filename} is not a page: it is the field's "
+                                       + ("introduction" if filename == INTRO_FILE
+                                          else "generated catalogue"),
+                                       "archive pages; edit index.md in place")
             where = archive_file(self.path, filename)
             self._listing(self.index_handle().sync_names([], {filename}))
         self._dirty = True

@@ -102,7 +102,8 @@ def research_command(ctx: click.Context, question: str, fields: tuple[str, ...],
 
 @app.command("context")
 @click.argument("task", required=False, default="")
-@click.option("--field", "-f", "field_name", required=True, help="Field to build from.")
+@click.option("--field", "-f", "field_names", required=True, multiple=True,
+              help="Field to build from (one).")
 @click.option("--level", type=click.Choice(LEVELS), default="deep", show_default=True,
               help="light: basic info + taxonomy; medium: + challenges, network, outlines, "
               "stubs; deep: + research on TASK.")
@@ -112,16 +113,19 @@ def research_command(ctx: click.Context, question: str, fields: tuple[str, ...],
 @_OFFLINE
 @json_option
 @click.pass_context
-def context_command(ctx: click.Context, task: str, field_name: str, level: str, budget: int,
-                    max_rounds: int, offline: bool, as_json: bool) -> None:
+def context_command(ctx: click.Context, task: str, field_names: tuple[str, ...], level: str,
+                    budget: int, max_rounds: int, offline: bool, as_json: bool) -> None:
     """A context block for TASK to paste into an agent's prompt, within --budget tokens.
 
     Always-load pages (human preferences) come first, then the field's introduction, the
     level's domain material and, at the deep level, research on TASK. Memory is fenced in
     <memory> elements and labelled as data, not instructions.
     """
+    if len(set(field_names)) > 1:  # click would keep the last silently
+        raise click.UsageError("a context block is built from one --field; use `deepfield "
+                               "research -f A -f B` to search several")
     env = settings(ctx)
-    field = env.field(field_name)
+    field = env.field(field_names[0])
     llm = env.llm("researcher", offline=offline) if task else None
     result = build_context(field, task, budget=budget, level=level, llm=llm,
                            max_rounds=max_rounds)

@@ -114,7 +114,7 @@ class ResearchResult:
 
 
 def research(
-    fields: Sequence[Field],
+    fields: Sequence[Field] | Field,
     question: str,
     *,
     llm: ChatModel | None = None,
@@ -124,6 +124,10 @@ def research(
 ) -> ResearchResult:
     """Answer-ready context for ``question`` from ``fields``; see the module docstring."""
     started = time.perf_counter()
+    if isinstance(fields, Field):  # one field is a list of one
+        fields = [fields]
+    if not isinstance(question, str):
+        raise DeepfieldError(f"the question must be text, not {type(question).__name__}")
     question = " ".join(question.split())
     if not question:
         raise DeepfieldError("the question is empty", "ask something, e.g. \"when did …\"")
