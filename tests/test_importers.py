@@ -361,3 +361,16 @@ def test_a_field_is_never_imported_into_itself(store: deepfield.Store) -> None:
     with pytest.raises(ImportFormatError, match="itself"):
         import_dir(store, field.path, field="notes", into=True)
     assert {p.name: p.read_bytes() for p in field.path.iterdir() if p.suffix == ".md"} == before
+
+
+def test_titles_of_any_yaml_shape_survive_the_round_trip(store: deepfield.Store,
+                                                         tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "A b.md").write_text("---\ntitle: [a, b]\n---\nbody one\n")
+    (source / "numtitle.md").write_text("---\ntitle: 123\n---\nbody two\n")
+    import_dir(store, source, field="rt")
+    out = tmp_path / "out"
+    export_field(store.field("rt"), out, original_paths=True, plain=True)
+    for name in ("A b.md", "numtitle.md"):
+        assert (out / name).read_bytes() == (source / name).read_bytes(), name

@@ -131,7 +131,8 @@ class PageWriter:
                     f"{existing_name} has uuid {existing.uuid}, the new text has {page.uuid}"
                 )
         title = derive_title(page, fallback=stem)
-        page.set("title", title)
+        if page.get("title") in (None, ""):  # a title of another shape (a list, a number) is
+            page.set("title", title)          # the author's, kept byte for byte
         _normalise_dates(page)
         page.set("uuid", page.uuid or (existing.uuid if existing else None) or new_uuid())
         now = now_iso()
