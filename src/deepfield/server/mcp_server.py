@@ -230,7 +230,9 @@ class BasicAuthMiddleware:
         await send({"type": "http.response.start", "status": 401, "headers": [
             (b"www-authenticate", challenge), (b"content-type", b"application/json")]})
         await send({"type": "http.response.body",
-                    "body": b'{"error": {"type": "Unauthorized", "message": "login needed"}}'})
+                    "body": (b'{"error": {"type": "Unauthorized", "message": "login needed", '
+                             b'"hint": "send HTTP Basic credentials of a user in '
+                             b'[server.users]"}}')})
 
 
 def basic_header(user: str, password: str) -> str:
