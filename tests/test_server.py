@@ -441,6 +441,8 @@ def test_remember_route(server: tuple[Served, deepfield.Store], http: httpx.Clie
     for body in (b"A: x\x00y\nB: z\x00", b'[{"role": 5, "content": {"x": 1}}]'):
         bad = http.post("/notes/_/remember", content=body)
         assert bad.status_code == 400 and bad.json()["error"]["message"], body
+    not_json = http.post("/notes/_/remember", params={"format": "openai"}, content=b"{oops")
+    assert not_json.json()["error"]["message"].startswith("the request body is not valid")
     assert snapshot(folder) == before  # nothing written for either
     # Errors of Starlette itself and names no file can have keep the JSON error shape.
     wrong_method = http.patch("/notes/woks.md")

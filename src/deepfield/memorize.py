@@ -133,6 +133,7 @@ def prepare_remember(
     project: str | None = None,
     topic: str | None = None,
     sync: bool = True,
+    label: str | None = None,
 ) -> PreparedSession | RememberResult:
     """Everything :func:`remember` does before writing — parse, the memo (the model call,
     if any), the page — reading ``field`` only, so a server runs it on a searcher without
@@ -143,7 +144,8 @@ def prepare_remember(
     if isinstance(source, Session):
         parsed = source
     elif text is not None:
-        parsed = parse_session(text, format=format, source=str(source), session=session)
+        parsed = parse_session(text, format=format, source=str(source), session=session,
+                               label=label)
     else:
         parsed = load_session(source, format=format, session=session)
     parsed.project = project or parsed.project

@@ -83,12 +83,15 @@ def load_session(path: str | Path, *, format: str = "auto", session: int | None 
 
 
 def parse_session(
-    text: str, *, format: str = "auto", source: str | None = None, session: int | None = None
+    text: str, *, format: str = "auto", source: str | None = None, session: int | None = None,
+    label: str | None = None,
 ) -> Session:
+    """Parse a session's text; ``source`` names it (a file name, kept on the page) and
+    ``label`` is what errors call it ("the request body"), by default the source."""
     if format not in FORMATS:
         raise SessionFormatError(f"unknown session format {format!r}",
                                  f"use one of: {', '.join(FORMATS)}")
-    where = source or "the session"
+    where = label or source or "the session"
     if not text.strip():
         raise SessionFormatError(f"{where} is empty")
     if "\x00" in text:  # a page holding it would be unreadable (binary) once written

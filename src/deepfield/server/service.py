@@ -300,8 +300,9 @@ class Service:
 
         llm = self.llm("memorizer")
         prepared = self.slot(name).search(
-            lambda reader: prepare_remember(reader, source, text=text, llm=llm,
-                                            format=format or "auto", sync=False),
+            lambda reader: prepare_remember(
+                reader, source, text=text, llm=llm, format=format or "auto", sync=False,
+                label="the request body" if source == "remote" else "the text"),
             embed=False)
         if isinstance(prepared, RememberResult):
             return prepared.to_json()
