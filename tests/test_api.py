@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import deepfield
 
 
@@ -32,3 +34,33 @@ def test_errors_carry_hints() -> None:
     assert error.hint and str(error).startswith("no field 'x' (")
     assert issubclass(deepfield.ModelMismatchError, deepfield.IndexStateError)
     assert issubclass(deepfield.IndexStateError, deepfield.DeepfieldError)
+
+
+def test_wrong_types_at_the_api_are_deepfield_errors(store: deepfield.Store) -> None:
+    """A caller passing None or a number gets a typed deepfield error saying what was wrong,
+    not an AttributeError or TypeError from deep inside."""
+    from deepfield.context import build_context
+    from deepfield.errors import DeepfieldError
+    from deepfield.research import research
+
+    field = store.create_field("typed")
+    field.add("Woks", "Carbon steel woks.")
+    calls = [
+        lambda: store.create_field(None),  # type: ignore[arg-type]
+        lambda: store.field(5),  # type: ignore[arg-type]
+        lambda: field.add("Title", None),  # type: ignore[arg-type]
+        lambda: field.add(None, "text"),  # type: ignore[arg-type]
+        lambda: field.add("Title", "text", frontmatter="tags: x"),  # type: ignore[arg-type]
+        lambda: field.write(5),  # type: ignore[arg-type]
+        lambda: field.read(None),  # type: ignore[arg-type]
+        lambda: field.archive(5),  # type: ignore[arg-type]
+        lambda: field.search(None),  # type: ignore[arg-type]
+        lambda: field.search("woks", k="3"),  # type: ignore[arg-type]
+        lambda: research([field], 5),  # type: ignore[arg-type]
+        lambda: build_context(None, "task"),  # type: ignore[arg-type]
+        lambda: build_context(field, None),  # type: ignore[arg-type]
+    ]
+    for call in calls:
+        with pytest.raises(DeepfieldError, match=r"must be|needs a"):
+            call()
+    assert [d.filename for d in field.pages()] == ["woks.md"]

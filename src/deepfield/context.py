@@ -26,7 +26,7 @@ from .domains.levels import (
     level_blocks,
     pack_blocks,
 )
-from .errors import BudgetError
+from .errors import BudgetError, DeepfieldError
 from .field import Field
 from .llm.base import ChatModel
 from .manage.supersede import is_superseded
@@ -81,6 +81,11 @@ def build_context(
 ) -> ContextResult:
     """The context block for ``task`` from ``field``; see the module docstring."""
     started = time.perf_counter()
+    if not isinstance(field, Field):
+        raise DeepfieldError(f"build_context needs a Field, not {type(field).__name__}",
+                             "store.field(NAME) gives one")
+    if not isinstance(task, str):
+        raise DeepfieldError(f"the task must be text, not {type(task).__name__}")
     check_level(level)
     if budget < MIN_BUDGET:
         raise BudgetError(f"a context budget of {budget} tokens is too small "

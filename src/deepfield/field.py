@@ -41,6 +41,7 @@ from .page import (
     check_text,
     derive_title,
     is_valid_name,
+    require_text,
     slugify,
 )
 from .read import PageView, find_section, outline, render_outline
@@ -230,6 +231,7 @@ class Field:
 
     def resolve(self, ref: str) -> str:
         """The filename of the page named ``ref``: a filename, a stem or a (prefix of a) uuid."""
+        require_text(ref, "a page reference", InvalidNameError)
         candidate = ref if ref.endswith(".md") else f"{ref}.md"
         if len(candidate.encode("utf-8")) > 255 or "\x00" in candidate:  # no file has this name
             raise PageNotFoundError(f"no page {ref[:60]!r}… in field {self.name} (the name is "
@@ -315,6 +317,9 @@ class Field:
         like a duplicate or contradiction of another is queued for review unless ``review``
         (default: ``review_on_write``) is False.
         """
+        if not isinstance(content, str | bytes | Page):
+            raise InvalidPageError(f"a page is text, bytes or a Page, not "
+                                   f"{type(content).__name__}")
         if isinstance(content, Page):
             page = content.copy()
         else:
@@ -367,6 +372,13 @@ class Field:
         review: bool | None = None,
     ) -> WriteResult:
         """Write ``text`` as a new page titled ``title`` (plus optional summary and keys)."""
+        require_text(title, "the title")
+        require_text(text, "the page text")
+        if summary is not None:
+            require_text(summary, "the summary")
+        if frontmatter is not None and not isinstance(frontmatter, dict):
+            raise InvalidPageError(f"frontmatter must be a mapping, not "
+                                   f"{type(frontmatter).__name__}")
         check_text(text.encode("utf-8"), "page text", MAX_WRITE_BYTES)
         page = Page(body=text if text.endswith("\n") else text + "\n", frontmatter={})
         page.set("title", title)

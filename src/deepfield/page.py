@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from .errors import InvalidNameError, InvalidPageError
+from .errors import DeepfieldError, InvalidNameError, InvalidPageError
 from .markdown import parse_sections
 
 PAGE_LIMIT_BYTES = 8192
@@ -93,8 +93,17 @@ def is_debris(name: str) -> bool:
     return name.lower() in _DEBRIS_NAMES or ".sync-conflict-" in name or name.endswith("~")
 
 
+def require_text(value: object, what: str, error: type[DeepfieldError] = InvalidPageError) -> str:
+    """``value`` if it is a string; else ``error`` naming what was given (a library caller
+    passing None or a number gets a deepfield error, not an AttributeError from inside)."""
+    if not isinstance(value, str):
+        raise error(f"{what} must be text, not {type(value).__name__}")
+    return value
+
+
 def check_name(name: str, what: str = "page") -> str:
     """Return the stem of a valid page or field name (``.md`` optional), else raise."""
+    require_text(name, f"the {what} name", InvalidNameError)
     stem = name[:-3] if name.endswith(".md") else name
     if len(stem) > MAX_NAME_LENGTH:
         raise InvalidNameError(

@@ -145,6 +145,8 @@ def make_snippet(text: str, terms: Sequence[str], width: int = SNIPPET_CHARS) ->
 
 
 def check_mode(mode: str, unit: str, k: int) -> None:
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise DeepfieldError(f"k must be a whole number, not {type(k).__name__}")
     if mode not in MODES:
         raise DeepfieldError(f"unknown search mode {mode!r}", "use bm25, vector or hybrid")
     if unit not in UNITS:
@@ -179,6 +181,8 @@ def search_fields(
     scored. That shortens one search on an idle machine; a server with a process per core
     passes False, as the extra thread only competes with the other searches for the CPU.
     """
+    if not isinstance(query, str):
+        raise DeepfieldError(f"the query must be text, not {type(query).__name__}")
     if mode is None:
         mode = "hybrid" if fields and all(f.embedder is not None for f in fields) else "bm25"
     check_mode(mode, unit, k)

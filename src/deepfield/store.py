@@ -15,10 +15,16 @@ from typing import TYPE_CHECKING, Any
 from .config import CONFIG_FILE, EmbeddingConfig, StoreConfig, load_config, render_config
 from .domains.atomic import Filters
 from .embed.base import NO_EMBEDDER, Embedder, create_embedder
-from .errors import FieldExistsError, StoreError, StoreNotFoundError, UnknownFieldError
+from .errors import (
+    FieldExistsError,
+    InvalidNameError,
+    StoreError,
+    StoreNotFoundError,
+    UnknownFieldError,
+)
 from .field import Field
 from .fsutil import atomic_write
-from .page import INTRO_FILE, check_name
+from .page import INTRO_FILE, check_name, require_text
 from .search import SearchResponse, search_fields
 
 if TYPE_CHECKING:
@@ -50,6 +56,7 @@ class Store:
 
     def field(self, name: str) -> Field:
         """The field called ``name``; raises UnknownFieldError if there is none."""
+        require_text(name, "a field name", InvalidNameError)
         if name in self._fields:
             return self._fields[name]
         folder = self.root / name
