@@ -374,3 +374,27 @@ def test_titles_of_any_yaml_shape_survive_the_round_trip(store: deepfield.Store,
     export_field(store.field("rt"), out, original_paths=True, plain=True)
     for name in ("A b.md", "numtitle.md"):
         assert (out / name).read_bytes() == (source / name).read_bytes(), name
+
+
+def test_an_empty_field_name_is_refused_not_replaced(store: deepfield.Store,
+                                                     tmp_path: Path) -> None:
+    source = tmp_path / "notes"
+    source.mkdir()
+    (source / "a.md").write_text("# A\n\ntext\n")
+    with pytest.raises(ImportFormatError, match="not a spec filename"):
+        import_dir(store, source, field="")
+    assert "notes" not in store.field_names()
+
+
+def test_locomo_sessions_that_are_not_lists_are_reported(store: deepfield.Store,
+                                                         tmp_path: Path) -> None:
+    from deepfield.importers.locomo import import_locomo, turn_line
+
+    data = [{"sample_id": "c1", "conversation": {
+        "speaker_a": "A", "speaker_b": "B", "session_1": "notalist",
+        "session_2": [{"speaker": None, "dia_id": "D2:1", "text": "hello"}]}}]
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(data))
+    report = import_locomo(store, path)
+    assert report.sessions_skipped == 1 and any("session 1" in w for w in report.warnings)
+    assert turn_line({"speaker": None, "dia_id": None, "text": "x"}) == "? (?): x"

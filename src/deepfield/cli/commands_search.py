@@ -199,6 +199,9 @@ def search_cmd(ctx: click.Context, query: str | None, fields: tuple[str, ...], k
                unit: str, batch: str | None, include_superseded: bool, kinds: tuple[str, ...],
                categories: tuple[str, ...], concepts: tuple[str, ...], as_json: bool) -> None:
     """Search pages; results are stubs: filename, title, summary, score and best snippet."""
+    if any(not value.strip() for value in (*categories, *concepts)):
+        raise click.UsageError("an empty --category or --concept would match every page; "
+                               "give a name or leave the option out")
     env = settings(ctx)
     chosen = _chosen_fields(env, fields)
     if batch is not None:

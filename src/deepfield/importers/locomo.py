@@ -81,8 +81,8 @@ def iter_sessions(sample: dict[str, Any]) -> Iterator[Session]:
     )
     for number in numbers:
         turns = conversation.get(f"session_{number}")
-        if not isinstance(turns, list):
-            continue
+        if not isinstance(turns, list):  # reported by the importer as a session without turns
+            turns = []
         when = str(conversation.get(f"session_{number}_date_time") or "")
         yield Session(name, number, when, speakers, [t for t in turns if isinstance(t, dict)])
 
@@ -101,7 +101,7 @@ def turn_line(turn: dict[str, Any]) -> str:
     caption = turn.get("blip_caption")
     if caption:
         text = f"{text} [image: {' '.join(str(caption).split())}]".strip()
-    return f"{turn.get('speaker', '?')} ({turn.get('dia_id', '?')}): {text}"
+    return f"{turn.get('speaker') or '?'} ({turn.get('dia_id') or '?'}): {text}"
 
 
 def session_page(session: Session) -> Page:

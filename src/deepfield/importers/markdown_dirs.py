@@ -149,7 +149,7 @@ def import_dir(
     what would happen (same counts, names and warnings) without creating or writing anything.
     """
     root = check_source(Path(source))
-    name = field or slugify(root.name) or "imported"
+    name = field if field is not None else (slugify(root.name) or "imported")
     if not is_valid_name(name):
         raise ImportFormatError(f"field name {name!r} is not a spec filename",
                                 f"pass --field {slugify(name) or 'NAME'}")
