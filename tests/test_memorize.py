@@ -255,3 +255,8 @@ def test_a_turn_without_sentence_stops_makes_a_short_memo(field: deepfield.Field
     assert result.action == "created"
     assert len(result.memo) <= MEMO_MAX_CHARS and result.memo.count("word") < 200
     assert all(len((field.path / n).read_bytes()) <= 8192 for n in result.filenames)
+
+
+def test_a_session_number_needs_a_locomo_conversation() -> None:
+    with pytest.raises(SessionFormatError, match="picks one session of a LoCoMo"):
+        parse_session('[{"role": "user", "content": "hi"}]', session=2)

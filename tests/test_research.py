@@ -454,3 +454,10 @@ def test_research_takes_one_field_as_well_as_a_list(keyword_store: deepfield.Sto
         [field], "When did Ana fix the boiler?", record=False).context
     with pytest.raises(DeepfieldError, match="must be text"):
         research(field, None, record=False)  # type: ignore[arg-type]
+
+
+def test_a_task_as_long_as_the_budget_says_so(keyword_store: deepfield.Store) -> None:
+    field = keyword_store.create_field("long-task")
+    field.add("Boiler", "Ana fixed the boiler on 3 May.")
+    result = build_context(field, "boiler " * 1500, budget=1000)
+    assert any("the task itself takes the budget" in o.reason for o in result.omitted)

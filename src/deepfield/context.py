@@ -128,7 +128,11 @@ def build_context(
                                   "layer": "research", "tokens": found.tokens,
                                   "sources": len(found.sources)})
         else:
-            omitted.append(OmittedBlock("Research on the task", "", "no budget left", 0))
+            # The research block repeats the task in its fence: a task as long as the budget
+            # leaves no room for what research finds, which is worth saying.
+            why = ("the task itself takes the budget (shorten the task or raise --budget)"
+                   if count_tokens(task) >= budget // 2 else "no budget left")
+            omitted.append(OmittedBlock("Research on the task", "", why, 0))
     text = "\n\n".join(parts) + "\n"
     return ContextResult(field.name, task, level, text, budget, count_tokens(text), described,
                          omitted, found, time.perf_counter() - started, warnings)

@@ -118,6 +118,10 @@ def parse_session(
     else:
         result = _from_transcript(text, where)
     result.source = source
+    if session is not None and result.format != "locomo":
+        raise SessionFormatError(f"a session number picks one session of a LoCoMo "
+                                 f"conversation; {where} holds {result.format} messages",
+                                 "leave out --session")
     if not any(turn.text.strip() for turn in result.turns):
         raise SessionFormatError(f"{where} has no messages with text")
     return result
