@@ -25,7 +25,7 @@ from .errors import (
     InvalidPageError,
     PageNotFoundError,
 )
-from .fsutil import field_lock, remove_stale_temp_files
+from .fsutil import field_lock, read_no_follow, remove_stale_temp_files
 from .index import DocRow, FieldIndex, SyncReport
 from .index.db import KEYWORD_ONLY_CODE, index_filename
 from .index.vectors import embed_pending
@@ -255,16 +255,12 @@ class Field:
         """(filename, parsed page) for ``ref``."""
         filename = self.resolve(ref)
         try:
-            # Not through a symbolic link: it could point anywhere on the machine (the index
-            # skips links for the same reason).
-            fd = os.open(self.path / filename, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            data, _mtime = read_no_follow(self.path / filename)  # the index skips links too
         except OSError as exc:
             if (self.path / filename).is_symlink():
                 raise InvalidPageError(f"page {filename} is a symbolic link",
                                        "pages must be regular files in the field folder") from exc
             raise PageNotFoundError(f"cannot read page {filename}: {exc.strerror}") from exc
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read()
         text = check_text(data, f"page {filename}", max_bytes=1 << 62)
         return filename, Page.parse(text)
 

@@ -51,6 +51,15 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
+def read_no_follow(path: Path) -> tuple[bytes, float]:
+    """A file's bytes and mtime, never through a symbolic link, even one swapped in after
+    the path was checked (O_NOFOLLOW): a link could point anywhere on the machine. A link
+    raises OSError with errno ELOOP."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(), os.fstat(handle.fileno()).st_mtime
+
+
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace (or create) ``path`` with ``data`` in one rename.
 

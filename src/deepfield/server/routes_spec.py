@@ -12,7 +12,6 @@ from __future__ import annotations
 import email.utils
 import errno
 import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from starlette.routing import BaseRoute, Route
 
 from ..errors import DeepfieldError, InvalidNameError, PageNotFoundError
 from ..field import Field
-from ..fsutil import atomic_write
+from ..fsutil import atomic_write, read_no_follow
 from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
 from ..writer import archive_file
@@ -68,13 +67,11 @@ def _read(path: Path) -> tuple[bytes, float]:
     """The file's bytes and mtime; never through a symbolic link, even one swapped in after
     the path was checked (O_NOFOLLOW: ELOOP, reported as a missing page)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        return read_no_follow(path)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise FileNotFoundError(str(path)) from None
         raise
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read(), os.fstat(handle.fileno()).st_mtime
 
 
 async def get_intro(request: Request) -> Response:
