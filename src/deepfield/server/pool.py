@@ -138,8 +138,10 @@ class FieldSlot:
         """Vectors for what was just written (lock held), within the time a search would
         spend: its chunks, then its whole-page vector in the spec's ``pages`` table (the
         spec: after a PUT the page's vector index entries are regenerated before the page is
-        next returned; the newest pages come first). An embedder that fails, or a budget
-        spent on a backlog, leaves the rest pending for the background sync."""
+        next returned; the newest chunks and pages come first, so a backlog of older ones
+        does not push the new page out of the budget). An embedder that fails leaves them
+        pending; `deepfield index` embeds whole-page backlogs (a background sync only embeds
+        chunks: a backlog of page vectors would hold the writer for hours)."""
         if self.writer.embedder is None:
             return
         with contextlib.suppress(EmbeddingError):
@@ -249,9 +251,6 @@ class FieldSlot:
                     # A field with a model embeds what a watcher-reported edit added, whatever
                     # the request that started this round asked.
                     self.writer.ensure_synced(embed=embed or self.embedder is not None)
-                    # Whole-page vectors a write's budget did not reach (ensure_synced
-                    # embeds chunks only): the spec's `pages` table catches up here.
-                    self.embed_new()
                     # As after a search's sync: the listing.md it may have rewritten does not
                     # make the next search scan again.
                     self._seen_mtime = self._mtime()
