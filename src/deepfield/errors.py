@@ -164,6 +164,12 @@ class ArchiveError(DeepfieldError):
     default_hint = "check that the file is a complete .memoryfield.zip (pack it again if not)"
 
 
+class NothingToPackError(ArchiveError):
+    """A field without a single page: a memoryfield holds at least one."""
+
+    default_hint = "a memoryfield holds at least one page: add one first"
+
+
 class PinMismatchError(ArchiveError):
     default_hint = (
         "the file is not the one that was pinned; fetch it again from a trusted source, "

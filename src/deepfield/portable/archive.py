@@ -25,7 +25,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ArchiveError, FieldExistsError, UnsafeArchiveError
+from ..errors import ArchiveError, FieldExistsError, NothingToPackError, UnsafeArchiveError
 from ..fsutil import TEMP_PREFIX, TEMP_SUFFIX
 from ..page import SPECIAL_FILES, is_debris, is_valid_name, slugify
 from ..scan import OWN_SUBDIRS
@@ -113,13 +113,11 @@ def _holds_md(folder: Path) -> bool:
     return False
 
 
-def _is_utf8(path: Path) -> bool:
+def _is_utf8(data: bytes) -> bool:
     try:
-        path.read_bytes().decode("utf-8")
+        data.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    except OSError:
-        return True  # unreadable: zipping it reports the real error
     return True
 
 
@@ -135,10 +133,8 @@ def pack_members(folder: Path) -> tuple[list[tuple[str, Path]], list[str]]:
             warnings.append(f"{name}: symbolic link left out")
             continue
         if entry.is_file():
-            if name.endswith(".md") and not _is_utf8(Path(entry.path)):
-                warnings.append(f"{name}: not valid UTF-8, left out (memoryfield pages are "
-                                "UTF-8 text; re-save it as UTF-8)")
-                continue
+            # (A page that is not UTF-8 is left out by pack_folder, which reads it anyway:
+            # listing stays a scan of names, cheap enough for a server's zip cache key.)
             if _is_page(name) and not is_valid_name(name[:-3]):
                 warnings.append(f"{name}: not a spec page name, left out (rename it to "
                                 f"{slugify(name[:-3]) or 'a-name'}.md: lowercase letters, "
@@ -199,18 +195,25 @@ def pack_folder(
         raise ArchiveError(f"{out} already exists", "choose another -o NAME or pass --force")
     members, warnings = pack_members(folder)
     if not any(_is_page(name) for name, _ in members):
-        raise ArchiveError(f"{folder.name} has no pages to pack",
-                           "a memoryfield holds at least one page: add one first")
+        raise NothingToPackError(f"{folder.name} has no pages to pack")
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=out.parent)
     os.close(fd)
     temp = Path(temp_name)
     snapshot: Path | None = None
+    packed: list[str] = []
     try:
         with zipfile.ZipFile(temp, "w", compresslevel=level) as archive:
             for arcname, path in members:
                 data = path.read_bytes()
+                if arcname.endswith(".md") and "/" not in arcname and not _is_utf8(data):
+                    warnings.append(f"{arcname}: not valid UTF-8, left out (memoryfield pages "
+                                    "are UTF-8 text; re-save it as UTF-8)")
+                    continue
                 archive.writestr(_zip_info(arcname, path.stat().st_mtime), data)
+                packed.append(arcname)
+            if not any(_is_page(name) for name in packed):
+                raise NothingToPackError(f"{folder.name} has no UTF-8 pages to pack")
             if index_path is not None and index_path.is_file():
                 snapshot = temp.with_suffix(".sqlite3")
                 snapshot_index(index_path, snapshot)
@@ -226,9 +229,9 @@ def pack_folder(
             if leftover is not None:
                 with contextlib.suppress(OSError):
                     leftover.unlink()
-    pages = sum(1 for name, _ in members if _is_page(name))
+    pages = sum(1 for name in packed if _is_page(name))
     return PackResult(
-        path=out, sha256=sha256_file(out), files=len(members) + (snapshot is not None),
+        path=out, sha256=sha256_file(out), files=len(packed) + (snapshot is not None),
         pages=pages, bytes=out.stat().st_size,
         index=index_path.name if snapshot is not None and index_path else None,
         warnings=warnings,

@@ -30,6 +30,7 @@ from ..errors import (
     IndexStateError,
     InvalidNameError,
     LLMError,
+    NothingToPackError,
     PageConflictError,
     PageNotFoundError,
     ReviewItemError,
@@ -42,7 +43,7 @@ from ..errors import (
 from ..field import Field
 from ..llm.config import LLMConfig, Role, build_llm, load_llm_config
 from ..manage.activation import activation_cached
-from ..page import SPECIAL_FILES, check_name, is_debris, is_valid_name
+from ..page import check_name, is_debris, is_valid_name
 from ..portable.archive import pack_folder, pack_members
 from ..read import PageView
 from ..search import search_fields
@@ -382,10 +383,6 @@ def zip_members(folder: Path) -> list[tuple[str, Path]]:
 def pack_zip(folder: Path) -> bytes:
     """The zip's bytes, through ``deepfield pack``'s own writer (the same bytes as the
     command, so the same sha256). Its sha256 is the ETag."""
-    if not any(name.endswith(".md") and "/" not in name and name not in SPECIAL_FILES
-               for name, _ in zip_members(folder)):
-        raise PageNotFoundError(f"{folder.name} has no pages yet, so there is no zip",
-                                "PUT a page first")
     with tempfile.TemporaryDirectory(prefix="deepfield-zip-") as tmp:
         out = Path(tmp) / "field.memoryfield.zip"
         return pack_folder(folder, out, force=True).path.read_bytes()
@@ -396,7 +393,7 @@ def error_status(exc: DeepfieldError) -> int:
     something missing, 404, or conflicting, 409), a model or remote behind us 502/503, the
     server's own state (configuration, index) 500."""
     if isinstance(exc, UnknownFieldError | PageNotFoundError | SectionNotFoundError
-                  | ReviewItemError):
+                  | ReviewItemError | NothingToPackError):
         return 404
     if isinstance(exc, PageConflictError | FieldExistsError | SupersessionCycleError):
         return 409
