@@ -79,16 +79,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
 
 def create_new(path: Path, data: bytes) -> bool:
     """Create ``path`` with ``data`` only if no file has that name; False if one does."""
-    temp = _temp_in(path.parent, data)
-    try:
-        os.chmod(temp, 0o644)
-        if not _link_new(temp, path):
-            return False
-    finally:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-    _fsync_dir(path.parent)
-    return True
+    return write_together([(path, data, True)])[0]
 
 
 def _link_new(temp: Path, path: Path) -> bool:
