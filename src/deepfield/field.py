@@ -35,7 +35,6 @@ from .manage.hooks import after_write, before_write, review_default
 from .manage.supersede import superseded_note
 from .page import (
     INTRO_FILE,
-    LISTING_FILE,
     Page,
     check_name,
     check_text,
@@ -55,6 +54,7 @@ from .writer import (
     WrittenPage,
     archive_file,
     archived_pages,
+    refuse_special,
     restore_file,
 )
 
@@ -390,11 +390,7 @@ class Field:
         """Move a page into ``archive/`` (never deleted); returns its path in the archive."""
         with field_lock(self.path):
             filename = self.resolve(ref)
-            if filename in (INTRO_FILE, LISTING_FILE):
-                raise InvalidNameError(f"{filename} is not a page: it is the field's "
-                                       + ("introduction" if filename == INTRO_FILE
-                                          else "generated catalogue"),
-                                       "archive pages; edit index.md in place")
+            refuse_special(filename, "archive pages; edit index.md in place")
             where = archive_file(self.path, filename)
             self._listing(self.index_handle().sync_names([], {filename}))
         self._dirty = True

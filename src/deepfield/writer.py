@@ -22,7 +22,9 @@ from .fsutil import atomic_write, create_new, move_new, write_together
 from .index import FieldIndex
 from .listing import refresh_listing
 from .page import (
+    INTRO_FILE,
     PAGE_LIMIT_BYTES,
+    SPECIAL_FILES,
     Page,
     check_name,
     derive_title,
@@ -94,13 +96,10 @@ class PageWriter:
         if "\x00" in page.body or "\x00" in page.render_frontmatter():
             raise InvalidPageError("the page holds NUL characters, so it would read as binary",
                                    "send Markdown text")
-        if stem in RESERVED_STEMS:
-            raise InvalidNameError(
-                f"{stem}.md is not a page name: it is the field's "
-                + ("introduction" if stem == "index" else "generated catalogue"),
-                "choose another --name" + ("; edit index.md itself (or `deepfield new --intro`) "
-                                           "to change the introduction" if stem == "index"
-                                           else ""))
+        if stem is not None:
+            refuse_special(stem, "choose another --name" + (
+                "; edit index.md itself (or `deepfield new --intro`) to change the "
+                "introduction" if stem == "index" else ""))
         index = self.index
         if page.uuid and not self.batch:
             # uuid lookups must see pages written by hand since the last sync
@@ -265,15 +264,30 @@ class PageWriter:
         return WrittenPage(filename, page.uuid or "", title, "created", len(data))
 
     def _free_names(self, stem: str, count: int, reusable: set[str] | None = None) -> list[str]:
-        """``count`` unused filenames: stem.md, stem-part-2.md … (suffix -2, -3 on collision)."""
-        reusable = reusable or set()
-        for attempt in range(1, 10_000):
-            base = stem if attempt == 1 else f"{stem}-{attempt}"
-            names = [f"{base}.md"] + [f"{base}-part-{i}.md" for i in range(2, count + 1)]
-            taken = [n for n in names if (self.path / n).exists() and n not in reusable]
-            if not taken:
-                return names
-        raise InvalidPageError(f"no free filename for {stem!r}")
+        return free_names(self.path, stem, count, reusable)
+
+
+def free_names(folder: Path, stem: str, count: int = 1,
+               reusable: set[str] | None = None) -> list[str]:
+    """``count`` unused filenames in ``folder``: stem.md, stem-part-2.md … (suffix -2, -3 on
+    collision); names in ``reusable`` count as free."""
+    reusable = reusable or set()
+    for attempt in range(1, 10_000):
+        base = stem if attempt == 1 else f"{stem}-{attempt}"
+        names = [f"{base}.md"] + [f"{base}-part-{i}.md" for i in range(2, count + 1)]
+        taken = [n for n in names if (folder / n).exists() and n not in reusable]
+        if not taken:
+            return names
+    raise InvalidPageError(f"no free filename for {stem!r}")
+
+
+def refuse_special(name: str, hint: str) -> None:
+    """InvalidNameError if ``name`` (with or without ``.md``) is index.md, the field's
+    introduction, or listing.md, its generated catalogue: neither is ever a page."""
+    filename = f"{name.removesuffix('.md')}.md"
+    if filename in SPECIAL_FILES:
+        what = "introduction" if filename == INTRO_FILE else "generated catalogue"
+        raise InvalidNameError(f"{filename} is not a page name: it is the field's {what}", hint)
 
 
 def archive_file(folder: Path, filename: str) -> str:
@@ -317,13 +331,9 @@ def restore_file(folder: Path, field_name: str, name: str, as_name: str | None) 
     return target
 
 
-RESERVED_STEMS = frozenset({"index", "listing"})
-"""index.md is a field's introduction and listing.md its generated catalogue, never pages."""
-
-
 def _stem_for(title: str, page: Page) -> str:
     stem = slugify(title) or f"page-{(page.uuid or new_uuid())[:8]}"
-    return f"{stem}-page" if stem in RESERVED_STEMS else stem  # a page titled "Index"
+    return f"{stem}-page" if f"{stem}.md" in SPECIAL_FILES else stem  # a page titled "Index"
 
 
 def _normalise_dates(page: Page) -> None:

@@ -23,6 +23,7 @@ from ..errors import ImportFormatError
 from ..field import Field
 from ..page import Page, slugify
 from ..store import Store
+from ..writer import free_names
 
 _NAMESPACE = uuidlib.UUID("5b0e7d8e-3f51-4f5c-9a0e-6c0e2d1b7a10")
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
@@ -199,13 +200,10 @@ def _session_stem(field_: Field, conv: str, number: int, page: Page,
                 f"(archive it with `deepfield rm {field_.name} {stem}` to import it again)")
             return None
         return stem
-    for suffix in range(2, 10_000):
-        free = f"{stem}-{suffix}"
-        if not (field_.path / f"{free}.md").exists():
-            report.warnings.append(f"{field_.name}/{stem}.md is another page, kept; {conv} "
-                                   f"session {number} is written as {free}.md")
-            return free
-    return None
+    free = free_names(field_.path, stem)[0]
+    report.warnings.append(f"{field_.name}/{stem}.md is another page, kept; {conv} "
+                           f"session {number} is written as {free}")
+    return free[:-3]
 
 
 def count_sessions(path: Path) -> int:
