@@ -207,8 +207,7 @@ def print_json_or_fail(document: dict[str, Any] | None, error: DeepfieldError | 
                                  "hint": error.hint}
         print_json(document)
         if error is not None:
-            line = f"error: {error.message}" + (f" ({error.hint})" if error.hint else "")
-            click.echo(" ".join(line.split()), err=True)
+            say_error(error.message, error.hint)
             click.get_current_context().exit(1)
     elif error is not None:
         raise error
@@ -222,6 +221,11 @@ def set_json_errors(on: bool) -> None:
 def emit_error(kind: str, message: str, hint: str) -> None:
     if _json_errors["on"]:
         print_json({"error": {"type": kind, "message": message, "hint": hint}})
+    say_error(message, hint)
+
+
+def say_error(message: str, hint: str = "") -> None:
+    """The one line on stderr every failure prints: ``error: what went wrong (what to do)``."""
     line = f"error: {message}" + (f" ({hint})" if hint else "")
     click.echo(" ".join(line.split()), err=True)
 

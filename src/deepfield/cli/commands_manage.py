@@ -11,7 +11,7 @@ from ..manage.forget import forget
 from ..manage.review import ACTIONS, items, resolve_item
 from ..manage.supersede import supersede
 from ..manage.watch import WatchEvent, watch
-from .app import app, json_option, print_json, settings, warn
+from .app import app, json_option, print_json, say_error, settings, warn
 
 
 @app.command("activation")
@@ -76,8 +76,8 @@ def forget_cmd(ctx: click.Context, field: str, dry_run: bool, keep_top: int | No
             click.echo(f"bring one back with `deepfield restore {fld.name} NAME`", err=True)
     if report.not_archived:  # said above; the exit status tells scripts it did not all work
         if not as_json:
-            click.echo(f"error: {len(report.not_archived)} page(s) could not be archived (check "
-                       "the field folder's permissions)", err=True)
+            say_error(f"{len(report.not_archived)} page(s) could not be archived",
+                      "check the field folder's permissions")
         ctx.exit(1)
 
 

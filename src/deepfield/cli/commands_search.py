@@ -154,11 +154,11 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str | 
         print_json({"line": number, "id": request.get("id"), "error": "no query"})
         return
     unit = str(request.get("unit", unit))
+    asked = request.get("mode", mode)
     try:
         response = search_fields(
             fields, query, k=int(request.get("k", k)),
-            mode=None if request.get("mode", mode) is None else str(request.get("mode", mode)),
-            unit=unit, where=where,
+            mode=None if asked is None else str(asked), unit=unit, where=where,
         )
     except (DeepfieldError, ValueError) as exc:
         print_json({"line": number, "id": request.get("id"), "error": str(exc)})
