@@ -36,6 +36,7 @@ from .manage.supersede import superseded_note
 from .page import (
     INTRO_FILE,
     Page,
+    can_be_a_file_name,
     check_name,
     check_text,
     derive_title,
@@ -233,7 +234,7 @@ class Field:
         """The filename of the page named ``ref``: a filename, a stem or a (prefix of a) uuid."""
         require_text(ref, "a page reference", InvalidNameError)
         candidate = ref if ref.endswith(".md") else f"{ref}.md"
-        if len(candidate.encode("utf-8")) > 255 or "\x00" in candidate:  # no file has this name
+        if not can_be_a_file_name(candidate):
             raise PageNotFoundError(f"no page {ref[:60]!r}… in field {self.name} (the name is "
                                     "longer than any file name)")
         if "/" not in candidate and (self.path / candidate).is_file():

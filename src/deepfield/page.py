@@ -93,6 +93,12 @@ def is_debris(name: str) -> bool:
     return name.lower() in _DEBRIS_NAMES or ".sync-conflict-" in name or name.endswith("~")
 
 
+def can_be_a_file_name(name: str) -> bool:
+    """False for a name no file system gives a file (over 255 bytes, or a NUL in it): asking
+    the OS about one raises instead of answering "no such file"."""
+    return len(name.encode("utf-8")) <= 255 and "\x00" not in name
+
+
 def require_text(value: object, what: str, error: type[DeepfieldError] = InvalidPageError) -> str:
     """``value`` if it is a string; else ``error`` naming what was given (a library caller
     passing None or a number gets a deepfield error, not an AttributeError from inside)."""

@@ -43,7 +43,7 @@ from ..errors import (
 from ..field import Field
 from ..llm.config import LLMConfig, Role, build_llm, load_llm_config
 from ..manage.activation import activation_cached
-from ..page import check_name, is_debris, is_valid_name
+from ..page import can_be_a_file_name, check_name, is_debris, is_valid_name
 from ..portable.archive import pack_folder, pack_members
 from ..read import PageView
 from ..search import search_fields
@@ -144,7 +144,7 @@ class Service:
         writes only ever take spec names."""
         if "/" in filename or "\\" in filename or not filename.endswith(".md"):
             raise InvalidNameError(f"{filename!r} is not a page filename")
-        if len(filename.encode("utf-8")) > 255:  # longer than any file name can be
+        if not can_be_a_file_name(filename):
             raise PageNotFoundError(f"no page {filename[:60]!r}… in field {field.name}")
         try:
             check_name(filename)
