@@ -191,14 +191,14 @@ def add_atomic(
     Without ``text`` the page gets the section skeleton of its kind. Categories and concepts
     the taxonomy does not know are written anyway and reported in ``warnings``.
     """
-    if name is not None and (field.path / f"{name.removesuffix('.md')}.md").exists():
+    filename = f"{name.removesuffix('.md')}.md" if name is not None else None
+    if filename is not None and (field.path / filename).exists():
         # A new atomic page: replacing a page by name (a well-known page, another paper)
         # is `deepfield write`'s job, which keeps the page's uuid and history.
-        known = {spec.filename for spec in WELL_KNOWN}
-        what = "a well-known page of the domain" if f"{name.removesuffix('.md')}.md" in known \
-            else "a page"
-        raise PageConflictError(f"{name.removesuffix('.md')}.md is already {what} in "
-                                f"{field.name}", "choose another --name, or edit that page")
+        well_known = any(spec.filename == filename for spec in WELL_KNOWN)
+        what = "a well-known page of the domain" if well_known else "a page"
+        raise PageConflictError(f"{filename} is already {what} in {field.name}",
+                                "choose another --name, or edit that page")
     keys = atomic_frontmatter(kind, category=category, concepts=concepts, source=source,
                               date=date)
     body = text if text and text.strip() else f"# {title}\n\n{KIND_BODIES[keys['kind']]}"

@@ -131,8 +131,9 @@ def close_zip(archive: zipfile.ZipFile) -> None:
     archive.close()
 
 
-def check_name(name: str) -> str | None:
-    """Why an entry name is unsafe (None when it is fine)."""
+def check_name(name: str, *, flat: bool = True) -> str | None:
+    """Why an entry name is unsafe (None when it is fine); ``flat=False`` leaves out the
+    memoryfield rule that ``.md`` pages sit at the root (for debris, which is skipped)."""
     if not name or name.startswith("/") or "\\" in name or ":" in name:
         return "an absolute path, backslash or drive letter"
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
@@ -142,7 +143,7 @@ def check_name(name: str) -> str | None:
         return "a '..', '.' or empty path component (path traversal)"
     if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in parts):
         return f"a name with a component over {MAX_NAME_BYTES} bytes"
-    if len(parts) > 1 and parts[-1].endswith(".md") and not name.endswith("/"):
+    if flat and len(parts) > 1 and parts[-1].endswith(".md") and not name.endswith("/"):
         return "a .md page inside a sub-folder (memoryfields are flat: pages at the zip's root)"
     return None
 
@@ -175,9 +176,9 @@ def checked_members(
     files: list[zipfile.ZipInfo] = []
     for info in infos:
         name = info.filename
+        if is_ignored(name) and check_name(name, flat=False) is None:
+            continue  # safe to skip: debris is never extracted, whatever folder it is in
         problem = check_name(name)
-        if is_ignored(name) and (problem is None or problem.startswith("a .md page inside")):
-            continue
         if problem is None and is_symlink(info):
             problem = "a symbolic link"
         if problem is None and info.flag_bits & 0x1:
