@@ -163,25 +163,9 @@ def base_level(moments: Sequence[float], now: float, decay: float = DECAY) -> fl
     return math.log(total)
 
 
-
 def read_log(folder: Path) -> ActivationLog:
-    """Merge every ``*.jsonl`` file in ``folder`` (an ``activation/`` folder)."""
-    result = ActivationLog()
-    if not folder.is_dir():
-        return result
-    for path in sorted(folder.glob("*.jsonl")):
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            result.warnings.append(f"{ACTIVATION_DIR}/{path.name}: unreadable ({exc})")
-            continue
-        bad = _ingest(result, data, set())[1]
-        if bad:
-            result.warnings.append(
-                f"{ACTIVATION_DIR}/{path.name}: skipped {bad} corrupt line(s)")
-    for warning in result.warnings:
-        log.warning("deepfield: %s", warning)
-    return result
+    """Merge every ``*.jsonl`` file in ``folder`` (an ``activation/`` folder), uncached."""
+    return _read_all(folder, _signature(folder)).log
 
 
 def _ingest(result: ActivationLog, data: bytes, copied: set[str]) -> tuple[int, int]:
@@ -299,9 +283,10 @@ def _read_all(folder: Path, signature: tuple[tuple[str, int, int, int], ...]) ->
     result, files = ActivationLog(), {}
     unreadable = []
     for name, _size, _mtime, inode in signature:
-        data = _read_from(folder / name, 0)
-        if data is None:
-            unreadable.append(f"{ACTIVATION_DIR}/{name}: unreadable")
+        try:
+            data = _read_from(folder / name, 0)
+        except OSError as exc:
+            unreadable.append(f"{ACTIVATION_DIR}/{name}: unreadable ({exc})")
             continue
         used, bad = _ingest(result, data, set())
         files[name] = _FileState(inode, used, data[max(0, used - _TAIL):used], bad)
@@ -334,8 +319,9 @@ def _grow(folder: Path, cached: _Loaded,
             if state.inode != inode or size < state.offset:
                 return None
             start = state.offset - len(state.tail)
-        data = _read_from(folder / name, start)
-        if data is None:
+        try:
+            data = _read_from(folder / name, start)
+        except OSError:
             return None
         if state is not None:
             if not data.startswith(state.tail):
@@ -353,13 +339,10 @@ def _grow(folder: Path, cached: _Loaded,
     return _Loaded(signature, result, files)
 
 
-def _read_from(path: Path, offset: int) -> bytes | None:
-    try:
-        with path.open("rb") as handle:
-            handle.seek(offset)
-            return handle.read()
-    except OSError:
-        return None
+def _read_from(path: Path, offset: int) -> bytes:
+    with path.open("rb") as handle:
+        handle.seek(offset)
+        return handle.read()
 
 
 def _set_warnings(result: ActivationLog, files: dict[str, _FileState], unreadable: list[str],
