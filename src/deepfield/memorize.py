@@ -115,11 +115,15 @@ def remember(
 ) -> RememberResult:
     """File one session into ``field``; ``source`` is a path, a parsed Session, or a name
     for ``text`` (the session's content given directly, e.g. read from stdin)."""
-    prepared = prepare_remember(field, source, llm=llm, format=format, session=session,
-                                text=text, project=project, topic=topic)
-    if isinstance(prepared, RememberResult):
-        return prepared
-    return file_prepared(field, prepared)
+    parsed = _parse(source, format, session, text, None)  # bad input fails before any I/O
+    # One index sync for the whole job (the uuid check, related pages and the write), and
+    # listing.md rewritten once at the end: Field.batch (file_prepared's own nests in it).
+    with field.batch():
+        prepared = prepare_remember(field, parsed, llm=llm, project=project, topic=topic,
+                                    sync=False)
+        if isinstance(prepared, RememberResult):
+            return prepared
+        return file_prepared(field, prepared)
 
 
 def prepare_remember(
@@ -141,13 +145,7 @@ def prepare_remember(
     back as its ``unchanged`` result. ``sync=False``: the caller has synced the index (a
     server's searcher must not write it)."""
     started = time.perf_counter()
-    if isinstance(source, Session):
-        parsed = source
-    elif text is not None:
-        parsed = parse_session(text, format=format, source=str(source), session=session,
-                               label=label)
-    else:
-        parsed = load_session(source, format=format, session=session)
+    parsed = _parse(source, format, session, text, label)
     parsed.project = project or parsed.project
     parsed.topic = topic or parsed.topic
     transcript = parsed.transcript()
@@ -173,6 +171,16 @@ def prepare_remember(
     page = _session_page(parsed, memo, memo_by, draft, topic_terms, related, page_uuid, digest)
     return PreparedSession(page, parsed, page_uuid, memo, memo_by, related, draft, usage,
                            warnings, started)
+
+
+def _parse(source: str | Path | Session, format: str, session: int | None, text: str | None,
+           label: str | None) -> Session:
+    if isinstance(source, Session):
+        return source
+    if text is not None:
+        return parse_session(text, format=format, source=str(source), session=session,
+                             label=label)
+    return load_session(source, format=format, session=session)
 
 
 def file_prepared(field: Field, prepared: PreparedSession) -> RememberResult:
