@@ -168,7 +168,7 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
     def remember(field: str, text: str, format: str | None = None) -> dict[str, Any]:
         """Memorize a text (notes, a conversation, a document): the memorizer turns it into
         pages or updates existing ones. Returns the pages written."""
-        return svc.remember(field, text, format=format, source="mcp")
+        return svc.remember(field, text, format=format, source="mcp", label="the text")
 
     @server.tool()
     @_tool_errors

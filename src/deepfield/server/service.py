@@ -290,8 +290,8 @@ class Service:
         out: dict[str, Any] = result.to_json()
         return out
 
-    def remember(self, name: str, text: str, *, format: str | None,
-                 source: str = "remote") -> dict[str, Any]:
+    def remember(self, name: str, text: str, *, format: str | None, source: str = "remote",
+                 label: str = "the request body") -> dict[str, Any]:
         """Memorize ``text`` into field ``name`` (blocking: call from a worker thread). The
         text is always passed as content: a client can never make the server open a path of
         its choosing. The page is prepared on a searcher — parsing, the memo and its model
@@ -303,7 +303,7 @@ class Service:
         prepared = self.slot(name).search(
             lambda reader: prepare_remember(
                 reader, source, text=text, llm=llm, format=format or "auto", sync=False,
-                label="the request body" if source == "remote" else "the text"),
+                label=label),
             embed=False)
         if isinstance(prepared, RememberResult):
             return prepared.to_json()
