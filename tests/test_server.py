@@ -900,7 +900,7 @@ def test_inline_hybrid_search_with_a_local_model(store: deepfield.Store,
             assert held.wait(10)
             started = time.perf_counter()
             assert inline("cast iron") is None  # the loop does not wait for the model
-            assert time.perf_counter() - started < 1.0
+            assert time.perf_counter() - started < 3.0  # a wait for the model would last the 10 s
         finally:
             release.set()
             worker.join()
@@ -1135,7 +1135,7 @@ def test_a_model_writing_a_memo_does_not_hold_the_field(store: deepfield.Store) 
     store.create_field("notes").add("Woks", "Carbon steel woks need seasoning.")
     with FakeOpenAIServer() as model:
         model.enqueue(CHAT, json=chat_completion(json.dumps(
-            {"memo": "Ana moved to Porto in May.", "title": "Ana moves"})), delay=2.0)
+            {"memo": "Ana moved to Porto in May.", "title": "Ana moves"})), delay=3.0)
         config = LLMConfig(options={"url": model.url, "model": "writer", "max_retries": 0})
         with Served(create_app(store, llm_config=config)) as served, \
                 httpx.Client(base_url=served.url, timeout=20) as http:
@@ -1148,7 +1148,9 @@ def test_a_model_writing_a_memo_does_not_hold_the_field(store: deepfield.Store) 
                 started = time.monotonic()
                 read = http.get("/notes/_/read/woks")
                 waited = time.monotonic() - started
+                answered_first = not pending.done()
                 response = pending.result()
-            assert read.status_code == 200 and waited < 1.0, waited
+            # Generous on a busy CI box: a read held by the writer would wait out the model's 3 s.
+            assert read.status_code == 200 and answered_first and waited < 2.0, waited
             assert response.status_code == 201, response.text
             assert response.json()["memo_by"] == "llm:writer"
