@@ -16,7 +16,7 @@ import threading
 import time
 import tomllib
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -1039,22 +1039,28 @@ def test_watcher_survives_a_field_folder_removed_while_served(tmp_path: Path) ->
     other field (the watch of all folders fails as a whole)."""
     from deepfield.server.watching import FolderWatcher
 
-    seen: list[str] = []
+    seen: dict[str, set[str]] = {}
     folders = {name: tmp_path / name for name in ("a", "b", "c")}
     for folder in folders.values():
         folder.mkdir()
+
+    def record(name: str) -> Callable[[set[str]], None]:
+        return lambda pages: seen.setdefault(name, set()).update(pages)
+
     watcher = FolderWatcher()
     try:
-        watcher.add(folders["a"], lambda: seen.append("a"))
-        watcher.add(folders["b"], lambda: seen.append("b"))
+        watcher.add(folders["a"], record("a"))
+        watcher.add(folders["b"], record("b"))
         folders["b"].rename(tmp_path / "b-gone")
-        watcher.add(folders["c"], lambda: seen.append("c"))  # restarts the watch
+        watcher.add(folders["c"], record("c"))  # restarts the watch
         deadline = time.monotonic() + 10
         while "a" not in seen:
             (folders["a"] / "note.md").write_text(f"# Note\n\n{time.monotonic()}\n")
+            (folders["a"] / "notes.txt").write_text("not a page")
             assert time.monotonic() < deadline, "the watcher stopped"
             time.sleep(0.2)
         assert watcher.running.is_set()
+        assert seen["a"] == {"note.md"}  # the pages that changed, by name
     finally:
         watcher.close()
     assert not watcher.running.is_set()

@@ -22,7 +22,7 @@ def refresh_listing(
     """Rewrite listing.md when pages changed, unless a person wrote their own."""
     path = folder / LISTING_FILE
     exists = path.exists()
-    if exists and not (report.changed or explicit):
+    if exists and not (report.listing_changed or explicit):
         return
     current = path.read_text("utf-8", "replace") if exists else ""
     if exists and not current.startswith(LISTING_MARKER):

@@ -9,7 +9,8 @@ the spec forbids indexing it and its author may not know.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Container
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .page import SPECIAL_FILES, is_debris, is_valid_name, iso_from_timestamp, slugify
@@ -44,26 +45,34 @@ class SourceFile:
 class ScanResult:
     files: list[SourceFile]
     warnings: list[str]
+    inodes: dict[str, int] = field(default_factory=dict)
+    """Each page's inode number: see :func:`page_inodes`."""
+
+
+def is_page_name(name: str) -> bool:
+    """Whether a file of this name at a field's root is a page (if it is a regular file)."""
+    return (name.endswith(".md") and name not in SPECIAL_FILES and not name.startswith(".")
+            and not is_debris(name))
 
 
 def scan_field(directory: Path) -> ScanResult:
     """List a field's pages (sorted by name) and what is wrong with the folder's layout."""
     files: list[SourceFile] = []
     warnings: list[str] = []
+    inodes: dict[str, int] = {}
     folder = os.fspath(directory)
     with os.scandir(directory) as entries:
         for entry in entries:
             name = entry.name
-            if name.startswith(".") or is_debris(name):
-                continue
             if entry.is_dir(follow_symlinks=False):
-                if name not in OWN_SUBDIRS and _holds_pages(Path(entry.path)):
+                if (not name.startswith(".") and not is_debris(name)
+                        and name not in OWN_SUBDIRS and _holds_pages(Path(entry.path))):
                     warnings.append(
                         f"{name}/: sub-folder holds .md pages, which memoryfields never index; "
                         "move them to the field root or into a field of their own"
                     )
                 continue
-            if not name.endswith(".md") or name in SPECIAL_FILES:
+            if not is_page_name(name):
                 continue
             if entry.is_symlink():
                 warnings.append(f"{name}: symbolic link skipped (pages must be regular files)")
@@ -79,8 +88,22 @@ def scan_field(directory: Path) -> ScanResult:
                 )
             stat = entry.stat()
             files.append(SourceFile(name, folder, stat.st_mtime_ns, stat.st_size))
+            inodes[name] = stat.st_ino
     files.sort(key=lambda f: f.name)
-    return ScanResult(files, warnings)
+    return ScanResult(files, warnings, inodes)
+
+
+def page_inodes(directory: Path, known: Container[str] = ()) -> dict[str, int]:
+    """Each page's inode number, from the directory listing alone (~6 ms at 10k pages where a
+    scan with ``stat`` takes ~55 ms). Compared with an earlier listing it names the pages
+    created, deleted or atomically replaced since (a replace is a rename: a new inode), which
+    is how deepfield and most editors save. Edits in place keep the inode: a file watcher or
+    a full scan finds those. Names in ``known`` (an earlier listing's) are pages already."""
+    with os.scandir(directory) as entries:  # one tight pass: this runs before searches
+        listed = {e.name: e.inode() for e in entries
+                  if e.name.endswith(".md") and e.is_file(follow_symlinks=False)}
+    return {name: inode for name, inode in listed.items()
+            if name in known or is_page_name(name)}
 
 
 def source_files(directory: Path, names: set[str]) -> list[SourceFile]:

@@ -137,7 +137,7 @@ def rewrite_keys(fld: Field, filename: str, changes: dict[str, Any]) -> bool:
         index = fld.index_handle()
         report = index.sync_names(source_files(fld.path, {filename}), {filename})
         refresh_listing(fld.path, fld.name, index, report)
-    fld._dirty = True  # the field's own change flag: re-scan before the next search
+    fld.mark_changed({filename})  # read again at the field's next sync
     return True
 
 

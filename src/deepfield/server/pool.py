@@ -15,9 +15,11 @@ Edits in place keep the folder's mtime: the process's file watcher (server/watch
 reports them and a background sync follows within a fraction of a second. Where no watcher can
 run, a background sync polls instead, at most every ``BACKGROUND_SYNC_S`` seconds while searches
 arrive; with a watcher, a poll every ``SAFETY_SYNC_S`` seconds only covers lost events. Polling
-is not free: a scan of 10k pages is ~100 ms of CPU, much of it holding the GIL that searches in
-the same process need. Writes made through the server sync their own pages before returning, as
-the spec requires.
+is not free: a full scan of 10k pages is ~75 ms of CPU, much of it holding the GIL that
+searches in the same process need. Between full scans a sync reads only the pages the watcher
+named and those the folder's listing shows created, deleted or replaced (Field.ensure_synced):
+~12 ms at 10k pages for another worker's write (bench/freshness.py). Writes made through the
+server sync their own pages before returning, as the spec requires.
 """
 
 from __future__ import annotations
@@ -116,12 +118,15 @@ class FieldSlot:
         self._syncing = False
         self._requested = False
         self._changed = False
+        self._changed_names: set[str] = set()
         self._sync_guard = threading.Lock()
         self._watcher = watcher
         self._closed = False
 
-    def pages_changed(self) -> None:
-        """The file watcher saw pages change (edits in place included): sync soon."""
+    def pages_changed(self, names: set[str]) -> None:
+        """The file watcher saw these pages change (edits in place included): sync soon."""
+        with self._sync_guard:
+            self._changed_names |= names
         self._request_sync(self.embedder is not None, changed=True)
 
     def locked(self, fn: Callable[[Field], T]) -> T:
@@ -244,10 +249,11 @@ class FieldSlot:
                     self._syncing = False
                     return
                 changed, self._changed, self._requested = self._changed, False, False
+                names, self._changed_names = self._changed_names, set()
             try:
                 with self.lock:
                     if changed:
-                        self.writer.mark_changed()
+                        self.writer.mark_changed(names)
                     # A field with a model embeds what a watcher-reported edit added, whatever
                     # the request that started this round asked.
                     self.writer.ensure_synced(embed=embed or self.embedder is not None)

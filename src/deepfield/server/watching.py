@@ -37,10 +37,11 @@ class _Either:
 
 
 class FolderWatcher:
-    """Calls a folder's callback (in the watcher's thread) when pages at its root change."""
+    """Calls a folder's callback (in the watcher's thread) with the names of the pages at its
+    root that changed."""
 
     def __init__(self) -> None:
-        self._folders: dict[Path, Callable[[], None]] = {}
+        self._folders: dict[Path, Callable[[set[str]], None]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._restart = threading.Event()
@@ -49,7 +50,7 @@ class FolderWatcher:
         """Set while notifications arrive; clear before the first start, after a failure
         (then callers poll) and after :meth:`close`."""
 
-    def add(self, folder: Path, on_change: Callable[[], None]) -> None:
+    def add(self, folder: Path, on_change: Callable[[set[str]], None]) -> None:
         """Watch ``folder`` too (the watcher starts with the first folder)."""
         with self._lock:
             if self._stop.is_set():
@@ -107,12 +108,16 @@ class FolderWatcher:
         self.running.clear()
 
     @staticmethod
-    def _notify(folders: dict[Path, Callable[[], None]], changes: set[Any]) -> None:
-        for folder in {Path(os.path.realpath(path)).parent for _change, path in changes}:
+    def _notify(folders: dict[Path, Callable[[set[str]], None]], changes: set[Any]) -> None:
+        changed: dict[Path, set[str]] = {}
+        for _change, path in changes:
+            real = Path(os.path.realpath(path))
+            changed.setdefault(real.parent, set()).add(real.name)
+        for folder, names in changed.items():
             callback = folders.get(folder)
             if callback is None:
                 continue
             try:
-                callback()
+                callback(names)
             except Exception:  # one field's trouble must not stop the watcher for the rest
                 log.exception("handling a change in %s failed", folder)
