@@ -65,6 +65,7 @@ from deepfield.index.db import (  # noqa: E402
     bump_generation,
     index_filename,
 )
+from deepfield.index.latent import embed_pending_latent  # noqa: E402
 from deepfield.index.sync import page_embedding_text, parse_source  # noqa: E402
 from deepfield.index.vectors import chunk_embedding_text, embed_pending  # noqa: E402
 from deepfield.scan import scan_field  # noqa: E402
@@ -566,7 +567,14 @@ def _embed_throughput(folder: Path, embedder: Any, load: bool) -> dict[str, Any]
     conn = fld.index_handle().conn
     chunk_s, (chunks, _) = timed(lambda: embed_pending(conn, embedder, folder,
                                                        include_pages=False))
+    latent = embedder.has_latent
+    embedder.has_latent = False  # whole-page vectors timed alone, then the latent terms
     page_s, (_, pages) = timed(lambda: embed_pending(conn, embedder, folder))
+    embedder.has_latent = latent
+    latent_s, latent_chunks = timed(lambda: embed_pending_latent(conn, embedder, None)) if (
+        latent) else (0.0, 0)
+    latent_lines = conn.execute("SELECT count(*) FROM df_latent_lines").fetchone()[0] if (
+        latent) else 0
     fld.close()
     chars = sum(len(p.read_text()) for p in folder.glob("*.md"))
     return {
@@ -574,6 +582,7 @@ def _embed_throughput(folder: Path, embedder: Any, load: bool) -> dict[str, Any]
         "keyword_sync_s": keyword_s, "model_load_s": load_s,
         "chunk_embed_s": chunk_s, "chunks_embedded": chunks,
         "page_embed_s": page_s, "pages_embedded": pages,
+        "latent_s": latent_s, "latent_chunks": latent_chunks, "latent_lines": latent_lines,
         "chunks_per_s_embedding": chunks / chunk_s if chunk_s else None,
         "chunks_per_s_keyword": stats["chunks"] / keyword_s,
         "chunks_per_s_total": stats["chunks"] / (keyword_s + chunk_s + page_s),
@@ -1028,6 +1037,12 @@ def _indexing_section(results: dict[str, Any]) -> list[str]:
                 f"pages | {it['chunks']} | "
                 f"{it['keyword_sync_s'] + it['chunk_embed_s'] + it['page_embed_s']:.1f} | "
                 f"{it['chunks_per_s_total']:.1f} |")
+            if it.get("latent_chunks"):
+                lines.append(
+                    f"| {who}: latent terms after the vectors (chunks, then their "
+                    f"{it['latent_lines']} record lines) | {it['pages']} {label} pages | "
+                    f"{it['latent_chunks']} | {it['latent_s']:.1f} | "
+                    f"{it['latent_chunks'] / it['latent_s']:.1f} |")
         lines.append(f"| FakeEmbedder alone (no index) | texts | – | – | "
                      f"{idx['fake_embedder_raw_texts_per_s']:.0f} texts/s |")
     return [*lines, ""]

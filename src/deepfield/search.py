@@ -245,7 +245,7 @@ def search_fields(
         fused = convex(keyword, dense, KEYWORD_WEIGHT)
     fused = rerank(indexes, fused, activation=activation, include_superseded=include_superseded,
                    scale=activation_scale(mode, fused))
-    hits = _collect(indexes, fused, k, unit, query)
+    hits = collect_hits(indexes, fused, k, unit, query)
     took = (time.perf_counter() - started) * 1000
     return SearchResponse(query, mode, unit, k, hits, took, warnings, pending)
 
@@ -295,7 +295,7 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def _collect(
+def collect_hits(
     indexes: list[tuple[Field, Any]],
     fused: list[tuple[tuple[int, int], float]],
     k: int,

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 else:  # numpy (~150 ms to import) is loaded only when something is embedded or compared
     Vectors = Any
 Kind = Literal["document", "query"]
+LatentTerms = tuple[Any, Any]
+"""A text's sparse latent terms: (feature ids below 65,536, their positive weights)."""
 ENTRY_POINT_GROUP = "deepfield.embedders"
 NO_EMBEDDER = "none"
 """Backend name meaning keyword-only (BM25) search: no vectors at all."""
@@ -50,9 +52,16 @@ class Embedder(ABC):
     network service). The server then runs vector and hybrid searches on its event loop, as
     it runs keyword searches (deepfield.server.service.Service.search_inline)."""
 
+    has_latent: bool = False
+    """The model also has a sparse head: see :meth:`embed_latent` (deepfield.index.latent)."""
+
     @abstractmethod
     def embed_batch(self, texts: list[str], kind: Kind) -> Vectors:
         """Embed up to ``batch_size`` texts; ``kind`` selects document or query encoding."""
+
+    def embed_latent(self, texts: list[str]) -> list[LatentTerms]:
+        """Sparse latent terms of each text (the same recipe for documents and queries)."""
+        raise NotImplementedError(f"the {self.name} embedder has no sparse head")
 
     def embed(
         self,

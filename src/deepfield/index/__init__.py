@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..embed.base import Embedder, Vectors
+from ..embed.base import Embedder, LatentTerms, Vectors
 from ..errors import IndexCorruptError
 from ..scan import SourceFile
 from .db import (
@@ -31,6 +31,7 @@ from .db import (
 )
 from .dense import DenseIndex
 from .keyword import TermCounts, bm25_search
+from .latent import LatentIndex, latent_stamp
 from .sync import NOT_A_PAGE, SyncReport, sync_files
 from .vectors import count_pending, embed_pending
 
@@ -106,6 +107,7 @@ class FieldIndex:
             with contextlib.suppress(OSError):
                 self._vector_cache.parent.mkdir(exist_ok=True)
         self._dense: DenseIndex | None = None
+        self._latent: dict[bool, LatentIndex] = {}
         self._term_counts = TermCounts()
         self._chunk_table: tuple[int, Any, Any] | None = None
         self._chunk_sql_generation = -1
@@ -164,7 +166,11 @@ class FieldIndex:
         )
 
     def pending_vectors(self) -> int:
-        return count_pending(self.conn) if self.with_vectors else 0
+        """Vectors still to compute, with the latent terms of a model that has them."""
+        if not self.with_vectors:
+            return 0
+        latent = self.embedder is not None and self.embedder.has_latent
+        return count_pending(self.conn, with_latent=latent)
 
     def pending_chunk_vectors(self) -> int:
         return count_pending(self.conn, with_pages=False) if self.with_vectors else 0
@@ -322,6 +328,22 @@ class FieldIndex:
         if self._dense is None or self._dense.generation != generation:
             self._dense = DenseIndex.load(self.conn, generation, self._vector_cache)
         return self._dense
+
+    def has_latent_terms(self) -> bool:
+        """Whether any chunk has latent terms yet (index/latent.py)."""
+        if not (self.with_vectors and self.embedder is not None and self.embedder.has_latent):
+            return False
+        return self.conn.execute("SELECT 1 FROM df_latent LIMIT 1").fetchone() is not None
+
+    def latent(self, query: LatentTerms, limit: int, *,
+               lines: bool = False) -> list[tuple[tuple[int, int], float]]:
+        """The ``limit`` chunks (keys ``(chunk id, 0)``) or record lines (``(doc id, line)``)
+        whose latent terms best match ``query``'s, best first."""
+        stamp = latent_stamp(self.conn, self.generation())
+        cached = self._latent.get(lines)
+        if cached is None or cached.stamp != stamp:
+            cached = self._latent[lines] = LatentIndex.load(self.conn, lines, stamp)
+        return cached.search(query, limit)
 
     def dense(self, query_vector: Vectors, limit: int) -> list[tuple[int, float]]:
         """Top ``limit`` chunks by cosine."""

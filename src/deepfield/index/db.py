@@ -122,10 +122,31 @@ def _m002_pending_indexes(conn: sqlite3.Connection, with_vectors: bool) -> None:
     )
 
 
+def _m003_latent_terms(conn: sqlite3.Connection, with_vectors: bool) -> None:
+    # Sparse features of chunks and of record lines (index/latent.py); derived like vectors.
+    if not with_vectors:
+        return
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS df_latent (
+            chunk_id INTEGER PRIMARY KEY REFERENCES df_chunks(id) ON DELETE CASCADE,
+            terms    BLOB NOT NULL      -- count (uint16), feature ids (uint16), weights (fp16)
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS df_latent_lines (
+            doc_id INTEGER NOT NULL REFERENCES df_docs(id) ON DELETE CASCADE,
+            line   INTEGER NOT NULL,
+            terms  BLOB NOT NULL,
+            PRIMARY KEY (doc_id, line)
+        )"""
+    )
+
+
 Migration = Callable[[sqlite3.Connection, bool], None]
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", _m001_initial),
     ("m002_pending_indexes", _m002_pending_indexes),
+    ("m003_latent_terms", _m003_latent_terms),
 ]
 
 

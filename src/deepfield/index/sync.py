@@ -298,7 +298,9 @@ def _write_doc(
             (doc_id,),
         )
     }
-    conn.execute("DELETE FROM df_chunks WHERE doc_id = ?", (doc_id,))
+    conn.execute("DELETE FROM df_chunks WHERE doc_id = ?", (doc_id,))  # and their latent terms
+    if with_vectors:
+        conn.execute("DELETE FROM df_latent_lines WHERE doc_id = ?", (doc_id,))
     conn.executemany(
         """INSERT INTO df_chunks(doc_id, ord, kind, heading, line_start, line_end, body,
                                  context, cjk, embedding)

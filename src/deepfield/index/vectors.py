@@ -40,12 +40,19 @@ def chunk_embedding_text(context: str, body: str) -> str:
     return f"{context}\n{cleaned}"
 
 
-def count_pending(conn: sqlite3.Connection, with_pages: bool = True) -> int:
+def count_pending(conn: sqlite3.Connection, with_pages: bool = True,
+                  with_latent: bool = False) -> int:
+    """Chunks without a vector, plus pages without one (``with_pages``) and chunks without
+    latent terms (``with_latent``: the work `deepfield index` still has to do)."""
     chunks = conn.execute("SELECT count(*) FROM df_chunks WHERE embedding IS NULL").fetchone()[0]
-    pages = 0
+    pages = latent = 0
     if with_pages:
         pages = conn.execute("SELECT count(*) FROM df_docs WHERE page_embedded = 0").fetchone()[0]
-    return int(chunks) + int(pages)
+    if with_latent:
+        from .latent import count_pending_latent
+
+        latent = count_pending_latent(conn) + int(chunks)
+    return int(chunks) + int(pages) + latent
 
 
 def _check_dim(conn: sqlite3.Connection, embedder: Embedder, vectors: Vectors) -> None:
@@ -70,7 +77,8 @@ def embed_pending(
     include_pages: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[int, int]:
-    """Embed pending chunks, then pending pages; returns (chunks, pages) embedded."""
+    """Embed pending chunks, then pending pages, then (with ``include_pages``, when the model
+    has a sparse head) the chunks' latent terms; returns (chunks, pages) embedded."""
     import numpy as np
 
     deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
@@ -136,4 +144,10 @@ def embed_pending(
         pages_done += len(ready)
         if progress:
             progress(len(ready))
+    if embedder.has_latent:
+        from .latent import embed_pending_latent
+
+        done = embed_pending_latent(conn, embedder, deadline)
+        if progress and done:
+            progress(done)
     return chunks_done, pages_done

@@ -13,14 +13,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import BudgetError, DeepfieldError, LLMReplyError, PageNotFoundError
+from ..embed.base import LatentTerms
+from ..errors import (
+    BudgetError,
+    DeepfieldError,
+    EmbeddingError,
+    LLMReplyError,
+    PageNotFoundError,
+)
 from ..field import Field
 from ..index.keyword import query_terms
 from ..llm.base import ChatModel, Usage
 from ..manage.supersede import is_superseded
-from ..search import search_fields
+from ..search import Hit, search_fields
 from ..tokens import count_tokens, truncate_to_tokens
 from . import gam, offline
+from . import latent as latent_tools
 from .evidence import BREADTH_SENTENCES, Evidence, EvidencePool, Packed, pack_evidence
 
 MIN_BUDGET = 50
@@ -30,7 +38,8 @@ HITS_PER_QUERY = 24
 window of three lines and lines are voted by rank, so deeper lists cost little and add lines
 no other query finds (chosen on LoCoMo dev, 8 → 24: recall at 1,000 tokens 0.868 → 0.872
 overall, single-hop 0.941 → 0.949, no category worse; p50 latency +13 ms)."""
-TOOL_WEIGHTS = {"hybrid": 1.0, "vector": 0.7, "pages": 0.4, "bm25": 1.0}
+TOOL_WEIGHTS = {"hybrid": 1.0, "vector": 0.7, "pages": 0.4, "bm25": 1.0, "latent": 0.7,
+                "latent_lines": 0.7}
 """Weight of each search of the question itself (the hybrid chunk search is the reference)."""
 FOLLOW_UP_WEIGHT = 0.6
 PAGES_PER_QUERY = 15
@@ -178,6 +187,8 @@ class _Session:
         self.pool = EvidencePool(fields, BREADTH_SENTENCES if self.plan.breadth else 2)
         self.terms = set(query_terms(question))
         self.speakers: set[str] = set()
+        self.latent = dense and latent_tools.available(fields)
+        self._latent_terms: dict[str, LatentTerms] = {}
 
     def run(self, queries: Sequence[tuple[str, str]], number: int) -> tuple[list[dict[str, Any]],
                                                                             int]:
@@ -200,22 +211,34 @@ class _Session:
             k = PAGES_PER_QUERY if unit == "page" else HITS_PER_QUERY
             if query == self.question and unit == "chunk":
                 k = MAIN_QUERY_HITS * (2 if self.plan.breadth else 1)
-            response = search_fields(self.fields, query, k=k, mode=mode, unit=unit,
-                                     sync=False)
-            self.warnings += [w for w in response.warnings if w not in self.warnings]
-            for hit in response.results:
+            if tool in latent_tools.LINES:
+                results = self._latent_search(tool, query, k)
+            else:
+                response = search_fields(self.fields, query, k=k, mode=mode, unit=unit,
+                                         sync=False)
+                self.warnings += [w for w in response.warnings if w not in self.warnings]
+                results = response.results
+            for hit in results:
                 people = (hit.frontmatter or {}).get("participants") or (
                     hit.frontmatter or {}).get("speakers") or []
                 if isinstance(people, list):
                     self.speakers.update(str(p) for p in people)
             # The question itself weighs most; other queries add to it.
             weight = TOOL_WEIGHTS.get(tool, 1.0) if query == self.question else FOLLOW_UP_WEIGHT
-            new += self.pool.add_hits(response.results, query, number, terms,
-                                      self.plan.entities, weight)
+            new += self.pool.add_hits(results, query, number, terms, self.plan.entities, weight)
             done.append({"tool": tool, "mode": mode, "unit": unit, "query": query, "hits": [
                 {"field": h.field, "filename": h.filename, "line": h.snippet_line,
-                 "score": round(h.score, 4)} for h in response.results]})
+                 "score": round(h.score, 4)} for h in results]})
         return done, new
+
+    def _latent_search(self, tool: str, query: str, k: int) -> list[Hit]:
+        try:
+            return latent_tools.search(self.fields, self._latent_terms, query, k,
+                                       lines=latent_tools.LINES[tool])
+        except EmbeddingError as exc:
+            self.warnings.append(f"latent terms unavailable: {exc.message}")
+            self.latent = False
+            return []
 
     def _read_page(self, ref: str, number: int, terms: set[str]) -> tuple[list[dict[str, Any]],
                                                                            int]:
@@ -246,7 +269,7 @@ class _Session:
 
     def offline_rounds(self, max_rounds: int) -> list[RoundTrace]:
         rounds: list[RoundTrace] = []
-        queries = offline.first_queries(self.plan, dense=self.dense)
+        queries = offline.first_queries(self.plan, dense=self.dense, latent=self.latent)
         for number in range(1, max_rounds + 1):
             started = time.perf_counter()
             done, new = self.run(queries, number)
@@ -265,7 +288,7 @@ class _Session:
             else:
                 bridges = offline.bridge_entities(self.plan, ranked, self.speakers)
                 queries = offline.follow_up_queries(self.plan, coverage, bridges, self.asked,
-                                                    dense=self.dense)
+                                                    dense=self.dense, latent=self.latent)
                 trace.reflection["bridges"] = bridges
                 trace.decision = "continue" if queries else "stop: nothing left to ask"
             trace.seconds = time.perf_counter() - started

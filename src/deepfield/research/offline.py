@@ -5,6 +5,8 @@ Plan: the question itself is searched three ways — hybrid chunk search, pure v
 best pages, for answers spread over many pages) — then by an entity-focused keyword query per
 name in it and a keyword query of its content words; page names or uuids in the question are
 read directly (page_id tool). Without an embedder only the keyword tools run.
+Fields whose model has a sparse head are also searched by latent terms (research/latent.py):
+the kind a question names ("sports") shares features with its instances ("went surfing").
 Reflect: the evidence covers the question when every entity appears in it, most content words
 do, and the expected answer type is present (a date for "when", a number for "how many",
 a name for "who"). If not, the next round follows *bridge entities* — names that the best
@@ -32,6 +34,10 @@ COVERED_KEYWORDS = 0.6
 TOP_EVIDENCE = 12
 """Evidence items (best first) that reflection reads, about what a 1,000-token context holds."""
 MAX_BRIDGES = 3
+LATENT_TOOLS = ("latent", "latent_lines")
+"""Latent-term searches of chunks and of single record lines (research/latent.py)."""
+LATENT_SKIPS = ("date",)
+"""Answer types whose questions skip them: a date question names its event exactly."""
 LIST_PAGES = 6
 """Distinct pages the top evidence must span before a list question counts as covered."""
 
@@ -129,12 +135,15 @@ def analyse(question: str) -> QuestionPlan:
     return QuestionPlan(question, entities, keywords, answer, refs, breadth)
 
 
-def first_queries(plan: QuestionPlan, *, dense: bool) -> list[tuple[str, str]]:
-    """Round one: (tool, query) pairs."""
+def first_queries(plan: QuestionPlan, *, dense: bool,
+                  latent: bool = False) -> list[tuple[str, str]]:
+    """Round one: (tool, query) pairs (``latent``: the fields have latent terms)."""
     queries: list[tuple[str, str]] = [("hybrid" if dense else "bm25", plan.question)]
     if dense:
         # Meaning, not words: "activities" finds "went swimming", which no keyword does.
         queries.append(("vector", plan.question))
+    if latent and plan.answer_type not in LATENT_SKIPS:  # see research/latent.py
+        queries += [(tool, plan.question) for tool in LATENT_TOOLS]
     queries.append(("pages", plan.question))
     rest = " ".join(plan.keywords)
     for entity in plan.entities[:3]:
@@ -189,7 +198,7 @@ def bridge_entities(plan: QuestionPlan, evidence: Sequence[Evidence],
 
 def follow_up_queries(
     plan: QuestionPlan, coverage: Coverage, bridges: Sequence[str], asked: set[str],
-    *, dense: bool,
+    *, dense: bool, latent: bool = False,
 ) -> list[tuple[str, str]]:
     """The next round's (tool, query) pairs: bridges combined with what is still missing."""
     missing = " ".join([*coverage.entities_missing, *coverage.keywords_missing])
@@ -202,6 +211,8 @@ def follow_up_queries(
         queries.append(("bm25", f"{anchor} {missing}".strip()))
         if dense:
             queries.append(("vector", f"{anchor} {missing}".strip()))
+        if latent and plan.answer_type not in LATENT_SKIPS:
+            queries += [(tool, f"{anchor} {missing}".strip()) for tool in LATENT_TOOLS]
     if plan.answer_type == "date" and not coverage.answer_found:
         queries.append(("bm25", f"{' '.join(plan.entities)} {' '.join(plan.keywords)} "
                                 "when date day week month year"))

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..embed.base import Embedder, Kind, Vectors
+from ..embed.base import Embedder, Kind, LatentTerms, Vectors
 from ..errors import EmbeddingError
 from ..field import AUTO_EMBED_SECONDS, Field
 from .watching import FolderWatcher
@@ -54,6 +54,7 @@ class SharedEmbedder(Embedder):
         self.inner = inner
         self.model_code = inner.model_code
         self.in_process = inner.in_process
+        self.has_latent = inner.has_latent
         self._lock = threading.RLock()  # try_embed_query holds it around embed_query
         self._loaded = False
         """Whether the model has encoded anything yet (loading it may take seconds)."""
@@ -78,6 +79,10 @@ class SharedEmbedder(Embedder):
             vectors = self.inner.embed(texts, kind, progress)
             self._loaded = True
             return vectors
+
+    def embed_latent(self, texts: list[str]) -> list[LatentTerms]:
+        with self._lock:
+            return self.inner.embed_latent(texts)
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()

