@@ -69,14 +69,16 @@ def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder,
     done = 0
     while deadline is None or time.monotonic() < deadline:
         rows = conn.execute(
-            "SELECT c.id, c.doc_id, c.kind, c.line_start, c.line_end, c.body FROM df_chunks c "
-            "WHERE embedding IS NOT NULL AND NOT EXISTS "
+            "SELECT c.id, c.doc_id, c.kind, c.line_start, c.line_end, c.body, d.sha256 "
+            "FROM df_chunks c JOIN df_docs d ON d.id = c.doc_id "
+            "WHERE c.embedding IS NOT NULL AND NOT EXISTS "
             "(SELECT 1 FROM df_latent l WHERE l.chunk_id = c.id) "
             "ORDER BY c.doc_id DESC, c.ord LIMIT ?", (LATENT_BATCH,)).fetchall()
         if not rows:
             break
+        sha_of = {row[1]: row[6] for row in rows}
         lines: dict[tuple[int, int], str] = {}
-        for _, doc_id, kind, start, end, body in rows:
+        for _, doc_id, kind, start, end, body, _sha in rows:
             parts = body.split("\n")
             if kind == "record" and len(parts) == end - start + 1:
                 for offset, text in enumerate(parts):
@@ -89,16 +91,18 @@ def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder,
             lines = {key: text for key, text in lines.items() if key not in have}
         texts = [row[5] for row in rows] + [line_text(text) for text in lines.values()]
         terms = embedder.embed_latent(texts)
+        # Only where the text is still the one encoded: another process may have re-synced
+        # the page meanwhile, and a freed chunk id is given to the next chunk inserted.
         with transaction(conn):
             conn.executemany(
                 "INSERT OR REPLACE INTO df_latent(chunk_id, terms) SELECT ?, ? "
-                "WHERE EXISTS (SELECT 1 FROM df_chunks WHERE id = ?)",
-                [(row[0], pack_terms(t), row[0])
+                "WHERE EXISTS (SELECT 1 FROM df_chunks WHERE id = ? AND body = ?)",
+                [(row[0], pack_terms(t), row[0], row[5])
                  for row, t in zip(rows, terms[:len(rows)], strict=True)])
             conn.executemany(
                 "INSERT OR REPLACE INTO df_latent_lines(doc_id, line, terms) SELECT ?, ?, ? "
-                "WHERE EXISTS (SELECT 1 FROM df_docs WHERE id = ?)",
-                [(key[0], key[1], pack_terms(t), key[0])
+                "WHERE EXISTS (SELECT 1 FROM df_docs WHERE id = ? AND sha256 = ?)",
+                [(key[0], key[1], pack_terms(t), key[0], sha_of[key[0]])
                  for key, t in zip(lines, terms[len(rows):], strict=True)])
             bump_latent(conn)
         done += len(rows)
