@@ -460,11 +460,11 @@ def bench_search(store_dir: Path, queries: list[Query], args: argparse.Namespace
             for query in queries:
                 if time.monotonic() > deadline:
                     break
-                before = fld._last_sync
+                before = fld._fresh.last_full
                 took, _ = timed(lambda q=query, m=mode, u=unit: store.search(q.text, mode=m,
                                                                             unit=u))
                 api.append(took)
-                syncs += fld._last_sync != before
+                syncs += fld._fresh.last_full != before
             cells[name] = {
                 "retrieval": summarize(samples),
                 "api": summarize(api) | {"syncs": syncs},
@@ -504,7 +504,7 @@ def bench_reindex(store_dir: Path, size: int, repeats: int) -> dict[str, Any]:
 
     def quick(embed: bool) -> Callable[[], Any]:
         def run() -> Any:
-            fld._dirty = True
+            fld.mark_changed()
             return fld.ensure_synced(embed=embed)
         return run
 
@@ -520,7 +520,7 @@ def bench_reindex(store_dir: Path, size: int, repeats: int) -> dict[str, Any]:
         plain.ensure_synced()
         out["keyword_only_index_verify"] = median_of(plain.index, heavy)
         out["keyword_only_ensure_synced"] = median_of(
-            lambda: (setattr(plain, "_dirty", True), plain.ensure_synced()), repeats + 2)
+            lambda: (plain.mark_changed(), plain.ensure_synced()), repeats + 2)
         plain.close()
     per10k = 10_000 / size
     log(f"  index() {out['index_verify']['median_s']:.2f} s "

@@ -127,7 +127,7 @@ def test_store_search_across_fields(store: deepfield.Store) -> None:
 def test_edits_by_hand_are_noticed(field: deepfield.Field) -> None:
     field.add("Plain", "papaya")
     (field.path / "plain.md").write_text("---\ntitle: Plain\n---\nguava now\n")
-    field._dirty = True  # another process edited it; a new process or 1 s later would notice
+    field.mark_changed()  # another process edited it; a new process or 1 s later would notice
     assert field.search("guava", mode="bm25").results[0].filename == "plain.md"
     assert field.search("papaya", mode="bm25").results == []
 

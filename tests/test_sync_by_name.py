@@ -15,6 +15,7 @@ import pytest
 
 import deepfield
 from deepfield import field as field_module
+from deepfield import freshness
 from deepfield.config import EmbeddingConfig
 from deepfield.field import Field
 from deepfield.scan import ScanResult
@@ -41,7 +42,7 @@ def two(tmp_path: Path,
     writer.ensure_synced(embed=False)
     reader.ensure_synced(embed=False)
     monkeypatch.setattr(field_module, "scan_field", counting_scan)
-    monkeypatch.setattr(field_module, "SYNC_INTERVAL", 60.0)  # no full scan falls due
+    monkeypatch.setattr(freshness, "SYNC_INTERVAL", 60.0)  # no full scan falls due
     yield writer, reader, scans
     writer.close()
     reader.close()
@@ -86,7 +87,7 @@ def test_a_reported_edit_in_place_is_read(two: tuple[Field, Field, list[int]]) -
 def test_many_changes_or_an_unknown_change_scan_every_file(
         two: tuple[Field, Field, list[int]], monkeypatch: pytest.MonkeyPatch) -> None:
     writer, reader, scans = two
-    monkeypatch.setattr(field_module, "QUICK_SYNC_PAGES", 4)
+    monkeypatch.setattr(freshness, "QUICK_SYNC_PAGES", 4)
     for i in range(5):
         (writer.path / f"new-{i}.md").write_text(f"# New {i}\n\nFresh page {i}.\n")
     assert reader.ensure_synced(embed=False).added == 5
@@ -104,7 +105,7 @@ def test_edits_in_place_nobody_reported_wait_for_the_interval(
         handle.write("# Page 9\n\nMedlars ripen late.  \n")
     writer.add("Cider", "Pressing apples for cider.")
     assert found(reader, "cider") == ["cider.md"]  # by name: page-9 not read yet
-    monkeypatch.setattr(field_module, "SYNC_INTERVAL", 0.0)
-    monkeypatch.setattr(field_module, "SYNC_COST_FACTOR", 0)
+    monkeypatch.setattr(freshness, "SYNC_INTERVAL", 0.0)
+    monkeypatch.setattr(freshness, "SYNC_COST_FACTOR", 0)
     assert found(reader, "medlars") == ["page-9.md"]
     assert scans == [1]

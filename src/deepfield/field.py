@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +24,7 @@ from .errors import (
     InvalidPageError,
     PageNotFoundError,
 )
+from .freshness import Freshness
 from .fsutil import field_lock, read_no_follow, remove_stale_temp_files
 from .index import DocRow, FieldIndex, SyncReport
 from .index.db import KEYWORD_ONLY_CODE, index_filename
@@ -45,7 +45,7 @@ from .page import (
     slugify,
 )
 from .read import PageView, find_section, outline, render_outline
-from .scan import is_page_name, page_inodes, scan_field, source_files
+from .scan import scan_field, source_files
 from .search import SearchResponse, search_fields
 from .writer import (
     ARCHIVE_DIR,
@@ -61,14 +61,6 @@ from .writer import (
 
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
 
-SYNC_INTERVAL = 1.0
-"""In a long-lived process, search re-scans the folder at most this often (seconds) …"""
-SYNC_COST_FACTOR = 20
-"""… or, for big fields, at most every 20 scan durations, so scanning stays under 5% of the
-time. A change to the folder itself (a page created, deleted or atomically replaced, which is
-how deepfield and most editors save) is noticed at once through the folder's mtime."""
-QUICK_SYNC_PAGES = 256
-"""At most this many changed pages are synced by name; more, and every file is checked."""
 AUTO_EMBED_SECONDS = 3.0
 """Time a search may spend embedding new chunks before answering (the rest stays pending)."""
 
@@ -89,13 +81,7 @@ class Field:
         self.embedder = embedder
         self._index_dir = Path(index_dir) if index_dir is not None else None
         self._index: FieldIndex | None = None
-        self._last_sync = 0.0
-        self._sync_cost = 0.0
-        self._folder_mtime = -1
-        self._dirty = True
-        self._inodes: dict[str, int] | None = None
-        """Each page's inode at the last sync (see :meth:`ensure_synced`)."""
-        self._reported: set[str] = set()
+        self._fresh = Freshness()
         self._batch_depth = 0
         self.review_on_write = review_default()
         """Compare new pages with similar ones and queue suspicious pairs (manage/review.py)."""
@@ -138,7 +124,7 @@ class Field:
         )
         report.warnings = scan.warnings + report.warnings
         self._listing(report, explicit=True)
-        self._mark_synced()
+        self._fresh.synced(self.path, None, scan.inodes)
         return report
 
     def embed(
@@ -184,74 +170,35 @@ class Field:
                 Path(f"{path}{suffix}").unlink()
 
     def ensure_synced(self, *, embed: bool = True) -> SyncReport:
-        """Sync cheaply before a search (see SYNC_INTERVAL and SYNC_COST_FACTOR).
-
-        Within the interval, a folder whose mtime changed is compared by its listing alone
-        (scan.page_inodes): only the pages created, deleted or replaced since, and those a
-        file watcher reported (:meth:`mark_changed`), are read. Otherwise every file is
-        checked. New chunks are embedded for up to AUTO_EMBED_SECONDS; if the embedder fails
-        (an endpoint down), the text is still indexed and the failure becomes a warning.
-        """
-        folder_mtime = self.path.stat().st_mtime_ns
-        interval = max(SYNC_INTERVAL, SYNC_COST_FACTOR * self._sync_cost)
-        fresh = time.monotonic() - self._last_sync < interval
-        if (not self._dirty and not self._reported and fresh
-                and folder_mtime == self._folder_mtime):
+        """Sync cheaply before a search: every file, or only the pages that changed
+        (deepfield.freshness says which). New chunks are embedded for up to
+        AUTO_EMBED_SECONDS; if the embedder fails (an endpoint down), the text is still
+        indexed and the failure becomes a warning."""
+        check = self._fresh.check(self.path)
+        if check is None:
             return SyncReport()
-        started = time.monotonic()
         index = self.index_handle()
-        names = None
-        if fresh and not self._dirty and self._inodes is not None:
-            listed = page_inodes(self.path, self._inodes)
-            names = self._changed_names(listed)
-        if names is not None:
-            report = index.sync_names(source_files(self.path, names), names)
-            self._inodes = listed
+        if check.names is not None:
+            report = index.sync_names(source_files(self.path, check.names), check.names)
+            inodes = check.listed
         else:
             scan = scan_field(self.path)
             report = index.sync(scan.files)
-            self._inodes = scan.inodes
-            self._sync_cost = time.monotonic() - started
-        self._reported.clear()
+            inodes = scan.inodes
         if embed and index.pending_chunk_vectors():
             try:
                 report.chunks_embedded, _ = self.embed(budget=AUTO_EMBED_SECONDS, pages=False)
             except EmbeddingError as exc:
                 report.warnings.append(f"new chunks could not be embedded: {exc.message}")
         self._listing(report)
-        self._mark_synced(folder_mtime, full=names is None)
+        self._fresh.synced(self.path, check, inodes)
         return report
-
-    def _changed_names(self, listed: dict[str, int]) -> set[str] | None:
-        """The pages to read after the folder changed: None when so many changed that a full
-        scan is as cheap. An edit in place that no watcher reported, or a replace whose new
-        file got the inode the old one freed, waits for the next full scan (the interval),
-        as edits in place always did without a watcher."""
-        before = self._inodes or {}
-        names = {n for n, inode in listed.items() if before.get(n) != inode}
-        names |= before.keys() - listed.keys()
-        names |= {name for name in self._reported if is_page_name(name)}
-        return names if len(names) <= QUICK_SYNC_PAGES else None
 
     def mark_changed(self, names: Iterable[str] | None = None) -> None:
         """Pages changed where the folder's mtime does not show it (a file watcher saw an edit
         in place): the next :meth:`ensure_synced` reads the ``names`` (file names at the
-        field's root), or scans every file whatever its rate limit says."""
-        if names is None:
-            self._dirty = True
-        else:
-            self._reported.update(names)
-
-    def _mark_synced(self, folder_mtime: int | None = None, *, full: bool = True) -> None:
-        """``full``: every file was checked, which starts the interval anew (a sync by name
-        does not: else syncs by name every second would put off every full scan)."""
-        if full:
-            self._last_sync = time.monotonic()
-        self._dirty = False
-        mtime = self.path.stat().st_mtime_ns if folder_mtime is None else folder_mtime
-        # A folder changed within the last second may change again within the same mtime
-        # tick; do not trust such a timestamp (the next search re-scans).
-        self._folder_mtime = mtime if time.time_ns() - mtime > 1_000_000_000 else -1
+        field's root), or checks every file whatever its rate limit says."""
+        self._fresh.changed(names)
 
     def warnings(self) -> list[str]:
         """Everything currently wrong with the folder or its pages (layout, YAML, encoding)."""
@@ -374,7 +321,7 @@ class Field:
                                 batch=self._batch_depth > 0).write(page, stem, split=split)
         # Read again at the next sync: cheap, and sure even where a replaced file's new inode
         # is the number an earlier one freed (pages it links are replaced, so listed anew).
-        self._reported.update(p.filename for p in result.pages)
+        self._fresh.changed(p.filename for p in result.pages)
         after_write(self, result, plan)
         return result
 
@@ -435,7 +382,7 @@ class Field:
             refuse_special(filename, "archive pages; edit index.md in place")
             where = archive_file(self.path, filename)
             self._listing(self.index_handle().sync_names([], {filename}))
-        self._reported.add(filename)
+        self._fresh.changed([filename])
         return where
 
     def archived(self) -> list[str]:
@@ -447,7 +394,7 @@ class Field:
             target = restore_file(self.path, self.name, name, as_name)
             restored = source_files(self.path, {target})
             self._listing(self.index_handle().sync_names(restored, {target}))
-        self._reported.add(target)
+        self._fresh.changed([target])
         return target
 
     # ------------------------------------------------------------------ search
