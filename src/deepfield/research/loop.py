@@ -232,6 +232,8 @@ class _Session:
         return done, new
 
     def _latent_search(self, tool: str, query: str, k: int) -> list[Hit]:
+        if not self.latent:  # the sparse head failed earlier in this research
+            return []
         try:
             return latent_tools.search(self.fields, self._latent_terms, query, k,
                                        lines=latent_tools.LINES[tool])
