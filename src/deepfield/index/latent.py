@@ -51,7 +51,7 @@ def unpack_terms(blob: bytes) -> LatentTerms:
     import numpy as np
 
     count = int.from_bytes(blob[:2], "little")
-    features = np.frombuffer(blob, "<u2", count, 2).astype(np.int64)
+    features = np.frombuffer(blob, "<u2", count, 2)
     weights = np.frombuffer(blob, "<f2", count, 2 + 2 * count).astype(np.float32)
     return features, weights
 
@@ -123,8 +123,10 @@ class LatentIndex:
     stamp: tuple[int, int]
     keys: list[tuple[int, int]]
     """(chunk id, 0) for chunks, (doc id, line) for lines."""
-    features: Ints
-    rows: Ints
+    features: Any
+    """Feature ids (uint16), sorted."""
+    rows: Any
+    """The row (int32) of each stored feature."""
     weights: Any
     starts: Ints
 
@@ -140,13 +142,14 @@ class LatentIndex:
             found, weight = unpack_terms(blob)
             features.append(found)
             weights.append(weight)
-            rows.append(np.full(len(found), len(keys), np.int64))
+            # Small types: ~10 bytes per stored feature (256 per chunk and per line).
+            rows.append(np.full(len(found), len(keys), np.int32))
             keys.append((first, second))
-        feature = np.concatenate(features) if features else np.zeros(0, np.int64)
+        feature = np.concatenate(features) if features else np.zeros(0, np.uint16)
         order = np.argsort(feature, kind="stable")
         feature = feature[order]
         return cls(stamp, keys, feature,
-                   (np.concatenate(rows) if rows else np.zeros(0, np.int64))[order],
+                   (np.concatenate(rows) if rows else np.zeros(0, np.int32))[order],
                    (np.concatenate(weights) if weights else np.zeros(0, np.float32))[order],
                    np.searchsorted(feature, np.arange((1 << 16) + 1)))
 
