@@ -115,6 +115,9 @@ def test_terms_survive_their_encoding_as_bytes() -> None:
     assert back_features.tolist() == [3, 700, 16383]
     assert back_weights.tolist() == [0.5, 2.25, 7.0]
     assert line_text("Caroline (D1:3): Hi there") == "Caroline: Hi there"
+    # Ids outside uint16 (a backend with a bigger head) are dropped, not wrapped around.
+    kept, _ = unpack_terms(pack_terms((np.array([5, 70_000, -1]), np.ones(3, np.float32))))
+    assert kept.tolist() == [5]
 
 
 def test_research_finds_the_instance_of_a_kind_by_latent_terms(

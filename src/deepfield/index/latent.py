@@ -42,9 +42,11 @@ def line_text(line: str) -> str:
 def pack_terms(terms: LatentTerms) -> bytes:
     import numpy as np
 
-    features, weights = terms
-    return (len(features).to_bytes(2, "little") + np.asarray(features, "<u2").tobytes()
-            + np.asarray(weights, "<f2").tobytes())
+    features, weights = (np.asarray(part) for part in terms)
+    keep = (features >= 0) & (features < 1 << 16)  # the id range LatentTerms promises
+    features, weights = features[keep][:1 << 15], weights[keep][:1 << 15]
+    return (len(features).to_bytes(2, "little") + features.astype("<u2").tobytes()
+            + weights.astype("<f2").tobytes())
 
 
 def unpack_terms(blob: bytes) -> LatentTerms:
