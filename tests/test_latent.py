@@ -185,3 +185,25 @@ def test_an_index_without_the_latent_tables_still_researches(
     assert not index.has_latent_terms() and index.pending_vectors() == 0
     result = research(fld, "What sports does Ana do?", budget=200, record=False)
     assert result.evidence and "latent" not in {q["tool"] for q in result.rounds[0].queries}
+
+
+def test_a_query_without_terms_and_a_line_cut_into_pieces(
+        latent_store: tuple[deepfield.Store, FakeLatentEmbedder]) -> None:
+    store, _ = latent_store
+    fld = chat_field(store)
+    import numpy as np
+
+    assert fld.index_handle().latent((np.zeros(0, np.int64), np.zeros(0, np.float32)), 5) == []
+    assert research(fld, "???", budget=200, record=False).question == "???"
+    # A record line longer than a chunk is cut into pieces: none is the line, so the line
+    # gets no terms of its own (found through its pieces' chunk terms instead).
+    long_line = "Ben (D2:1): " + "The shelf story again, " * 60 + "and then I went surfing."
+    fld.write(f"# Sunday\n\nAna (D2:0): Hello.\n{long_line}\nAna (D2:2): Bye.\n", name="sunday")
+    fld.embed()
+    doc = fld.index_handle().doc_by_filename("sunday.md")
+    assert doc is not None
+    lines = {row[0] for row in fld.index_handle().conn.execute(
+        "SELECT line FROM df_latent_lines WHERE doc_id = ?", (doc.id,))}
+    text = (fld.path / "sunday.md").read_text().split("\n")
+    short = {n for n, line in enumerate(text, 1) if line.endswith(("Hello.", "Bye."))}
+    assert len(short) == 2 and lines == short

@@ -109,3 +109,31 @@ def test_edits_in_place_nobody_reported_wait_for_the_interval(
     monkeypatch.setattr(freshness, "SYNC_COST_FACTOR", 0)
     assert found(reader, "medlars") == ["page-9.md"]
     assert scans == [1]
+
+
+def test_a_link_or_fifo_in_a_pages_place_is_never_read(
+        two: tuple[Field, Field, list[int]], tmp_path: Path) -> None:
+    """Found by name, as by a full scan: a symbolic link or a FIFO is no page (reading a
+    FIFO would wait forever)."""
+    _, reader, _ = two
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Outside\n\nA secret kept outside the field.\n")
+    (reader.path / "page-1.md").unlink()
+    os.symlink(outside, reader.path / "page-1.md")
+    (reader.path / "page-2.md").unlink()
+    os.mkfifo(reader.path / "page-2.md")
+    reader.mark_changed({"page-1.md", "page-2.md"})
+    assert found(reader, "secret") == []
+    assert {"page-1.md", "page-2.md"}.isdisjoint(d.filename for d in reader.pages())
+
+
+def test_listing_catches_up_with_a_sync_whose_report_was_dropped(
+        two: tuple[Field, Field, list[int]]) -> None:
+    """A write of a page with a uuid first syncs the whole folder (for the uuid lookup) and
+    drops that report; a page deleted by hand meanwhile must still leave listing.md."""
+    writer, _, _ = two
+    uuid = writer.add("Beta", "b").pages[0].uuid
+    (writer.path / "page-4.md").unlink()
+    writer.write(f"---\ntitle: Beta\nuuid: {uuid}\n---\n# Beta\n\nedited\n", name="beta")
+    listing = (writer.path / "listing.md").read_text()
+    assert "page-4.md" not in listing and "30 pages." in listing

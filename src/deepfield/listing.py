@@ -22,7 +22,10 @@ def refresh_listing(
     """Rewrite listing.md when pages changed, unless a person wrote their own."""
     path = folder / LISTING_FILE
     exists = path.exists()
-    if exists and not (report.listing_changed or explicit):
+    # The index remembers a render that is due, whoever synced: a report can be dropped (a
+    # uuid lookup's sync before a write) or its process killed before it rendered.
+    stale = index.listing_stale()
+    if exists and not (report.listing_changed or stale or explicit):
         return
     current = path.read_text("utf-8", "replace") if exists else ""
     if exists and not current.startswith(LISTING_MARKER):
@@ -32,12 +35,14 @@ def refresh_listing(
         )
         return
     text = render_listing(field_name, index.catalogue())
-    if text == current:
-        return
-    try:
-        atomic_write(path, text.encode("utf-8"), durable=False)  # derived: rebuilt on sync
-    except OSError as exc:
-        report.warnings.append(f"{LISTING_FILE}: could not be written ({exc.strerror})")
+    if text != current:
+        try:
+            atomic_write(path, text.encode("utf-8"), durable=False)  # derived: rebuilt on sync
+        except OSError as exc:
+            report.warnings.append(f"{LISTING_FILE}: could not be written ({exc.strerror})")
+            return
+    if stale:
+        index.listing_rendered(stale)
 
 
 def render_listing(field_name: str, docs: Sequence[CatalogueEntry]) -> str:

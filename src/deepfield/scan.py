@@ -9,6 +9,7 @@ the spec forbids indexing it and its author may not know.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,9 +87,9 @@ def scan_field(directory: Path) -> ScanResult:
                     f"{name}: not a spec filename (lowercase letters, digits, hyphens); "
                     f"indexed anyway, rename it to {better}.md"
                 )
-            stat = entry.stat()
-            files.append(SourceFile(name, folder, stat.st_mtime_ns, stat.st_size))
-            inodes[name] = stat.st_ino
+            info = entry.stat()
+            files.append(SourceFile(name, folder, info.st_mtime_ns, info.st_size))
+            inodes[name] = info.st_ino
     files.sort(key=lambda f: f.name)
     return ScanResult(files, warnings, inodes)
 
@@ -110,12 +111,14 @@ def source_files(directory: Path, names: set[str]) -> list[SourceFile]:
     """The SourceFile of each named page that exists (for syncing just what was written)."""
     found = []
     for name in sorted(names):
-        path = directory / name
         try:
-            stat = path.stat()
-        except FileNotFoundError:
+            info = os.lstat(directory / name)
+        except (FileNotFoundError, NotADirectoryError):
             continue
-        found.append(SourceFile(name, os.fspath(directory), stat.st_mtime_ns, stat.st_size))
+        # As scan_field: a symbolic link, a FIFO or a folder named like a page is no page
+        # (and reading a FIFO would wait forever).
+        if stat.S_ISREG(info.st_mode):
+            found.append(SourceFile(name, os.fspath(directory), info.st_mtime_ns, info.st_size))
     return found
 
 

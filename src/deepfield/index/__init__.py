@@ -329,6 +329,19 @@ class FieldIndex:
             self._dense = DenseIndex.load(self.conn, generation, self._vector_cache)
         return self._dense
 
+    def listing_stale(self) -> str | None:
+        """A token while listing.md lags behind the catalogue (set by a sync that changed
+        what it shows), else None; pass it to :meth:`listing_rendered` after rendering."""
+        token = get_meta(self.conn, "listing_stale")
+        return None if token in (None, "0") else token
+
+    def listing_rendered(self, token: str) -> None:
+        """listing.md shows the catalogue as of ``token``: clear it unless a later sync
+        (of this or another process) has marked it stale again since."""
+        with transaction(self.conn):
+            self.conn.execute("UPDATE df_meta SET value = '0' WHERE key = 'listing_stale' "
+                              "AND value = ?", (token,))
+
     def has_latent_terms(self) -> bool:
         """Whether any chunk has latent terms yet (index/latent.py)."""
         if not (self.with_vectors and self.embedder is not None and self.embedder.has_latent):

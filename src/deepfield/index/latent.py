@@ -88,6 +88,14 @@ def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder,
             if kind == "record" and len(parts) == end - start + 1:
                 for offset, text in enumerate(parts):
                     lines[(doc_id, start + offset)] = text
+        # A record line too long for one chunk is cut into pieces that share its line number:
+        # no piece is the line, so it gets no terms of its own (its chunks have theirs).
+        for doc_id, line in list(lines):
+            pieces = conn.execute(
+                "SELECT count(*) FROM df_chunks WHERE doc_id = ? AND line_start = ? "
+                "AND line_end = ?", (doc_id, line, line)).fetchone()[0]
+            if pieces > 1:
+                del lines[(doc_id, line)]
         if lines:
             have = set()
             for doc_id in {key[0] for key in lines}:
@@ -159,11 +167,12 @@ class LatentIndex:
         """The ``limit`` best rows by dot product with ``query``, best first (scores > 0)."""
         import numpy as np
 
-        if not self.keys:
-            return []
         features, weights = query
         hits = [(self.starts[f], self.starts[f + 1], w)
-                for f, w in zip(features.tolist(), weights.tolist(), strict=True)]
+                for f, w in zip(np.asarray(features).tolist(), np.asarray(weights).tolist(),
+                                strict=True) if 0 <= f < 1 << 16]
+        if not self.keys or not hits:  # a query with no latent terms (e.g. "???") matches none
+            return []
         rows = np.concatenate([self.rows[a:b] for a, b, _ in hits])
         values = np.concatenate([self.weights[a:b] * w for a, b, w in hits])
         scores = np.bincount(rows, weights=values, minlength=len(self.keys))

@@ -22,7 +22,7 @@ from ..page import PAGE_LIMIT_BYTES, Page, derive_title, frontmatter_json
 from ..scan import SourceFile
 from .chunking import chunk_page
 from .cjk import cjk_index_terms
-from .db import bump_generation, transaction
+from .db import bump_generation, set_meta, transaction
 
 MAX_INDEXED_BYTES = 1 << 20
 """Only the first MiB of a page is indexed (the spec requires only the first 8 KB)."""
@@ -233,6 +233,11 @@ def sync_files(
             bump_generation(conn)
         report.removed = len(removed)
         report.listing_changed = True
+    if report.listing_changed:
+        # Kept in the index until listing.md is rendered: a caller that drops this report
+        # (or dies before rendering) leaves the next render due (listing.refresh_listing).
+        with transaction(conn):
+            set_meta(conn, "listing_stale", str(time.time_ns()))
     report.seconds = time.monotonic() - started
     return report
 
