@@ -42,9 +42,6 @@ class SyncReport:
     pending_vectors: int = 0
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    listing_changed: bool = False
-    """A page came or went, or one's title, summary or readability changed: what listing.md
-    shows (an edit of a page's body alone leaves the catalogue as it was)."""
 
     @property
     def changed(self) -> int:
@@ -176,6 +173,9 @@ def sync_files(
         else:
             todo.append((source, doc_id))
     removed = [(name, entry[0]) for name, entry in known.items() if name not in present]
+    # A page came or went, or one's title, summary or readability changed: what listing.md
+    # shows (an edit of a page's body alone leaves the catalogue as it was).
+    catalogue_changed = bool(removed)
 
     for start in range(0, len(todo), BATCH_DOCS):
         batch = todo[start : start + BATCH_DOCS]
@@ -210,7 +210,7 @@ def sync_files(
                     report.unchanged += 1
                     continue
                 if _write_doc(conn, source, doc_id, parsed, with_vectors):
-                    report.listing_changed = True
+                    catalogue_changed = True
                 report.warnings.extend(parsed.warnings)
                 if doc_id is None:
                     report.added += 1
@@ -232,10 +232,9 @@ def sync_files(
                     conn.execute("DELETE FROM pages WHERE filename = ?", (name,))
             bump_generation(conn)
         report.removed = len(removed)
-        report.listing_changed = True
-    if report.listing_changed:
-        # Kept in the index until listing.md is rendered: a caller that drops this report
-        # (or dies before rendering) leaves the next render due (listing.refresh_listing).
+    if catalogue_changed:
+        # Kept in the index until listing.md is rendered (listing.refresh_listing): a caller
+        # that drops this report, or dies before rendering, leaves the render due.
         with transaction(conn):
             set_meta(conn, "listing_stale", str(time.time_ns()))
     report.seconds = time.monotonic() - started
