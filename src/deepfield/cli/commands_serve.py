@@ -242,6 +242,7 @@ def mcp_cmd(ctx: click.Context, store: Path | None, transport: str, host: str, p
     service = Service(opened, _llm_config(env.store_path))
     server = create_mcp_server(opened, service=service)
     try:
+        service.start_backfill()
         if transport == "stdio":
             server.run("stdio")
             return

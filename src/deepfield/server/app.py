@@ -179,6 +179,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        service.start_backfill()
         yield
         service.close()  # the server stops: close the connections it opened
 

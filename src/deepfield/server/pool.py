@@ -127,6 +127,14 @@ class FieldSlot:
         self._sync_guard = threading.Lock()
         self._watcher = watcher
         self._closed = False
+        self.last_search = 0.0
+        """When (time.monotonic) a search last started here; the backfill waits for a pause."""
+        self.changed_at = 0.0
+        """When the field was last written or synced through this slot."""
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def pages_changed(self, names: set[str]) -> None:
         """The file watcher saw these pages change (edits in place included): sync soon."""
@@ -143,6 +151,7 @@ class FieldSlot:
         before the next search; a background sync tidies up."""
         self._seen_mtime = self._mtime()
         self._last_sync = 0.0
+        self.changed_at = time.monotonic()
 
     def embed_new(self) -> None:
         """Vectors for what was just written (lock held), within the time a search would
@@ -150,8 +159,9 @@ class FieldSlot:
         spec: after a PUT the page's vector index entries are regenerated before the page is
         next returned; the newest chunks and pages come first, so a backlog of older ones
         does not push the new page out of the budget). An embedder that fails leaves them
-        pending; `deepfield index` embeds whole-page backlogs (a background sync only embeds
-        chunks: a backlog of page vectors would hold the writer for hours)."""
+        pending; a background sync only embeds chunks, and the backfill (backfill.py) the
+        rest while the field is idle: a backlog of page vectors would hold the writer for
+        hours."""
         if self.writer.embedder is None:
             return
         with contextlib.suppress(EmbeddingError):
@@ -159,6 +169,7 @@ class FieldSlot:
 
     def search(self, fn: Callable[[Field], T], *, embed: bool) -> T:
         """Run ``fn`` on an idle searcher (waiting for one if all are busy)."""
+        self.last_search = time.monotonic()
         self.freshen(embed=embed)
         reader = self._take_reader(wait=True)
         assert reader is not None
@@ -171,6 +182,7 @@ class FieldSlot:
         """Run ``fn`` now if nothing can make it wait: no sync is due (the folder is as last
         synced) and a searcher is free. None otherwise: then use :meth:`search` (in a thread).
         For searches on a server's event loop (see Service.search_inline)."""
+        self.last_search = time.monotonic()
         if self._mtime() != self._seen_mtime:
             return None
         try:
@@ -221,7 +233,7 @@ class FieldSlot:
                     # next search would sync again for the sync's own write. A page changed by
                     # someone else during the sync is caught by the watcher or the poll.
                     self._seen_mtime = self._mtime()
-                    self._last_sync = time.monotonic()
+                    self._last_sync = self.changed_at = time.monotonic()
             return
         self._poll(embed=embed)
 
@@ -268,7 +280,7 @@ class FieldSlot:
             except Exception:  # the next search syncs (and reports the error) again
                 self._seen_mtime = -1
             finally:
-                self._last_sync = time.monotonic()
+                self._last_sync = self.changed_at = time.monotonic()
 
     def _mtime(self) -> int:
         try:

@@ -48,6 +48,7 @@ from ..portable.archive import pack_folder, pack_members
 from ..read import PageView
 from ..search import search_fields
 from ..store import Store
+from .backfill import Backfiller, backfill_embedder
 from .pool import FieldSlot, SharedEmbedder
 from .watching import FolderWatcher
 
@@ -80,8 +81,20 @@ class Service:
         self._zips: dict[str, Snapshot] = {}
         self._background = ThreadPoolExecutor(1, thread_name_prefix="deepfield-sync")
         self._watcher = FolderWatcher()
+        self._backfill = Backfiller(self._open_slots,
+                                    lambda: backfill_embedder(store, self.embedder))
+
+    def start_backfill(self) -> None:
+        """Compute what the fields' indexes lack while they are idle (server/backfill.py)."""
+        if self.embedder is not None:
+            self._backfill.start()
+
+    def _open_slots(self) -> list[FieldSlot]:
+        with self._guard:
+            return list(self._slots.values())
 
     def close(self) -> None:
+        self._backfill.close()
         self._watcher.close()  # before the sync thread it feeds goes away
         self._background.shutdown(wait=True)
         with self._guard:

@@ -1,0 +1,180 @@
+"""Finishing a served field's index while the server is idle.
+
+A server computes at once what a search needs: a sync embeds new chunks within a few seconds'
+budget, and a write through the server embeds its own page. The rest of the work `deepfield
+index` would do waits: whole-page vectors (the spec's ``pages`` table, read by other memoryfield
+readers), latent terms (the researcher's ``latent`` tools), and the chunks of a large edit that
+did not fit a sync's budget. The :class:`Backfiller` does that work on the server, a slice at a
+time, so a served field converges without anyone running `deepfield index`:
+
+* only on a field no search has touched for ``IDLE_S`` seconds: a busy server keeps its CPU for
+  searches, and the first search after a pause does not find the model busy;
+* in a thread of its own at the lowest CPU priority (Linux), with its own connection to the
+  index and, where the store's configuration can build one, its own instance of the model, so
+  neither the field's writer (PUT, DELETE) nor a search's query encoding waits behind it. Its
+  writes are guarded as `deepfield index`'s are: a vector or term is stored only for the text
+  that was encoded;
+* by one worker process at a time: a lease in the index (``df_meta``), renewed each slice and
+  taken over once it has run out, keeps several workers from encoding the same backlog.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..embed.base import Embedder
+from ..errors import DeepfieldError
+from ..field import Field
+from ..index.db import get_meta, set_meta, transaction
+from ..store import Store, build_embedder
+
+if TYPE_CHECKING:
+    from .pool import FieldSlot
+
+IDLE_S = 2.0
+"""Seconds without a search before a field's backlog is worked on."""
+POLL_S = 1.0
+"""Seconds between looks at the fields."""
+SLICE_S = 2.0
+"""Budget of one slice of work (at least one batch is always finished)."""
+RECHECK_S = 30.0
+"""Seconds before a field found with nothing to do (or whose model failed) is looked at again."""
+LEASE_S = 60.0
+"""Seconds a worker's claim on a field's backlog lasts unless renewed."""
+LEASE_KEY = "backfill_lease"
+
+log = logging.getLogger(__name__)
+
+
+class Backfiller:
+    """A thread that computes the vectors and latent terms served fields still lack."""
+
+    def __init__(self, slots: Callable[[], list[FieldSlot]],
+                 make_embedder: Callable[[], Embedder]) -> None:
+        self._slots = slots
+        self._make_embedder = make_embedder
+        self._embedder: Embedder | None = None
+        self._fields: dict[str, Field] = {}
+        self._rested_at: dict[str, float] = {}
+        """When each field was last found with nothing to do."""
+        self._owner = f"{os.getpid()}-{id(self):x}"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="deepfield-backfill",
+                                            daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            # A slice in progress ends after its current batch; not waiting forever for it.
+            self._thread.join(timeout=SLICE_S + 30.0)
+        for name, field in list(self._fields.items()):
+            with contextlib.suppress(Exception):
+                release_lease(field, self._owner)
+                field.close()
+            del self._fields[name]
+
+    def _run(self) -> None:
+        lower_thread_priority()
+        while not self._stop.wait(POLL_S):
+            try:
+                self.step(time.monotonic())
+            except Exception:  # never let one field's trouble stop the others' backfill
+                log.exception("background indexing failed")
+
+    def step(self, now: float) -> int:
+        """One look at every field: a slice of work on each idle one with a backlog.
+        Returns how many chunks, pages and latent-term rows were done."""
+        done = 0
+        for slot in self._slots():
+            if self._stop.is_set():
+                break
+            if slot.closed or slot.embedder is None or now - slot.last_search < IDLE_S:
+                continue
+            rested = self._rested_at.get(slot.name)
+            if rested is not None and now < rested + RECHECK_S and slot.changed_at <= rested:
+                continue  # nothing to do when last looked, and nothing synced since
+            work = self._slice(slot)
+            done += work
+            if work:
+                self._rested_at.pop(slot.name, None)
+            else:
+                self._rested_at[slot.name] = now
+        return done
+
+    def _slice(self, slot: FieldSlot) -> int:
+        field = self._fields.get(slot.name)
+        if field is None or field.path != slot.path:
+            if self._embedder is None:
+                self._embedder = self._make_embedder()
+            field = self._fields[slot.name] = Field(slot.path, self._embedder, name=slot.name)
+        if not take_lease(field, self._owner, time.time()):
+            return 0  # another worker is on it
+        counted = [0]
+
+        def count(n: int) -> None:
+            counted[0] += n
+
+        try:
+            field.embed(budget=SLICE_S, pages=True, progress=count)
+        except DeepfieldError as exc:  # e.g. an endpoint down: a search will say so
+            log.warning("background indexing of %s paused: %s", slot.name, exc.message)
+            return 0
+        return counted[0]
+
+
+def backfill_embedder(store: Store, shared: Embedder | None) -> Embedder:
+    """A model instance of the backfill's own, built from the store's configuration, so that
+    searches never wait for it; the shared one (calls serialised) when the store was opened
+    with an embedder its configuration does not describe."""
+    try:
+        own = build_embedder(store.config.embedding)
+    except DeepfieldError:
+        own = None
+    if own is not None and (shared is None or own.model_code == shared.model_code):
+        return own
+    if shared is None:
+        raise RuntimeError("a keyword-only store has nothing to backfill")
+    return shared
+
+
+def take_lease(field: Field, owner: str, now: float) -> bool:
+    """Claim (or renew) the field's backlog for ``owner`` unless another holds a live lease."""
+    conn = field.index_handle().conn
+    with transaction(conn):
+        held = (get_meta(conn, LEASE_KEY) or "").split(" ")
+        if len(held) == 2 and held[0] != owner and _float(held[1]) > now:
+            return False
+        set_meta(conn, LEASE_KEY, f"{owner} {now + LEASE_S:.3f}")
+    return True
+
+
+def release_lease(field: Field, owner: str) -> None:
+    conn = field.index_handle().conn
+    with transaction(conn):
+        if (get_meta(conn, LEASE_KEY) or "").split(" ")[0] == owner:
+            conn.execute("DELETE FROM df_meta WHERE key = ?", (LEASE_KEY,))
+
+
+def lower_thread_priority() -> None:
+    """The calling thread (and threads it starts, e.g. the model's OpenMP team) at nice 19:
+    on Linux a thread's nice value is its own."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0
