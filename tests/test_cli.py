@@ -241,3 +241,11 @@ def test_a_folder_without_pages_is_not_taken_for_a_field(kstore: Path, tmp_path:
         result = run_deepfield("--store", str(kstore), *args)
         assert result.returncode == 1 and "is not a field" in result.stderr.decode()
     assert sorted(p.name for p in empty.iterdir()) == ["notes.txt"]
+
+
+def test_an_empty_title_is_refused_and_nothing_is_written(cli: Cli) -> None:
+    cli("new", "notes")
+    for title in ("", "   "):
+        result = cli("add", "notes", "--title", title, "Some text.")
+        assert result.exit_code == 2 and "the title is empty" in result.output
+    assert cli.json("ls", "notes")["pages"] == []

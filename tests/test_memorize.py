@@ -248,7 +248,8 @@ def test_interrupted_split_write_leaves_no_partial_page(field: deepfield.Field,
 def test_a_turn_without_sentence_stops_makes_a_short_memo(field: deepfield.Field) -> None:
     """One 10 KB turn without a full stop: the memo keeps its start, so the page's
     frontmatter stays small and the session is filed (it was refused as over 8 KB)."""
-    from deepfield.memorize import MEMO_MAX_CHARS, remember
+    from deepfield.memo import MEMO_MAX_CHARS
+    from deepfield.memorize import remember
 
     words = " ".join(f"word{i % 50}" for i in range(1800))
     result = remember(field, "long.txt", text=f"Ivy: {words}\nJack: ok\n", format="text")

@@ -28,16 +28,14 @@ from .field import Field
 from .llm.base import ChatModel, Message, Usage, complete
 from .llm.jsonreply import ReplyNotJSONError, parse_json_reply, strip_thinking
 from .manage.review import propose
-from .markdown import split_sentences
+from .memo import cap_memo, extractive_memo, join_names, topic_terms_of
 from .page import Page, slugify
-from .salience import dates, key_terms, names, numbers, sentence_score
+from .salience import names
 from .search import search_fields
 from .sessions import Session, load_session, parse_session
 from .tokens import count_tokens, truncate_to_tokens
 
 _NAMESPACE = uuidlib.UUID("0d7c3c52-4c0b-4f59-8a61-2b1f6c3e9d21")
-MEMO_WORDS = 90
-"""Length of an extractive memo; GAM's memos are one paragraph."""
 RELATED_PAGES = 6
 """Earlier pages whose memos are handed to the model (and listed as ``related``)."""
 SESSION_PROMPT_TOKENS = 6000
@@ -157,7 +155,7 @@ def prepare_remember(
     done = _remembered(field, page_uuid, usage, started)
     if done is not None:
         return done
-    topic_terms = _topic_terms(parsed)
+    topic_terms = topic_terms_of(parsed)
     related = _related_pages(field, parsed, topic_terms)
     warnings: list[str] = []
     memo_by = "extractive"
@@ -229,87 +227,6 @@ def _remembered(field: Field, page_uuid: str, usage: Usage,
     )
 
 
-MEMO_MAX_CHARS = 1500
-"""A memo is one paragraph: longer ones (a model that rambles, names listed without end) are
-cut at a word, so the frontmatter stays far below the 8 KB a page may take."""
-
-
-def cap_memo(memo: str) -> str:
-    if len(memo) <= MEMO_MAX_CHARS:
-        return memo
-    return memo[:MEMO_MAX_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + " …"
-
-
-def extractive_memo(session: Session, topic_terms: list[str] | None = None) -> str:
-    """One paragraph from the session's own words: a context sentence, then the most
-    informative sentences (in order, with their speakers), then names/dates/numbers not yet
-    said. Deterministic; no model."""
-    ordered = topic_terms if topic_terms is not None else _topic_terms(session)
-    topic = {t.lower() for t in ordered}
-    scored: list[tuple[float, int, str, str]] = []
-    position = 0
-    for turn in session.turns:
-        for sentence in split_sentences(turn.text.replace("\n", " ")):
-            scored.append((sentence_score(sentence, topic), position, turn.speaker, sentence))
-            position += 1
-    chosen: list[tuple[int, str, str]] = []
-    words = 0
-    for score, pos, speaker, sentence in sorted(scored, key=lambda s: (-s[0], s[1])):
-        if score <= 0 or words >= MEMO_WORDS:
-            break
-        length = len(sentence.split())
-        if words + length > MEMO_WORDS * 1.3 and chosen:
-            continue
-        if length > MEMO_WORDS:  # one endless "sentence" (a turn without stops): its start
-            sentence = " ".join(sentence.split()[:MEMO_WORDS]) + " …"
-            length = MEMO_WORDS
-        chosen.append((pos, speaker, sentence))
-        words += length
-    chosen.sort()
-    parts = [_context_sentence(session, ordered)]
-    last_speaker = None
-    for _pos, speaker, sentence in chosen:
-        if speaker and speaker != last_speaker:
-            parts.append(f"{speaker}: {sentence}")
-        else:
-            parts.append(sentence)
-        last_speaker = speaker
-    said = " ".join(parts)
-    text = " ".join(t.text for t in session.turns)
-    extra = [x for x in (*names(text), *dates(text), *numbers(text)) if x not in said][:8]
-    if extra:
-        parts.append("Also mentioned: " + ", ".join(extra) + ".")
-    return " ".join(p if p.rstrip().endswith((".", "!", "?", "…")) else p + "." for p in parts)
-
-
-def _topic_terms(session: Session) -> list[str]:
-    """Names other than the speakers' first (they say what the session is about), then the
-    most frequent content words."""
-    text = " ".join(t.text for t in session.turns)
-    speakers = {p.lower() for p in session.participants}
-    found = [n for n in names(text) if n.lower() not in speakers][:2]
-    terms = [t for t in key_terms([text], limit=6) if t not in {f.lower() for f in found}]
-    return [*found, *terms][:4]
-
-
-def _context_sentence(session: Session, topic: list[str]) -> str:
-    who = _join(session.participants) or "Someone"
-    when = ""
-    if session.when:
-        when = f" {'at' if session.when[:1].isdigit() and ':' in session.when[:5] else 'on'} " \
-            f"{session.when}"
-    about = f" about {session.topic}" if session.topic else (
-        f" about {', '.join(topic[:3])}" if topic else "")
-    project = f" (project {session.project})" if session.project else ""
-    return f"{who} talked{when}{about}{project}."
-
-
-def _join(items: list[str]) -> str:
-    if len(items) <= 2:
-        return " and ".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def _related_pages(
     field: Field, session: Session, topic_terms: list[str]
 ) -> list[tuple[str, str, str]]:
@@ -373,8 +290,8 @@ def _session_page(
 ) -> Page:
     topic = session.topic or draft.get("topic") or ", ".join(topic_terms[:3]) or None
     project = session.project or draft.get("project")
-    who = _join(session.participants)
-    people = _join([p for p in session.participants if p.lower() not in _ROLE_NAMES])
+    who = join_names(session.participants)
+    people = join_names([p for p in session.participants if p.lower() not in _ROLE_NAMES])
     title = session.title or draft.get("title") or " — ".join(
         x for x in (f"{people}: {topic}" if people and topic else (topic or people or "Session"),
                     session.when) if x

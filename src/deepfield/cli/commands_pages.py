@@ -115,6 +115,9 @@ def add_cmd(
     name: str | None, as_json: bool,
 ) -> None:
     """Add a page titled --title whose body is TEXT (or standard input for -)."""
+    if not title.strip():
+        raise click.BadParameter("the title is empty; give the page a few words",
+                                 param_hint="--title")
     fld = settings(ctx).field(field)
     if text == "-":
         body = read_input("-")

@@ -9,7 +9,6 @@ what is added here is the spec's search fallback, the zip snapshot cache and the
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 import threading
@@ -49,6 +48,7 @@ from ..read import PageView
 from ..search import search_fields
 from ..store import Store
 from .backfill import Backfiller, backfill_embedder
+from .fallback import substring_matches
 from .pool import FieldSlot, SharedEmbedder
 from .watching import FolderWatcher
 
@@ -343,49 +343,6 @@ class Service:
             return snap
 
         return self.locked(name, run)
-
-
-def substring_matches(field: Field, query: str, seen: set[tuple[str, str]],
-                      limit: int) -> list[dict[str, Any]]:
-    """The spec's fallback for servers without a vector index: pages whose filename, title or
-    summary contains the query (case-insensitive), after the keyword results.
-
-    SQLite scans the rows (a Python loop over 10k catalogue entries cost ~20 ms per search);
-    its ``lower`` folds ASCII only, so a needle with other letters is matched in Python."""
-    needle = " ".join(query.lower().split())
-    if not needle or limit <= 0:
-        return []
-    index = field.index_handle()
-    found: list[dict[str, Any]] = []
-    if needle.isascii():
-        rows = index.conn.execute(
-            "SELECT filename, title, summary, frontmatter, uuid FROM df_docs WHERE "
-            "instr(lower(filename || char(10) || title || char(10) || coalesce(summary, '')),"
-            " ?) > 0 ORDER BY filename LIMIT ?",
-            (needle, limit + len(seen)),
-        ).fetchall()
-        candidates = [(r[0], r[1], r[2], json.loads(r[3]) if r[3] else None, r[4])
-                      for r in rows]
-    else:
-        candidates = []
-        for entry in index.catalogue():
-            haystack = f"{entry.filename}\n{entry.title}\n{entry.summary or ''}".lower()
-            if needle in haystack:
-                doc = index.doc_by_filename(entry.filename)
-                candidates.append((entry.filename, entry.title, entry.summary,
-                                   doc.frontmatter if doc else None, doc.uuid if doc else None))
-    for filename, title, summary, frontmatter, uuid in candidates:
-        if (field.name, filename) in seen:
-            continue
-        found.append({
-            "filename": filename, "frontmatter": frontmatter, "score": 0.0,
-            "field": field.name, "uuid": uuid, "title": title, "summary": summary,
-            "match": "substring",
-        })
-        seen.add((field.name, filename))
-        if len(found) >= limit:
-            break
-    return found
 
 
 def zip_members(folder: Path) -> list[tuple[str, Path]]:

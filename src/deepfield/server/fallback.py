@@ -1,0 +1,58 @@
+"""The spec's search fallback: substring matches over filename, title and summary.
+
+memoryfield says a server without a vector index MUST fall back to a case-insensitive substring
+match over the filename, title and summary. deepfield always has a keyword index; where a
+search runs on it alone (bm25 mode, page results) and finds fewer than ``k`` pages, the
+substring matches fill the rest (Service._search_fields): pages whose name or memo contains
+the query though BM25 did not rank them (part of a word, punctuation).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..field import Field
+
+
+def substring_matches(field: Field, query: str, seen: set[tuple[str, str]],
+                      limit: int) -> list[dict[str, Any]]:
+    """The spec's fallback for servers without a vector index: pages whose filename, title or
+    summary contains the query (case-insensitive), after the keyword results.
+
+    SQLite scans the rows (a Python loop over 10k catalogue entries cost ~20 ms per search);
+    its ``lower`` folds ASCII only, so a needle with other letters is matched in Python."""
+    needle = " ".join(query.lower().split())
+    if not needle or limit <= 0:
+        return []
+    index = field.index_handle()
+    found: list[dict[str, Any]] = []
+    if needle.isascii():
+        rows = index.conn.execute(
+            "SELECT filename, title, summary, frontmatter, uuid FROM df_docs WHERE "
+            "instr(lower(filename || char(10) || title || char(10) || coalesce(summary, '')),"
+            " ?) > 0 ORDER BY filename LIMIT ?",
+            (needle, limit + len(seen)),
+        ).fetchall()
+        candidates = [(r[0], r[1], r[2], json.loads(r[3]) if r[3] else None, r[4])
+                      for r in rows]
+    else:
+        candidates = []
+        for entry in index.catalogue():
+            haystack = f"{entry.filename}\n{entry.title}\n{entry.summary or ''}".lower()
+            if needle in haystack:
+                doc = index.doc_by_filename(entry.filename)
+                candidates.append((entry.filename, entry.title, entry.summary,
+                                   doc.frontmatter if doc else None, doc.uuid if doc else None))
+    for filename, title, summary, frontmatter, uuid in candidates:
+        if (field.name, filename) in seen:
+            continue
+        found.append({
+            "filename": filename, "frontmatter": frontmatter, "score": 0.0,
+            "field": field.name, "uuid": uuid, "title": title, "summary": summary,
+            "match": "substring",
+        })
+        seen.add((field.name, filename))
+        if len(found) >= limit:
+            break
+    return found
