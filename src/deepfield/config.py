@@ -38,6 +38,9 @@ class ServerConfig:
 
     users: dict[str, str] = field(default_factory=dict)
     private: bool = False
+    backfill: bool = True
+    """Compute the vectors and latent terms pages lack while the server is idle
+    (server/backfill.py); false leaves them to `deepfield index`, e.g. for a paid endpoint."""
 
 
 @dataclass(frozen=True)
@@ -85,9 +88,11 @@ def _server_config(path: Path, data: dict[str, Any]) -> ServerConfig:
         raise ConfigError(f"{path}: [server.users] maps names to password hashes (strings)",
                           "make a hash with `deepfield passwd USER`")
     private = section.get("private", False)
-    if not isinstance(private, bool):
-        raise ConfigError(f"{path}: server.private must be true or false")
-    return ServerConfig(dict(users), private)
+    backfill = section.get("backfill", True)
+    for key, value in (("private", private), ("backfill", backfill)):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}: server.{key} must be true or false")
+    return ServerConfig(dict(users), private, backfill)
 
 
 def _toml_value(value: Any) -> str:

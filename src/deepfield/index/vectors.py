@@ -94,9 +94,14 @@ def embed_pending(
         vectors = embedder.embed([chunk_embedding_text(r[1], r[2]) for r in rows])
         with transaction(conn):
             _check_dim(conn, embedder, vectors)
+            # Only where the text is still the one encoded: another connection (a server's
+            # backfill, `deepfield index`) may have re-synced the page meanwhile, and a freed
+            # chunk id is given to the next chunk inserted.
             conn.executemany(
-                "UPDATE df_chunks SET embedding = ? WHERE id = ? AND embedding IS NULL",
-                [(vec.tobytes(), row[0]) for vec, row in zip(vectors, rows, strict=True)],
+                "UPDATE df_chunks SET embedding = ? WHERE id = ? AND embedding IS NULL "
+                "AND context = ? AND body = ?",
+                [(vec.tobytes(), row[0], row[1], row[2])
+                 for vec, row in zip(vectors, rows, strict=True)],
             )
             bump_generation(conn)
         chunks_done += len(rows)
@@ -130,10 +135,12 @@ def embed_pending(
             if len(ready):
                 _check_dim(conn, embedder, vectors)
             for vec, doc in zip(vectors, ready, strict=True):
+                # Only for the page as encoded: it may have changed or gone meanwhile.
                 conn.execute(
                     "INSERT OR REPLACE INTO pages(filename, frontmatter, last_modified, "
-                    "sha256_hash, embedding) VALUES (?, ?, ?, ?, ?)",
-                    (doc[1], doc[2], doc[3], bytes(doc[4]), vec.tobytes()),
+                    "sha256_hash, embedding) SELECT ?, ?, ?, ?, ? "
+                    "WHERE EXISTS (SELECT 1 FROM df_docs WHERE id = ? AND sha256 = ?)",
+                    (doc[1], doc[2], doc[3], bytes(doc[4]), vec.tobytes(), doc[0], doc[4]),
                 )
                 conn.execute(
                     "UPDATE df_docs SET page_embedded = 1 WHERE id = ? AND sha256 = ?",

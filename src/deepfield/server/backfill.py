@@ -7,15 +7,20 @@ readers), latent terms (the researcher's ``latent`` tools), and the chunks of a 
 did not fit a sync's budget. The :class:`Backfiller` does that work on the server, a slice at a
 time, so a served field converges without anyone running `deepfield index`:
 
-* only on a field no search has touched for ``IDLE_S`` seconds: a busy server keeps its CPU for
-  searches, and the first search after a pause does not find the model busy;
-* in a thread of its own at the lowest CPU priority (Linux), with its own connection to the
-  index and, where the store's configuration can build one, its own instance of the model, so
-  neither the field's writer (PUT, DELETE) nor a search's query encoding waits behind it. Its
-  writes are guarded as `deepfield index`'s are: a vector or term is stored only for the text
-  that was encoded;
+* only while no request has used any field of this server for ``IDLE_S`` seconds: a busy
+  server keeps its CPU for requests, and the first request after a pause waits at most for
+  the batch in progress;
+* in a thread of its own, with its own connection to the index and, where the store's
+  configuration can build one, its own instance of the model, so neither the field's writer
+  (PUT, DELETE) nor a search's query encoding waits behind it. Its writes are guarded as
+  `deepfield index`'s are: a vector or term is stored only for the text that was encoded;
 * by one worker process at a time: a lease in the index (``df_meta``), renewed each slice and
   taken over once it has run out, keeps several workers from encoding the same backlog.
+
+Not at a lowered CPU priority: Python threads share one lock (the GIL), and a thread at nice 19
+preempted while holding it would stall the server's event loop behind it for as long as the
+scheduler starves it. ``[server] backfill = false`` in deepfield.toml turns it off (a paid
+embedding endpoint, say); `deepfield index` does the same work at once.
 """
 
 from __future__ import annotations
@@ -35,10 +40,10 @@ from ..index.db import get_meta, set_meta, transaction
 from ..store import Store, build_embedder
 
 if TYPE_CHECKING:
-    from .pool import FieldSlot
+    from .pool import Activity, FieldSlot
 
 IDLE_S = 2.0
-"""Seconds without a search before a field's backlog is worked on."""
+"""Seconds without a request before backlogs are worked on."""
 POLL_S = 1.0
 """Seconds between looks at the fields."""
 SLICE_S = 2.0
@@ -52,17 +57,23 @@ LEASE_KEY = "backfill_lease"
 log = logging.getLogger(__name__)
 
 
+class _StoppedError(Exception):
+    """The server is closing: the slice ends after the batch just stored."""
+
+
 class Backfiller:
     """A thread that computes the vectors and latent terms served fields still lack."""
 
-    def __init__(self, slots: Callable[[], list[FieldSlot]],
+    def __init__(self, slots: Callable[[], list[FieldSlot]], activity: Activity,
                  make_embedder: Callable[[], Embedder]) -> None:
         self._slots = slots
+        self._activity = activity
         self._make_embedder = make_embedder
         self._embedder: Embedder | None = None
         self._fields: dict[str, Field] = {}
         self._rested_at: dict[str, float] = {}
-        """When each field was last found with nothing to do."""
+        """When each field was last found with nothing to do (or failed)."""
+        self._failing: set[str] = set()
         self._owner = f"{os.getpid()}-{id(self):x}"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -76,8 +87,10 @@ class Backfiller:
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            # A slice in progress ends after its current batch; not waiting forever for it.
+            # A slice ends after the batch in progress (a remote model's may take a while).
             self._thread.join(timeout=SLICE_S + 30.0)
+            if self._thread.is_alive():
+                return  # still using its connections: the lease runs out by itself
         for name, field in list(self._fields.items()):
             with contextlib.suppress(Exception):
                 release_lease(field, self._owner)
@@ -85,32 +98,43 @@ class Backfiller:
             del self._fields[name]
 
     def _run(self) -> None:
-        lower_thread_priority()
         while not self._stop.wait(POLL_S):
-            try:
-                self.step(time.monotonic())
-            except Exception:  # never let one field's trouble stop the others' backfill
-                log.exception("background indexing failed")
+            self.step(time.monotonic())
 
     def step(self, now: float) -> int:
-        """One look at every field: a slice of work on each idle one with a backlog.
-        Returns how many chunks, pages and latent-term rows were done."""
+        """One look at the fields: a slice of work on each with a backlog, if no request has
+        come for IDLE_S. Returns how many chunks, pages and latent-term rows were done."""
         done = 0
         for slot in self._slots():
-            if self._stop.is_set():
+            if self._stop.is_set() or now - self._activity.last < IDLE_S:
                 break
-            if slot.closed or slot.embedder is None or now - slot.last_search < IDLE_S:
+            if slot.closed or slot.embedder is None or not slot.path.is_dir():
                 continue
             rested = self._rested_at.get(slot.name)
             if rested is not None and now < rested + RECHECK_S and slot.changed_at <= rested:
                 continue  # nothing to do when last looked, and nothing synced since
-            work = self._slice(slot)
+            try:
+                work = self._slice(slot)
+            except _StoppedError:
+                break
+            except Exception as exc:  # one field's trouble must not stop the others'
+                self._failed(slot.name, exc)
+                work = 0
+            else:
+                self._failing.discard(slot.name)
             done += work
             if work:
                 self._rested_at.pop(slot.name, None)
             else:
                 self._rested_at[slot.name] = now
         return done
+
+    def _failed(self, name: str, exc: Exception) -> None:
+        """Logged once per run of failures (a retry comes every RECHECK_S)."""
+        if name not in self._failing:
+            self._failing.add(name)
+            detail = exc.message if isinstance(exc, DeepfieldError) else repr(exc)
+            log.warning("background indexing of field %s paused: %s", name, detail)
 
     def _slice(self, slot: FieldSlot) -> int:
         field = self._fields.get(slot.name)
@@ -124,12 +148,10 @@ class Backfiller:
 
         def count(n: int) -> None:
             counted[0] += n
+            if self._stop.is_set():
+                raise _StoppedError
 
-        try:
-            field.embed(budget=SLICE_S, pages=True, progress=count)
-        except DeepfieldError as exc:  # e.g. an endpoint down: a search will say so
-            log.warning("background indexing of %s paused: %s", slot.name, exc.message)
-            return 0
+        field.embed(budget=SLICE_S, pages=True, progress=count)
         return counted[0]
 
 
@@ -164,13 +186,6 @@ def release_lease(field: Field, owner: str) -> None:
     with transaction(conn):
         if (get_meta(conn, LEASE_KEY) or "").split(" ")[0] == owner:
             conn.execute("DELETE FROM df_meta WHERE key = ?", (LEASE_KEY,))
-
-
-def lower_thread_priority() -> None:
-    """The calling thread (and threads it starts, e.g. the model's OpenMP team) at nice 19:
-    on Linux a thread's nice value is its own."""
-    with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
 def _float(text: str) -> float:

@@ -103,11 +103,23 @@ class SharedEmbedder(Embedder):
         return True
 
 
+class Activity:
+    """When a request last used any field of a server (time.monotonic): the backfill waits
+    for a pause (backfill.py)."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+
+    def touch(self) -> None:
+        self.last = time.monotonic()
+
+
 class FieldSlot:
     """The writer and the searchers of one field."""
 
     def __init__(self, path: Path, name: str, embedder: Embedder | None, readers: int,
-                 background: ThreadPoolExecutor, watcher: FolderWatcher | None = None) -> None:
+                 background: ThreadPoolExecutor, watcher: FolderWatcher | None = None,
+                 activity: Activity | None = None) -> None:
         self.path = path
         self.name = name
         self.embedder = embedder
@@ -127,8 +139,7 @@ class FieldSlot:
         self._sync_guard = threading.Lock()
         self._watcher = watcher
         self._closed = False
-        self.last_search = 0.0
-        """When (time.monotonic) a search last started here; the backfill waits for a pause."""
+        self.activity = activity or Activity()
         self.changed_at = 0.0
         """When the field was last written or synced through this slot."""
 
@@ -143,6 +154,7 @@ class FieldSlot:
         self._request_sync(self.embedder is not None, changed=True)
 
     def locked(self, fn: Callable[[Field], T]) -> T:
+        self.activity.touch()
         with self.lock:
             return fn(self.writer)
 
@@ -160,7 +172,7 @@ class FieldSlot:
         next returned; the newest chunks and pages come first, so a backlog of older ones
         does not push the new page out of the budget). An embedder that fails leaves them
         pending; a background sync only embeds chunks, and the backfill (backfill.py) the
-        rest while the field is idle: a backlog of page vectors would hold the writer for
+        rest while the server is idle: a backlog of page vectors would hold the writer for
         hours."""
         if self.writer.embedder is None:
             return
@@ -169,7 +181,7 @@ class FieldSlot:
 
     def search(self, fn: Callable[[Field], T], *, embed: bool) -> T:
         """Run ``fn`` on an idle searcher (waiting for one if all are busy)."""
-        self.last_search = time.monotonic()
+        self.activity.touch()
         self.freshen(embed=embed)
         reader = self._take_reader(wait=True)
         assert reader is not None
@@ -182,7 +194,7 @@ class FieldSlot:
         """Run ``fn`` now if nothing can make it wait: no sync is due (the folder is as last
         synced) and a searcher is free. None otherwise: then use :meth:`search` (in a thread).
         For searches on a server's event loop (see Service.search_inline)."""
-        self.last_search = time.monotonic()
+        self.activity.touch()
         if self._mtime() != self._seen_mtime:
             return None
         try:

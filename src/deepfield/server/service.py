@@ -49,7 +49,7 @@ from ..search import search_fields
 from ..store import Store
 from .backfill import Backfiller, backfill_embedder
 from .fallback import substring_matches
-from .pool import FieldSlot, SharedEmbedder
+from .pool import Activity, FieldSlot, SharedEmbedder
 from .watching import FolderWatcher
 
 T = TypeVar("T")
@@ -81,12 +81,14 @@ class Service:
         self._zips: dict[str, Snapshot] = {}
         self._background = ThreadPoolExecutor(1, thread_name_prefix="deepfield-sync")
         self._watcher = FolderWatcher()
-        self._backfill = Backfiller(self._open_slots,
+        self.activity = Activity()
+        self._backfill = Backfiller(self._open_slots, self.activity,
                                     lambda: backfill_embedder(store, self.embedder))
 
     def start_backfill(self) -> None:
-        """Compute what the fields' indexes lack while they are idle (server/backfill.py)."""
-        if self.embedder is not None:
+        """Compute what the fields' indexes lack while the server is idle (backfill.py), unless
+        the store's ``[server] backfill = false``."""
+        if self.embedder is not None and self.store.config.server.backfill:
             self._backfill.start()
 
     def _open_slots(self) -> list[FieldSlot]:
@@ -116,7 +118,7 @@ class Service:
             if slot is None:
                 path = self.store.field(name).path  # raises UnknownFieldError
                 slot = FieldSlot(path, name, self.embedder, self.readers, self._background,
-                                 self._watcher)
+                                 self._watcher, self.activity)
                 self._watcher.add(path, slot.pages_changed)
                 self._slots[name] = slot
             return slot
@@ -135,6 +137,7 @@ class Service:
     def writing(self, name: str, fn: Callable[[Field], T]) -> T:
         """Like :meth:`locked`, for calls that write pages (searches need no re-scan after)."""
         slot = self.slot(name)
+        self.activity.touch()
         with slot.lock:
             try:
                 result = fn(slot.writer)
@@ -262,6 +265,7 @@ class Service:
     def holding(self, names: list[str]) -> Iterator[None]:
         """Hold the locks of several fields, always taken in the same (name) order."""
         locks = [self.lock(n) for n in sorted(set(names))]
+        self.activity.touch()
         for lock in locks:
             lock.acquire()
         try:
