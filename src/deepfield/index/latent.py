@@ -50,11 +50,12 @@ def pack_terms(terms: LatentTerms) -> bytes:
 
 
 def unpack_terms(blob: bytes) -> LatentTerms:
+    """Feature ids (uint16) and weights (float16, as stored), views of ``blob``."""
     import numpy as np
 
     count = int.from_bytes(blob[:2], "little")
     features = np.frombuffer(blob, "<u2", count, 2)
-    weights = np.frombuffer(blob, "<f2", count, 2 + 2 * count).astype(np.float32)
+    weights = np.frombuffer(blob, "<f2", count, 2 + 2 * count)
     return features, weights
 
 
@@ -150,10 +151,10 @@ class LatentIndex:
         keys: list[tuple[int, int]] = []
         features, rows, weights = [], [], []
         for first, second, blob in conn.execute(sql):
-            count = int.from_bytes(blob[:2], "little")
-            features.append(np.frombuffer(blob, "<u2", count, 2))
-            weights.append(np.frombuffer(blob, "<f2", count, 2 + 2 * count))
-            rows.append(np.full(count, len(keys), np.int32))
+            found, weight = unpack_terms(blob)
+            features.append(found)
+            weights.append(weight)
+            rows.append(np.full(len(found), len(keys), np.int32))
             keys.append((first, second))
         if not keys:
             return cls(stamp, keys, np.zeros(0, np.int32), np.zeros(0, np.float16),
@@ -165,7 +166,7 @@ class LatentIndex:
         np.cumsum(np.bincount(feature, minlength=1 << 16), out=starts[1:])
         del feature
         return cls(stamp, keys, np.concatenate(rows)[order],
-                   np.concatenate(weights).astype(np.float16)[order], starts)
+                   np.concatenate(weights)[order], starts)
 
     def search(self, query: LatentTerms, limit: int) -> list[tuple[tuple[int, int], float]]:
         """The ``limit`` best rows by dot product with ``query``, best first (scores > 0)."""
