@@ -211,14 +211,12 @@ def tree_cpu_seconds(pid: int) -> float | None:
             continue
         parent[int(entry.name)] = int(fields[1])
         cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
-    family, total = {pid}, 0.0
-    changed = True
-    while changed:
+    family: set[int] = set()
+    grown = {pid}
+    while grown != family:
+        family = grown
         grown = family | {child for child, up in parent.items() if up in family}
-        changed, family = grown != family, grown
-    for member in family:
-        total += cpu.get(member, 0.0)
-    return total
+    return sum(cpu.get(member, 0.0) for member in family)
 
 
 def run_load(port: int, queries: list[str], clients: int, per_client: int,
@@ -372,8 +370,8 @@ def floor_lines(results: list[dict[str, Any]], args: argparse.Namespace) -> list
             f"{floor:.0f} ms before any retrieval, HTTP or client work"
             + (f" — above the {TARGET_P95_MS:.0f} ms target on its own." if floor >=
                TARGET_P95_MS else "."))
-    if getattr(args, "encoding_locomo", None):
-        real = args.encoding_locomo
+    real = args.encoding_locomo
+    if real:
         lines.append(f"- The first {real['queries']} LoCoMo dev questions take as long to encode: "
                      f"{real['mean_ms']} ms of CPU (mean; p50 {real['p50_ms']} ms).")
     return lines

@@ -192,13 +192,17 @@ def test_an_embedder_the_configuration_does_not_describe_is_shared(
         service.close()
 
 
-def test_a_keyword_only_store_starts_no_backfill(keyword_store: deepfield.Store) -> None:
-    service = Service(keyword_store)
+def _starts_a_backfill(store: deepfield.Store) -> bool:
+    service = Service(store)
     try:
         service.start_backfill()
-        assert _backfiller(service)._thread is None
+        return _backfiller(service)._thread is not None
     finally:
         service.close()
+
+
+def test_a_keyword_only_store_starts_no_backfill(keyword_store: deepfield.Store) -> None:
+    assert not _starts_a_backfill(keyword_store)
 
 
 def test_the_served_app_backfills_in_its_own_thread(
@@ -344,12 +348,9 @@ def test_backfill_can_be_turned_off_in_the_store_config(tmp_path: Path) -> None:
     with (root / "deepfield.toml").open("a", encoding="utf-8") as config:
         config.write("\n[server]\nbackfill = false\n")
     store = deepfield.open(root)
-    service = Service(store)
     try:
-        service.start_backfill()
-        assert _backfiller(service)._thread is None
+        assert not _starts_a_backfill(store)
     finally:
-        service.close()
         store.close()
     (root / "deepfield.toml").write_text(
         (root / "deepfield.toml").read_text().replace("backfill = false", "backfill = 1"))

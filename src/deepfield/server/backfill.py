@@ -71,6 +71,7 @@ class Backfiller:
         self._make_embedder = make_embedder
         self._embedder: Embedder | None = None
         self._fields: dict[str, Field] = {}
+        """This thread's own Field (connection) per field name (a server's slots stay)."""
         self._rested_at: dict[str, float] = {}
         """When each field was last found with nothing to do (or failed)."""
         self._failing: set[str] = set()
@@ -108,7 +109,7 @@ class Backfiller:
         for slot in self._slots():
             if self._stop.is_set() or now - self._activity.last < IDLE_S:
                 break
-            if slot.closed or slot.embedder is None or not slot.path.is_dir():
+            if slot.closed or not slot.path.is_dir():
                 continue
             rested = self._rested_at.get(slot.name)
             if rested is not None and now < rested + RECHECK_S and slot.changed_at <= rested:
@@ -138,7 +139,7 @@ class Backfiller:
 
     def _slice(self, slot: FieldSlot) -> int:
         field = self._fields.get(slot.name)
-        if field is None or field.path != slot.path:
+        if field is None:
             if self._embedder is None:
                 self._embedder = self._make_embedder()
             field = self._fields[slot.name] = Field(slot.path, self._embedder, name=slot.name)

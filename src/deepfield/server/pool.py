@@ -118,8 +118,8 @@ class FieldSlot:
     """The writer and the searchers of one field."""
 
     def __init__(self, path: Path, name: str, embedder: Embedder | None, readers: int,
-                 background: ThreadPoolExecutor, watcher: FolderWatcher | None = None,
-                 activity: Activity | None = None) -> None:
+                 background: ThreadPoolExecutor, activity: Activity,
+                 watcher: FolderWatcher | None = None) -> None:
         self.path = path
         self.name = name
         self.embedder = embedder
@@ -139,7 +139,7 @@ class FieldSlot:
         self._sync_guard = threading.Lock()
         self._watcher = watcher
         self._closed = False
-        self.activity = activity or Activity()
+        self.activity = activity
         self.changed_at = 0.0
         """When the field was last written or synced through this slot."""
 

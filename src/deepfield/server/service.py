@@ -118,7 +118,7 @@ class Service:
             if slot is None:
                 path = self.store.field(name).path  # raises UnknownFieldError
                 slot = FieldSlot(path, name, self.embedder, self.readers, self._background,
-                                 self._watcher, self.activity)
+                                 self.activity, self._watcher)
                 self._watcher.add(path, slot.pages_changed)
                 self._slots[name] = slot
             return slot
