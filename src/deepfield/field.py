@@ -25,8 +25,15 @@ from .errors import (
     PageNotFoundError,
 )
 from .freshness import Freshness
-from .fsutil import field_lock, read_no_follow, remove_stale_temp_files
+from .fsutil import atomic_write, field_lock, read_no_follow, remove_stale_temp_files
 from .index import DocRow, FieldIndex, SyncReport
+from .index.backend import (
+    BackendContext,
+    IndexBackend,
+    SqliteBackend,
+    close_quietly,
+    create_index_backend,
+)
 from .index.db import KEYWORD_ONLY_CODE, index_filename
 from .index.vectors import embed_pending
 from .listing import refresh_listing
@@ -75,12 +82,17 @@ class Field:
         *,
         name: str | None = None,
         index_dir: str | os.PathLike[str] | None = None,
+        index_backend: str = "sqlite",
     ) -> None:
         self.path = Path(path)
         self.name = name or self.path.name
         self.embedder = embedder
         self._index_dir = Path(index_dir) if index_dir is not None else None
         self._index: FieldIndex | None = None
+        self.index_backend = index_backend
+        """The index backend that answers searches (deepfield.index.backend; the SQLite
+        index is always kept too: it is the catalogue of pages)."""
+        self._backends: dict[bool, IndexBackend] = {}
         self._fresh = Freshness()
         self._batch_depth = 0
         self.review_on_write = review_default()
@@ -102,7 +114,38 @@ class Field:
             self._index = FieldIndex(self.path, self.embedder, index_dir)
         return self._index
 
+    def search_backend(self, *, catalogue: bool = False) -> IndexBackend:
+        """What answers this field's searches: its ``index_backend``, or (``catalogue``) the
+        SQLite index whatever that is."""
+        sqlite = catalogue or self.index_backend == SqliteBackend.name
+        backend = self._backends.get(sqlite)
+        if backend is None:
+            context = self.backend_context()
+            backend = SqliteBackend(context) if sqlite else \
+                create_index_backend(self.index_backend, context)
+            self._backends[sqlite] = backend
+        return backend
+
+    def backend_context(self) -> BackendContext:
+        """Where this field's index backend keeps its derived data: beside the SQLite index."""
+        return BackendContext(self.name, self.index_handle, self.embedder,
+                              os.fspath(self._index_folder() / ".deepfield"))
+
+    def _index_folder(self) -> Path:
+        folder = self._index_dir
+        if folder is None and not os.access(self.path, os.W_OK):
+            folder = _cache_dir_for(self.path)
+        return folder or self.path
+
+    def _refresh_backend(self, embed_budget: float | None) -> None:
+        """Bring a derived backend (not the SQLite index itself) in step with the index."""
+        if self.index_backend != SqliteBackend.name:
+            self.search_backend().refresh(embed_budget=embed_budget)
+
     def close(self) -> None:
+        for backend in self._backends.values():
+            close_quietly(backend)
+        self._backends.clear()
         if self._index is not None:
             self._index.close()
             self._index = None
@@ -125,6 +168,7 @@ class Field:
         report.warnings = scan.warnings + report.warnings
         self._listing(report, explicit=True)
         self._fresh.synced(self.path, None, scan.inodes)
+        self._refresh_backend(None if embed else 0.0)
         return report
 
     def embed(
@@ -138,11 +182,14 @@ class Field:
         within ``budget`` seconds (None: all); returns the counts."""
         index = self.index_handle()
         if index.embedder is None:
+            self._refresh_backend(budget)
             return 0, 0
-        return embed_pending(
+        done = embed_pending(
             index.conn, index.embedder, self.path, budget_seconds=budget,
             include_pages=pages, progress=progress,
         )
+        self._refresh_backend(budget)
+        return done
 
     def reindex(self, **options: Any) -> SyncReport:
         """Drop every index row and rebuild from the Markdown alone."""
@@ -158,6 +205,8 @@ class Field:
             self._delete_index_file()
             index = self.index_handle()
         index.clear()
+        if self.index_backend != SqliteBackend.name:
+            self.search_backend().clear()
 
     def _delete_index_file(self) -> None:
         code = self.embedder.model_code if self.embedder else KEYWORD_ONLY_CODE
@@ -176,6 +225,7 @@ class Field:
         indexed and the failure becomes a warning."""
         check = self._fresh.check(self.path)
         if check is None:
+            self._refresh_backend(AUTO_EMBED_SECONDS if embed else 0.0)
             return SyncReport()
         index = self.index_handle()
         if check.names is not None:
@@ -192,6 +242,7 @@ class Field:
                 report.warnings.append(f"new chunks could not be embedded: {exc.message}")
         self._listing(report)
         self._fresh.synced(self.path, check, inodes)
+        self._refresh_backend(AUTO_EMBED_SECONDS if embed else 0.0)
         return report
 
     def mark_changed(self, names: Iterable[str] | None = None) -> None:
@@ -210,6 +261,23 @@ class Field:
         """The field's introduction (``index.md``), if it has one."""
         path = self.path / INTRO_FILE
         return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
+    def write_intro(self, data: bytes) -> bool:
+        """Replace ``index.md`` with ``data`` as given; whether there was one before."""
+        path = self.path / INTRO_FILE
+        existed = path.is_file()
+        atomic_write(path, data)
+        return existed
+
+    def archive_intro(self) -> str:
+        """Move ``index.md`` into ``archive/``; returns its path there."""
+        if not (self.path / INTRO_FILE).is_file():
+            raise PageNotFoundError(f"no {INTRO_FILE} in field {self.name}")
+        return archive_file(self.path, INTRO_FILE)
+
+    def refresh_pages(self, names: Iterable[str]) -> None:
+        """Fetch the current versions of these pages where the field is a copy of pages kept
+        elsewhere (a bucket: deepfield.bucket); a folder on disk is always current."""
 
     def pages(self) -> list[DocRow]:
         """Every page (as indexed), sorted by filename."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any, Literal
@@ -25,9 +24,7 @@ from .index.keyword import query_terms
 from .manage.activation import rerank
 
 if TYPE_CHECKING:
-    from .embed.base import Vectors
     from .field import Field
-    from .index import FieldIndex
 
 Mode = Literal["bm25", "vector", "hybrid"]
 Unit = Literal["page", "chunk"]
@@ -194,7 +191,8 @@ def search_fields(
         if sync:
             report = fld.ensure_synced(embed=mode != "bm25")
             warnings.extend(f"{fld.name}/{w}" for w in report.warnings)
-        index = fld.index_handle()
+        # Filtered searches run on the SQLite catalogue, whatever serves the field otherwise.
+        index = fld.search_backend(catalogue=bool(where))
         if mode != "bm25" and index.embedder is None:
             raise DeepfieldError(
                 f"field {fld.name!r} has no embedding model, so {mode} search is impossible",
@@ -228,11 +226,13 @@ def search_fields(
             # Keyword results beat no results: a dead endpoint degrades hybrid to BM25.
             warnings.append(f"vector search unavailable, keyword results only: {exc.message}")
             mode = "bm25"
-    for position, (_fld, index) in enumerate(indexes):
+    for position, (fld, index) in enumerate(indexes):
         if where:
-            found, near = filtered_retrieve(index, query, query_vector, candidates, mode, where)
+            found, near = filtered_retrieve(fld.index_handle(), query, query_vector, candidates,
+                                            mode, where)
         else:
-            found, near = _retrieve(index, query, query_vector, candidates, mode, parallel)
+            found, near = index.candidates(query, query_vector, candidates, mode,
+                                           parallel=parallel)
         keyword += [((position, cid), s) for cid, s in found]
         dense += [((position, cid), s) for cid, s in near]
     keyword.sort(key=lambda pair: -pair[1])
@@ -259,40 +259,6 @@ def activation_scale(mode: str, fused: Sequence[tuple[Any, float]]) -> float:
         return 1.0
     scores = [score for _, score in fused]
     return max(0.0, min(1.0, max(scores) - min(scores)))
-
-
-def _retrieve(
-    index: FieldIndex, query: str, query_vector: Vectors | None, candidates: int, mode: str,
-    parallel: bool = True,
-) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-    """One field's BM25 and dense candidates (with the cosine of every BM25 candidate)."""
-    if query_vector is None or mode == "bm25":
-        return index.keyword(query, candidates), []
-    if mode == "vector":
-        return [], index.dense(query_vector, candidates)
-    vectors = index.vectors()  # reads the index generation before the worker takes conn
-    found: list[tuple[int, float]]
-    if parallel:
-        # SQLite and numpy both release the GIL: BM25 runs while the vectors are scored.
-        future = _pool().submit(index.keyword, query, candidates)
-        near = vectors.search(query_vector, candidates)
-        found = future.result()
-    else:
-        found = index.keyword(query, candidates)
-        near = vectors.search(query_vector, candidates)
-    listed = {cid for cid, _ in near}
-    extra = vectors.search(query_vector, 0, [cid for cid, _ in found if cid not in listed])
-    return found, near + extra
-
-
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deepfield-search")
-    return _POOL
 
 
 def collect_hits(

@@ -63,9 +63,16 @@ class Store:
         if "/" in name or name.startswith(".") or not folder.is_dir():
             known = ", ".join(self.field_names()) or "none yet"
             raise UnknownFieldError(f"no field {name!r} in store {self.root} (fields: {known})")
-        field = Field(folder, self.embedder, name=name)
+        field = self.open_handle(name)
         self._fields[name] = field
         return field
+
+    def open_handle(self, name: str, embedder: Embedder | None = None) -> Field:
+        """A new :class:`Field` object for the existing field ``name``, with its own index
+        connection (servers keep one per concurrent searcher; ``embedder`` replaces the
+        store's, e.g. by one shared between threads); :meth:`field` caches one."""
+        return Field(self.root / name, embedder or self.embedder, name=name,
+                     index_backend=self.config.index.backend_for(name))
 
     def create_field(self, name: str, *, intro: str | None = None, exist_ok: bool = False) -> Field:
         """Create a field folder, with ``index.md`` holding ``intro`` when given."""
@@ -157,8 +164,15 @@ def open(
     """Open the store at ``path``.
 
     ``embedder`` overrides the configured backend: an :class:`Embedder`, or None for
-    keyword-only access. ``create=True`` initialises a missing store.
+    keyword-only access. ``create=True`` initialises a missing store. ``path`` may also be
+    ``s3://bucket/prefix``: a store in an S3-compatible bucket (deepfield.bucket, the
+    [scale] extra), with credentials and endpoint from the usual AWS variables.
     """
+    if isinstance(path, str) and path.startswith("s3://"):
+        # The one place the store layer reaches up: opening dispatches on the URL scheme.
+        from .bucket import open_bucket_store
+
+        return open_bucket_store(path, create=create, embedder=embedder)
     root = Path(path)
     if not (root / CONFIG_FILE).exists():
         if create:

@@ -36,8 +36,22 @@ class Settings:
     embedder_name: str | None
     embed_options: dict[str, Any] = field(default_factory=dict)
     _store: Store | None = None
+    store_url: str | None = None
+    """``s3://bucket/prefix`` for a store in a bucket (``store_path`` is then this process's
+    working copy of it, known once the store is open)."""
+
+    @classmethod
+    def of(cls, store: str, embedder_name: str | None,
+           embed_options: dict[str, Any]) -> Settings:
+        """Settings for ``--store`` given as a folder or as an ``s3://`` URL."""
+        if store.startswith("s3://"):
+            return cls(Path(store.replace("://", "-", 1)), embedder_name, embed_options,
+                       store_url=store)
+        return cls(Path(store), embedder_name, embed_options)
 
     def embedding(self) -> EmbeddingConfig:
+        if self.store_url is not None:
+            self.store()  # the store's deepfield.toml comes from the bucket
         config = load_config(self.store_path).embedding
         return config.with_overrides(self.embedder_name, **self.embed_options)
 
@@ -53,6 +67,11 @@ class Settings:
         return build_llm(config, role)
 
     def store(self) -> Store:
+        if self._store is None and self.store_url is not None:
+            # Opened without an embedder first: which one to build is in its deepfield.toml.
+            opened = open_store(self.store_url, embedder=None)
+            self._store, self.store_path = opened, opened.root
+            opened.embedder = self.embedder()
         if self._store is None:
             self._store = open_store(self.store_path, embedder=self.embedder())
         return self._store
@@ -149,8 +168,8 @@ def load_all_commands() -> None:
 @click.group(cls=LazyGroup,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option(
-    "--store", "store_path", type=click.Path(path_type=Path), envvar="DEEPFIELD_STORE",
-    default=DEFAULT_STORE, show_default=True, help="Store folder (or $DEEPFIELD_STORE).",
+    "--store", "store_path", envvar="DEEPFIELD_STORE", default=DEFAULT_STORE, show_default=True,
+    help="Store folder, or s3://BUCKET/PREFIX for a store in a bucket (or $DEEPFIELD_STORE).",
 )
 @click.option(
     "--embedder", "embedder_name", envvar="DEEPFIELD_EMBEDDER", default=None,
@@ -159,14 +178,14 @@ def load_all_commands() -> None:
 )
 @click.version_option(package_name="deepfield")
 @click.pass_context
-def app(ctx: click.Context, store_path: Path, embedder_name: str | None) -> None:
+def app(ctx: click.Context, store_path: str, embedder_name: str | None) -> None:
     """deepfield: long-term memory for AI agents as plain Markdown pages.
 
     A store is a folder of fields; each field is a flat folder of Markdown pages with YAML
     frontmatter (the memoryfield format). Indexes are derived and rebuildable.
     Start with `deepfield demo`, or `deepfield init` then `deepfield new FIELD`.
     """
-    ctx.obj = Settings(store_path, embedder_name, _env_options())
+    ctx.obj = Settings.of(store_path, embedder_name, _env_options())
     ctx.call_on_close(ctx.obj.close)
 
 

@@ -18,12 +18,13 @@ MAX_AUTO_WORKERS = 4
 DEFAULT_MCP_PORT = 8766
 
 
-def _store_settings(ctx: click.Context, store: Path | None) -> Settings:
+def _store_settings(ctx: click.Context, store: str | None) -> Settings:
     env = settings(ctx)
     if store is not None:
         env.close()
-        env.store_path = store
-    if not store_exists(env.store_path):
+        chosen = Settings.of(store, env.embedder_name, env.embed_options)
+        env.store_path, env.store_url = chosen.store_path, chosen.store_url
+    if env.store_url is None and not store_exists(env.store_path):
         raise StoreNotFoundError(f"no store at {env.store_path}")
     return env
 
@@ -124,8 +125,8 @@ def worker_app() -> Any:
     from ..server import create_app
     from .app import _env_options
 
-    env = Settings(Path(os.environ["DEEPFIELD_STORE"]), os.environ.get("DEEPFIELD_EMBEDDER"),
-                   _env_options())
+    env = Settings.of(os.environ["DEEPFIELD_STORE"], os.environ.get("DEEPFIELD_EMBEDDER"),
+                      _env_options())
     return create_app(env.store(), llm_config=_llm_config(env.store_path))
 
 
@@ -136,7 +137,10 @@ def _llm_config(root: Path) -> Any:
 
 
 @app.command("serve")
-@click.argument("store", required=False, type=click.Path(path_type=Path))
+@click.argument("store", required=False)
+@click.option("--store", "store_option", default=None, metavar="STORE",
+              help="The store, as the STORE argument: a folder or s3://BUCKET/PREFIX (several "
+              "servers may serve one bucket store: docs/SCALE.md).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Interface to listen on (writes need users from other hosts).")
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535),
@@ -151,7 +155,8 @@ def _llm_config(root: Path) -> Any:
 @tls_options
 @json_option
 @click.pass_context
-def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int,
+def serve_cmd(ctx: click.Context, store: str | None, store_option: str | None, host: str,
+              port: int,
               workers: int | None,
               log_level: str, tls_cert: Path | None, tls_key: Path | None,
               as_json: bool) -> None:
@@ -165,7 +170,7 @@ def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int,
     from ..server import create_app
 
     tls = _tls(tls_cert, tls_key)
-    env = _store_settings(ctx, store)
+    env = _store_settings(ctx, store or store_option)
     opened = env.store()
     if workers is None:
         # Measured (docs/BENCHMARKS.md, HTTP server load): 8 clients on 2 CPUs, p95 ~55 ms
@@ -175,14 +180,14 @@ def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int,
     url = _url(sock, host, tls=tls)
     users = opened.config.server.users
     info: dict[str, Any] = {
-        "url": url, "store": str(opened.root), "fields": opened.field_names(),
+        "url": url, "store": env.store_url or str(opened.root), "fields": opened.field_names(),
         "auth": bool(users), "private": opened.config.server.private,
         "writes": "login" if users else "loopback only", "workers": workers, "tls": bool(tls),
     }
     if as_json:
         print_json(info)
     else:
-        click.echo(f"serving {opened.root} at {url} ({len(info['fields'])} fields; "
+        click.echo(f"serving {info['store']} at {url} ({len(info['fields'])} fields; "
                    f"writes: {info['writes']}; OpenAPI at {url}openapi.json)", err=True)
     if not users and host not in ("127.0.0.1", "localhost", "::1"):
         warn("no users configured: other hosts can read but not write "
@@ -191,7 +196,7 @@ def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int,
     sys.stdout.flush()
     if workers > 1:
         opened.close()
-        os.environ["DEEPFIELD_STORE"] = str(env.store_path.resolve())
+        os.environ["DEEPFIELD_STORE"] = env.store_url or str(env.store_path.resolve())
         if env.embedder_name:
             os.environ["DEEPFIELD_EMBEDDER"] = env.embedder_name
         _serve("deepfield.cli.commands_serve:worker_app", sock, log_level, workers, tls)
@@ -201,7 +206,7 @@ def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int,
 
 
 @app.command("mcp")
-@click.argument("store", required=False, type=click.Path(path_type=Path))
+@click.argument("store", required=False)
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio",
               show_default=True, help="stdio (spawned by the agent) or streamable HTTP.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP interface.")
@@ -213,7 +218,7 @@ def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int,
 @tls_options
 @json_option
 @click.pass_context
-def mcp_cmd(ctx: click.Context, store: Path | None, transport: str, host: str, port: int,
+def mcp_cmd(ctx: click.Context, store: str | None, transport: str, host: str, port: int,
             mcp_path: str, log_level: str, tls_cert: Path | None, tls_key: Path | None,
             as_json: bool) -> None:
     """Serve STORE to agents over MCP: tools to search, read, write, remember, research and

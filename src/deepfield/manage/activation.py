@@ -9,6 +9,7 @@ from the field's append-only log (deepfield.manage.activation_log).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..index.backend import IndexBackend
 from .activation_log import (
     ACTIVATION_DIR,
     DECAY,
@@ -93,7 +95,7 @@ def top_pages(field: Field, k: int = 20, now: float | None = None) -> list[PageA
 
 
 def rerank(
-    indexes: Sequence[tuple[Field, FieldIndex]],
+    indexes: Sequence[tuple[Field, FieldIndex | IndexBackend]],
     fused: list[tuple[tuple[int, int], float]],
     *,
     activation: bool = True,
@@ -119,10 +121,19 @@ def rerank(
         if not ids:
             continue
         log_ = load_activation(fld.path) if activation else None
-        hide = not include_superseded and _has_superseded(index)
+        # Candidates of a backend over the SQLite index carry its chunk ids; another backend
+        # (LanceDB) knows the pages of its own chunks.
+        catalogue = index.catalogue if isinstance(index, IndexBackend) else index
+        if catalogue is None:
+            assert isinstance(index, IndexBackend)
+            hide = not include_superseded and index.any_superseded()
+            facts = index.page_facts
+        else:
+            hide = not include_superseded and _has_superseded(catalogue)
+            facts = functools.partial(_doc_info, catalogue)
         if not hide and (log_ is None or not log_.times):
             continue  # nothing to hide, nothing to boost: the common case costs no query
-        info = _doc_info(index, ids)
+        info = facts(ids)
         for cid in ids:
             filename, uuid, superseded = info.get(cid, ("", None, False))
             if superseded and not include_superseded:

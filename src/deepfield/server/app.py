@@ -11,6 +11,7 @@ Writes follow the spec's security rules (see :mod:`deepfield.server.auth`).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from http import HTTPStatus
@@ -23,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ..errors import DeepfieldError
+from ..errors import DeepfieldError, WriteConflictError
 from ..llm.config import LLMConfig
 from ..store import Store
 from ..writer import MAX_WRITE_BYTES
@@ -133,6 +134,14 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 async def _deepfield_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, DeepfieldError)
+    if isinstance(exc, WriteConflictError):
+        # A lost race on a page in a bucket: 412 when the client stated the version it
+        # expected, else 409; the current version's ETag (absent: the page is gone) says
+        # what to read before writing again.
+        status = 412 if request.headers.get("if-match") else 409
+        headers = {} if exc.current is None else {
+            "ETag": '"' + hashlib.sha256(exc.current).hexdigest() + '"'}
+        return error_response(status, type(exc).__name__, exc.message, exc.hint, headers)
     return error_response(error_status(exc), type(exc).__name__, exc.message, exc.hint)
 
 

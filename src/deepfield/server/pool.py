@@ -119,11 +119,14 @@ class FieldSlot:
 
     def __init__(self, path: Path, name: str, embedder: Embedder | None, readers: int,
                  background: ThreadPoolExecutor, activity: Activity,
-                 watcher: FolderWatcher | None = None) -> None:
+                 watcher: FolderWatcher | None = None,
+                 open_field: Callable[[], Field] | None = None) -> None:
         self.path = path
         self.name = name
         self.embedder = embedder
-        self.writer = Field(path, embedder, name=name)
+        self._open_field = open_field or (lambda: Field(path, embedder, name=name))
+        """A new Field object for this field (the store's: its index backend, its bucket)."""
+        self.writer = self._open_field()
         self.lock = threading.Lock()
         self.max_readers = max(1, readers)
         self._idle: queue.SimpleQueue[Field] = queue.SimpleQueue()
@@ -229,7 +232,7 @@ class FieldSlot:
                 make = self._made < self.max_readers
                 self._made += make
             if make:
-                return Field(self.path, self.embedder, name=self.name)
+                return self._open_field()
             # queue.SimpleQueue blocks in C, without a threading.Condition's Python-level
             # lock juggling on every hand-over.
             return self._idle.get() if wait else None

@@ -22,10 +22,9 @@ from starlette.routing import BaseRoute, Route
 
 from ..errors import DeepfieldError, InvalidNameError, PageNotFoundError
 from ..field import Field
-from ..fsutil import atomic_write, read_no_follow
+from ..fsutil import read_no_follow
 from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
-from ..writer import archive_file
 from .app import deny_read, deny_write, error_response
 from .service import Service
 
@@ -152,6 +151,8 @@ async def get_page(request: Request) -> Response:
     path = service.page_path(field, filename, existing=True)
     if filename == LISTING_FILE:  # make sure the catalogue reflects edits made meanwhile
         await service.run(name, lambda f: f.ensure_synced(embed=False))
+    elif type(field).refresh_pages is not Field.refresh_pages:  # a copy of a bucket's pages
+        await service.run(name, lambda f: f.refresh_pages([filename]))
     try:
         data, mtime = await run_in_threadpool(_read, path)
     except (FileNotFoundError, IsADirectoryError):
@@ -184,13 +185,14 @@ def _precondition(request: Request, path_exists: bool, current: bytes | None) ->
 
 def _write(field: Field, filename: str, body: bytes, request: Request) -> tuple[int, Any]:
     """Store the page (under the field lock); (status, JSON result or None)."""
+    field.refresh_pages([filename])  # a copy of a bucket's page: check against the bucket's
     path = field.path / filename
     existed = path.is_file()
     current = path.read_bytes() if existed else None
     if not _precondition(request, existed, current):
         return 412, None
     if filename == INTRO_FILE:  # the introduction is free text, stored as sent
-        atomic_write(path, body)
+        field.write_intro(body)
         return (204 if existed else 201), {"field": field.name, "pages": [
             {"filename": INTRO_FILE, "action": "updated" if existed else "created"}]}
     # The spec's PUT replaces the one file with the page sent, whatever its size (pages MAY
@@ -240,9 +242,7 @@ def _generated(filename: str) -> Response:
 
 def _archive(field: Field, filename: str) -> str:
     if filename == INTRO_FILE:
-        if not (field.path / filename).is_file():
-            raise PageNotFoundError(f"no {INTRO_FILE} in field {field.name}")
-        return archive_file(field.path, filename)
+        return field.archive_intro()
     if not (field.path / filename).is_file():
         raise PageNotFoundError(f"no page {filename!r} in field {field.name}")
     return field.archive(filename)

@@ -84,18 +84,28 @@ class Service:
         self.activity = Activity()
         self._backfill = Backfiller(self._open_slots, self.activity,
                                     lambda: backfill_embedder(store, self.embedder))
+        self._poller: Any = None
 
     def start_backfill(self) -> None:
         """Compute what the fields' indexes lack while the server is idle (backfill.py), unless
-        the store's ``[server] backfill = false``."""
+        the store's ``[server] backfill = false``; a store in a bucket also starts following
+        the bucket (bucket/poller.py)."""
         if self.embedder is not None and self.store.config.server.backfill:
             self._backfill.start()
+        if self._poller is None and getattr(self.store, "bucket", None) is not None:
+            from ..bucket.poller import BucketPoller
+            from ..bucket.store import BucketStore
+
+            assert isinstance(self.store, BucketStore)
+            self._poller = BucketPoller(self.store).start()
 
     def _open_slots(self) -> list[FieldSlot]:
         with self._guard:
             return list(self._slots.values())
 
     def close(self) -> None:
+        if self._poller is not None:
+            self._poller.close()
         self._backfill.close()
         self._watcher.close()  # before the sync thread it feeds goes away
         self._background.shutdown(wait=True)
@@ -118,10 +128,15 @@ class Service:
             if slot is None:
                 path = self.store.field(name).path  # raises UnknownFieldError
                 slot = FieldSlot(path, name, self.embedder, self.readers, self._background,
-                                 self.activity, self._watcher)
+                                 self.activity, self._watcher,
+                                 lambda: self._open_field(name))
                 self._watcher.add(path, slot.pages_changed)
                 self._slots[name] = slot
             return slot
+
+    def _open_field(self, name: str) -> Field:
+        """A Field of the store for a slot, on the server's shared embedder."""
+        return self.store.open_handle(name, self.embedder)
 
     def field(self, name: str) -> Field:
         """The field's writer (use it under :meth:`lock`)."""

@@ -1,0 +1,370 @@
+"""A field of a store in a bucket: a private working copy, and conditional writes back.
+
+The working copy is an ordinary field folder (so reading, outlines, research and the SQLite
+catalogue work unchanged) that this process fills from the bucket: a refresh lists the
+field's prefix and fetches what changed by ETag, and runs before a write, at most every
+REFRESH_S seconds before a search, and on a server in the background (bucket/poller.py).
+
+A write is prepared in the working copy as on a local field (names, frontmatter, splitting)
+and then published object by object: a page new to the bucket with ``If-None-Match: *``, a
+page that was there with ``If-Match`` on the ETag this process last saw. If another writer
+got there first, the bucket refuses; the working copy is put back to what the bucket holds,
+and the write fails with :class:`~deepfield.errors.WriteConflictError` carrying the current
+version: two writers never overwrite each other silently. (A new page named from its title
+just takes the next free name instead.) Archiving copies the page into ``archive/`` and
+then deletes it with ``If-Match``, so a page changed meanwhile is never lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidPageError, PageNotFoundError, WriteConflictError
+from ..field import Field
+from ..fsutil import atomic_write
+from ..index.backend import BackendContext
+from ..page import INTRO_FILE, LISTING_FILE, Page, check_name, is_debris
+from ..scan import SourceFile
+from ..writer import ARCHIVE_DIR, WriteResult, refuse_special
+from .objects import Got, ObjectConflictError
+
+if TYPE_CHECKING:
+    from ..embed.base import Embedder
+    from ..index import SyncReport
+    from .store import BucketStore
+
+REFRESH_S = 2.0
+"""A search refreshes the working copy from the bucket when it is older than this."""
+
+
+def _mirrored(name: str) -> bool:
+    """Files of a field's prefix kept in the working copy: pages and index.md (listing.md is
+    generated from the pages by each process)."""
+    return name.endswith(".md") and name != LISTING_FILE and not name.startswith(".") \
+        and not is_debris(name) and "/" not in name
+
+
+class MirrorState:
+    """What this process knows of one field's objects: name -> (ETag, size, mtime_ns) of
+    the copy in the working folder. Shared by the process's handles of the field."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock = threading.RLock()
+        self.refreshed = 0.0
+        self.files: dict[str, tuple[str, int, int]] = {}
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            self.files = {k: (str(v[0]), int(v[1]), int(v[2]))
+                          for k, v in json.loads(path.read_text("utf-8")).items()}
+
+    def etag(self, name: str) -> str | None:
+        entry = self.files.get(name)
+        return entry[0] if entry else None
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.path, json.dumps(self.files).encode(), durable=False)
+
+
+class BucketField(Field):
+    """A field of a :class:`~deepfield.bucket.store.BucketStore`."""
+
+    def __init__(self, store: BucketStore, name: str, embedder: Embedder | None,
+                 index_backend: str, state: MirrorState) -> None:
+        super().__init__(store.root / name, embedder, name=name, index_backend=index_backend)
+        self.store = store
+        self.bucket = store.bucket
+        self.state = state
+        self.prefix = f"{name}/"
+
+    def __repr__(self) -> str:
+        return f"BucketField({self.name!r}, {self.store.url!r})"
+
+    # ------------------------------------------------------------------ working copy
+
+    def refresh_from_bucket(self) -> set[str]:
+        """Bring the working copy in line with the bucket; returns the names that changed."""
+        with self.state.lock:
+            objects, _ = self.bucket.list(self.prefix)
+            listed = {o.name: o for o in objects if _mirrored(o.name)}
+            changed: set[str] = set()
+            for name, info in listed.items():
+                if self._current(name, info.etag):
+                    continue
+                got = self.bucket.get(self.prefix + name)
+                if got is not None:
+                    self._keep(name, got)
+                    changed.add(name)
+            for name in self._local_names() | set(self.state.files):
+                if name not in listed:
+                    self._drop(name)
+                    changed.add(name)
+            self.state.refreshed = time.monotonic()
+            if changed:
+                self.state.save()
+                self.mark_changed(changed)
+            return changed
+
+    def refresh_pages(self, names: Iterable[str]) -> None:
+        """Fetch the current version of each named page (a read, or a write that checks
+        a version, must not trust a copy another replica may have replaced)."""
+        with self.state.lock:
+            changed = set()
+            for name in names:
+                if not _mirrored(name):
+                    continue
+                got = self.bucket.get(self.prefix + name)
+                if got is None:
+                    if name in self.state.files or (self.path / name).exists():
+                        self._drop(name)
+                        changed.add(name)
+                elif not self._current(name, got.etag):
+                    self._keep(name, got)
+                    changed.add(name)
+            if changed:
+                self.state.save()
+                self.mark_changed(changed)
+
+    def _current(self, name: str, etag: str) -> bool:
+        entry = self.state.files.get(name)
+        if entry is None or entry[0] != etag:
+            return False
+        try:
+            info = os.stat(self.path / name)
+        except OSError:
+            return False
+        return (info.st_size, info.st_mtime_ns) == entry[1:]
+
+    def _keep(self, name: str, got: Got) -> None:
+        path = self.path / name
+        atomic_write(path, got.data, durable=False)  # derived: the bucket has the page
+        # Whole seconds carry Last-Modified (the page's last_modified in the index); the
+        # nanoseconds part of the content hash, so a change within a second is seen.
+        ns = int(got.modified) * 1_000_000_000 + \
+            int.from_bytes(hashlib.sha256(got.data).digest()[:4], "big") % 1_000_000_000
+        os.utime(path, ns=(ns, ns))
+        self.state.files[name] = (got.etag, len(got.data), ns)
+
+    def _record(self, name: str, etag: str) -> None:
+        info = os.stat(self.path / name)
+        self.state.files[name] = (etag, info.st_size, info.st_mtime_ns)
+
+    def _drop(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.path / name).unlink()
+        self.state.files.pop(name, None)
+
+    def _local_names(self) -> set[str]:
+        with os.scandir(self.path) as entries:
+            return {e.name for e in entries if _mirrored(e.name) and e.is_file()}
+
+    def _resync(self, names: set[str]) -> None:
+        """The catalogue and listing.md after the working copy changed under a write."""
+        files = [SourceFile(n, os.fspath(self.path), *_stat(self.path / n))
+                 for n in sorted(names) if (self.path / n).is_file()]
+        self._listing(self.index_handle().sync_names(files, names))
+        self.mark_changed(names)
+
+    # ------------------------------------------------------------------ reading
+
+    def ensure_synced(self, *, embed: bool = True) -> SyncReport:
+        if time.monotonic() - self.state.refreshed >= REFRESH_S:
+            self.refresh_from_bucket()
+        return super().ensure_synced(embed=embed)
+
+    def index(self, **options: Any) -> SyncReport:
+        self.refresh_from_bucket()
+        return super().index(**options)
+
+    def backend_context(self) -> BackendContext:
+        """The field's LanceDB dataset lives in the bucket, beside its pages; the process
+        that holds the store's indexer lease writes it, every other one only reads."""
+        from ..index.lance_table import storage_options_from_env
+
+        return BackendContext(
+            self.name, self.index_handle, self.embedder,
+            f"s3://{self.bucket.name}/{self.bucket.prefix}{self.prefix}.deepfield",
+            writes=self.store.may_write_index, storage_options=storage_options_from_env())
+
+    # ------------------------------------------------------------------ writing
+
+    def write(self, content: str | bytes | Page, *, name: str | None = None,
+              review: bool | None = None, split: bool = True) -> WriteResult:
+        if isinstance(content, Page):
+            content = content.copy()
+        for attempt in range(3):
+            with self.state.lock:
+                self.refresh_from_bucket()
+                known = {n: self.state.etag(n) for n in self.state.files}
+                before = self._local_names()
+                source = content.copy() if isinstance(content, Page) else content
+                result = super().write(source, name=name, review=review, split=split)
+                try:
+                    self._publish(result, known, before)
+                    return result
+                except WriteConflictError as exc:
+                    taken = exc.current is not None and name is None and any(
+                        p.action == "created" for p in result.pages)
+                    if not taken or attempt == 2:
+                        raise
+                    # a free name was taken by another writer meanwhile: choose again
+        raise AssertionError("unreachable")
+
+    def _publish(self, result: WriteResult, known: dict[str, str | None],
+                 before: set[str]) -> None:
+        done: list[str] = []
+        try:
+            for page in result.pages:
+                if page.action == "unchanged":
+                    continue
+                self._put(page.filename, known.get(page.filename))
+                done.append(page.filename)
+            # Parts a rewrite no longer needs were archived in the working copy: likewise.
+            for left in sorted((before & set(known)) - self._local_names()):
+                self._archive_object(left, known[left] or "", None)
+        except ObjectConflictError as exc:
+            undo = {p.filename for p in result.pages if p.filename not in done}
+            self.refresh_pages(undo | {exc.key.removeprefix(self.prefix)})
+            self._resync(undo)
+            raise _conflict(exc, self.prefix) from None
+        finally:
+            self.state.save()
+
+    def _put(self, name: str, etag: str | None) -> None:
+        data = (self.path / name).read_bytes()
+        key = self.prefix + name
+        new = self.bucket.put(key, data, if_match=etag) if etag else \
+            self.bucket.put(key, data, create=True)
+        self._record(name, new)
+
+    def write_intro(self, data: bytes) -> bool:
+        with self.state.lock:
+            self.refresh_pages([INTRO_FILE])
+            etag = self.state.etag(INTRO_FILE)
+            existed = (self.path / INTRO_FILE).is_file()
+            atomic_write(self.path / INTRO_FILE, data)
+            try:
+                self._put(INTRO_FILE, etag)
+            except ObjectConflictError as exc:
+                self.refresh_pages([INTRO_FILE])
+                raise _conflict(exc, self.prefix) from None
+            finally:
+                self.state.save()
+            return existed
+
+    # ------------------------------------------------------------------ archive
+
+    def archive(self, ref: str) -> str:
+        with self.state.lock:
+            filename = self.resolve(ref)
+            refuse_special(filename, "archive pages; edit index.md in place")
+            self.refresh_pages([filename])
+            etag = self.state.etag(filename)
+            if etag is None:
+                raise PageNotFoundError(f"no page {filename!r} in field {self.name}")
+            data = (self.path / filename).read_bytes()
+            try:
+                where = self._archive_object(filename, etag, data)
+            except ObjectConflictError as exc:
+                self.refresh_pages([filename])
+                self._resync({filename})
+                raise _conflict(exc, self.prefix) from None
+            super().archive(filename)  # the working copy follows
+            self.state.files.pop(filename, None)
+            self.state.save()
+            return where
+
+    def archive_intro(self) -> str:
+        with self.state.lock:
+            self.refresh_pages([INTRO_FILE])
+            etag = self.state.etag(INTRO_FILE)
+            if etag is None:
+                raise PageNotFoundError(f"no {INTRO_FILE} in field {self.name}")
+            try:
+                where = self._archive_object(INTRO_FILE, etag,
+                                             (self.path / INTRO_FILE).read_bytes())
+            except ObjectConflictError as exc:
+                self.refresh_pages([INTRO_FILE])
+                raise _conflict(exc, self.prefix) from None
+            self._drop(INTRO_FILE)
+            self.state.save()
+            return where
+
+    def _archive_object(self, name: str, etag: str, data: bytes | None) -> str:
+        """Copy ``name`` into ``archive/`` under a free name, then delete it if it still has
+        ``etag`` (else the copy goes again and ObjectConflictError is raised)."""
+        if data is None:
+            got = self.bucket.get(self.prefix + name)
+            if got is None:
+                return ""
+            data, etag = got.data, got.etag
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        for counter in range(1, 1000):
+            target = name if counter == 1 else f"{name[:-3]}--archived-{stamp}-{counter}.md"
+            try:
+                copy = self.bucket.put(f"{self.prefix}{ARCHIVE_DIR}/{target}", data, create=True)
+                break
+            except ObjectConflictError:
+                continue
+        else:
+            raise InvalidPageError(f"no free name in {ARCHIVE_DIR}/ for {name}")
+        try:
+            self.bucket.delete(self.prefix + name, if_match=etag)
+        except ObjectConflictError:
+            with contextlib.suppress(ObjectConflictError):
+                self.bucket.delete(f"{self.prefix}{ARCHIVE_DIR}/{target}", if_match=copy)
+            raise
+        return f"{ARCHIVE_DIR}/{target}"
+
+    def archived(self) -> list[str]:
+        objects, _ = self.bucket.list(f"{self.prefix}{ARCHIVE_DIR}/")
+        return sorted(o.name for o in objects if o.name.endswith(".md"))
+
+    def restore(self, name: str, *, as_name: str | None = None) -> str:
+        archived = Path(name if name.endswith(".md") else f"{name}.md").name
+        with self.state.lock:
+            got = self.bucket.get(f"{self.prefix}{ARCHIVE_DIR}/{archived}")
+            if got is None:
+                raise PageNotFoundError(
+                    f"no archived page {name!r} in {self.name}",
+                    "list archived pages with `deepfield ls FIELD --archived`")
+            original = archived.split("--archived-")[0].removesuffix(".md") + ".md"
+            target = f"{check_name(as_name)}.md" if as_name else original
+            try:
+                etag = self.bucket.put(self.prefix + target, got.data, create=True)
+            except ObjectConflictError:
+                raise WriteConflictError(
+                    f"a page named {target} already exists in {self.name}",
+                    "restore it under another name with --as NAME") from None
+            with contextlib.suppress(ObjectConflictError):
+                self.bucket.delete(f"{self.prefix}{ARCHIVE_DIR}/{archived}", if_match=got.etag)
+            self._keep(target, Got(got.data, etag, time.time(), time.time()))
+            self.state.save()
+            self._resync({target})
+            return target
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    info = os.stat(path)
+    return info.st_mtime_ns, info.st_size
+
+
+def _conflict(exc: ObjectConflictError, prefix: str) -> WriteConflictError:
+    name = exc.key.removeprefix(prefix)
+    current = exc.current.data if exc.current is not None else None
+    state = "was removed" if current is None else "was changed (or created)"
+    return WriteConflictError(f"{name} {state} by another writer first; nothing was "
+                              "overwritten", current=current)
+
+
+def on_each_field(store: BucketStore, fn: Callable[[BucketField], None]) -> None:
+    for name in store.field_names():
+        fn(store.field(name))

@@ -1,0 +1,103 @@
+"""What a replica of a bucket store does in the background: follow the bucket, and index.
+
+Every POLL_S seconds the poller refreshes the replica's working copy of each field from the
+bucket (other replicas' writes arrive here; a server's searches then sync them as they would
+a folder edited by hand). If the replica holds the store's indexer lease, or can take it (no
+holder, or one silent for the lease's TTL), it also brings each ``lancedb`` field's shared
+dataset up to date, vectors included: one replica does the indexing, every replica's search
+reads the result. The poller uses Field objects of its own, so it never waits for a
+request's lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+
+from ..index.backend import SqliteBackend
+from .field import BucketField
+from .store import BucketStore
+
+POLL_S = 1.0
+"""Seconds between rounds (a write is searchable on every replica within a few rounds)."""
+FIELDS_EVERY_S = 10.0
+"""How often the list of fields is read again."""
+
+log = logging.getLogger(__name__)
+
+
+class BucketPoller:
+    """The background thread of one replica (see the module docstring)."""
+
+    def __init__(self, store: BucketStore, *, interval: float = POLL_S) -> None:
+        self.store = store
+        self.interval = interval
+        self._handles: dict[str, BucketField] = {}
+        self._names: list[str] = []
+        self._names_at = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.rounds = 0
+        self.failures: dict[str, str] = {}
+        """The last error of each field, logged once until the field works again."""
+
+    def start(self) -> BucketPoller:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="deepfield-bucket",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.round()
+            self._stop.wait(max(0.05, self.interval - (time.monotonic() - started)))
+
+    def round(self) -> None:
+        """One pass over every field (also callable directly, e.g. by tests)."""
+        try:
+            if time.monotonic() - self._names_at >= FIELDS_EVERY_S or not self._names:
+                self._names = self.store.field_names()
+                self._names_at = time.monotonic()
+            indexer = self.store.may_write_index()
+        except Exception as exc:  # the bucket is unreachable: keep serving what we have
+            self._failed("*", exc)
+            return
+        for name in self._names:
+            if self._stop.is_set():
+                return
+            try:
+                self._field_round(name, indexer)
+                self.failures.pop(name, None)
+            except Exception as exc:
+                self._failed(name, exc)
+        self.rounds += 1
+
+    def _field_round(self, name: str, indexer: bool) -> None:
+        handle = self._handles.get(name)
+        if handle is None:
+            handle = self._handles[name] = self.store.open_handle(name)
+        handle.refresh_from_bucket()
+        if indexer and handle.index_backend != SqliteBackend.name:
+            handle.ensure_synced(embed=False)
+            handle.search_backend().refresh(embed_budget=None)
+
+    def _failed(self, name: str, exc: Exception) -> None:
+        text = f"{type(exc).__name__}: {exc}"
+        if self.failures.get(name) != text:
+            log.warning("bucket store %s, field %s: %s", self.store.url, name, text)
+        self.failures[name] = text
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        for handle in self._handles.values():
+            with contextlib.suppress(Exception):
+                handle.close()
+        self._handles.clear()
+        with contextlib.suppress(Exception):
+            self.store.lease.release()

@@ -1,0 +1,197 @@
+"""A store in an S3-compatible bucket: ``deepfield.open("s3://bucket/prefix")``.
+
+The bucket holds the store exactly as a folder would (the memoryfield layout): the store's
+``deepfield.toml`` at the prefix, one sub-prefix per field with its pages, ``index.md``
+and ``archive/``. Pages are the truth; each process that opens the store keeps a private
+working copy of them (a cache folder it locks for itself, so two processes on one host never
+share one) with its own SQLite catalogue, and every write goes to the bucket conditionally
+(bucket/field.py). A field whose index backend is ``lancedb`` keeps its dataset in the bucket
+too, under ``<field>/.deepfield/``: every replica searches it, and the one process holding
+the indexer lease (bucket/lease.py) writes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from ..config import CONFIG_FILE, EmbeddingConfig, StoreConfig, load_config, render_config
+from ..embed.base import Embedder
+from ..errors import FieldExistsError, InvalidNameError, StoreNotFoundError, UnknownFieldError
+from ..fsutil import atomic_write
+from ..page import INTRO_FILE, check_name, is_valid_name, require_text
+from ..store import Store, build_embedder
+from .lease import Lease
+from .objects import SCHEME, Bucket, ObjectConflictError
+
+if TYPE_CHECKING:
+    from .field import BucketField, MirrorState
+
+MAX_REPLICA_SLOTS = 64
+
+
+def is_bucket_url(text: str | os.PathLike[str]) -> bool:
+    return isinstance(text, str) and text.startswith(SCHEME)
+
+
+def cache_base() -> Path:
+    explicit = os.environ.get("DEEPFIELD_BUCKET_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "deepfield" / "buckets"
+
+
+def working_copy(url: str) -> tuple[Path, IO[bytes] | None]:
+    """A cache folder for this process's copy of the store at ``url``, and the open lock
+    file that keeps it this process's own: other processes on the host (replicas of one
+    store) take other folders. A folder left by an earlier process is reused, which saves
+    fetching its pages again."""
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL", "")
+    digest = hashlib.sha256(f"{url}\n{endpoint}".encode()).hexdigest()[:12]
+    base = cache_base() / f"{url[len(SCHEME):].split('/')[0]}-{digest}"
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: one process per store and host
+        folder = base / "replica-0"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder, None
+    for slot in range(MAX_REPLICA_SLOTS):
+        folder = base / f"replica-{slot}"
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = (folder / ".lock").open("ab")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        return folder, handle
+    raise StoreNotFoundError(f"{MAX_REPLICA_SLOTS} processes on this host have {url} open",
+                             "close some of them")
+
+
+class BucketStore(Store):
+    """A store whose pages live in a bucket (see the module docstring)."""
+
+    def __init__(self, url: str, bucket: Bucket, root: Path, config: StoreConfig,
+                 embedder: Embedder | None, lock: IO[bytes] | None) -> None:
+        super().__init__(root, config, embedder)
+        self.url = url
+        self.bucket = bucket
+        self._lock_file = lock
+        self._states: dict[str, MirrorState] = {}
+        self._guard = threading.Lock()
+        self.lease = Lease(bucket)
+        self.index_writer = True
+        """Whether this process may take the indexer lease (False: a read-only replica)."""
+
+    def __repr__(self) -> str:
+        return f"BucketStore({self.url!r})"
+
+    # ------------------------------------------------------------------ the indexer lease
+
+    def may_write_index(self) -> bool:
+        """Whether this process writes the store's shared indexes now: it holds the lease,
+        taking it if it is free or expired (cheap while held: no request until renewal)."""
+        if not self.index_writer:
+            return False
+        with self._guard:
+            return self.lease.acquire()
+
+    # ------------------------------------------------------------------ fields
+
+    def field_names(self) -> list[str]:
+        _, folders = self.bucket.list("")
+        return sorted(n for n in folders if not n.startswith((".", "_")) and is_valid_name(n))
+
+    def state(self, name: str) -> MirrorState:
+        from .field import MirrorState
+
+        with self._guard:
+            state = self._states.get(name)
+            if state is None:
+                state = self._states[name] = MirrorState(self.root / ".state" / f"{name}.json")
+            return state
+
+    def field(self, name: str) -> BucketField:
+        require_text(name, "a field name", InvalidNameError)
+        cached = self._fields.get(name)
+        if cached is not None:
+            return cached  # type: ignore[return-value]
+        if "/" in name or name.startswith(".") or name not in self.field_names():
+            known = ", ".join(self.field_names()) or "none yet"
+            raise UnknownFieldError(f"no field {name!r} in store {self.url} (fields: {known})")
+        field = self.open_handle(name)
+        self._fields[name] = field
+        return field
+
+    def open_handle(self, name: str, embedder: Embedder | None = None) -> BucketField:
+        from .field import BucketField
+
+        (self.root / name).mkdir(exist_ok=True)
+        return BucketField(self, name, embedder or self.embedder,
+                           self.config.index.backend_for(name), self.state(name))
+
+    def create_field(self, name: str, *, intro: str | None = None,
+                     exist_ok: bool = False) -> BucketField:
+        check_name(name, "field")
+        try:
+            self.bucket.put(f"{name}/", b"", create=True)  # the folder marker
+        except ObjectConflictError:
+            if not exist_ok:
+                raise FieldExistsError(f"field {name!r} already exists in {self.url}") from None
+        if intro:
+            text = intro if intro.lstrip().startswith("#") else f"# {name}\n\n{intro}"
+            with contextlib.suppress(ObjectConflictError):  # an existing introduction stays
+                self.bucket.put(f"{name}/{INTRO_FILE}",
+                                (text.rstrip("\n") + "\n").encode("utf-8"), create=True)
+        return self.field(name)
+
+    def close(self) -> None:
+        super().close()
+        with contextlib.suppress(Exception):
+            self.lease.release()
+        self.bucket.close()
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+
+
+def open_bucket_store(url: str, *, create: bool = False,
+                      embedder: Embedder | str | None = "config") -> BucketStore:
+    """Open (``create``: or start) the store at ``s3://bucket/prefix``; ``embedder`` as in
+    :func:`deepfield.open`. Unreachable or refused buckets raise RemoteUnavailableError
+    before anything is written locally."""
+    bucket = Bucket(url)
+    try:
+        got = bucket.get(CONFIG_FILE)
+        if got is None:
+            _, folders = bucket.list("")
+            if not create and not folders:
+                raise StoreNotFoundError(
+                    f"no store at {url} (no {CONFIG_FILE} and no fields)",
+                    f"create it with `deepfield --store {url} init`, or check the prefix")
+            named = isinstance(embedder, str) and embedder != "config"
+            text = render_config(StoreConfig(EmbeddingConfig(str(embedder)) if named
+                                             else EmbeddingConfig()))
+            if create:
+                with contextlib.suppress(ObjectConflictError):  # another process just made it
+                    bucket.put(CONFIG_FILE, text.encode(), create=True)
+                got = bucket.get(CONFIG_FILE)
+            data = got.data if got is not None else text.encode()
+        else:
+            data = got.data
+        root, lock = working_copy(url)
+    except BaseException:
+        bucket.close()
+        raise
+    atomic_write(root / CONFIG_FILE, data, durable=False)
+    config = load_config(root)
+    chosen: Any = build_embedder(config.embedding) if embedder == "config" else embedder
+    if isinstance(chosen, str):
+        chosen = build_embedder(EmbeddingConfig(chosen))
+    return BucketStore(url, bucket, root, config, chosen, lock)

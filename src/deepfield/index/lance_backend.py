@@ -1,0 +1,327 @@
+"""The ``lancedb`` index backend: a field's chunks in a LanceDB dataset (the [scale] extra).
+
+The dataset (lance_table.py) is derived from the field's SQLite index, which stays the
+catalogue of its pages, and is kept in step by lance_sync.py whenever the index changes.
+It lives beside the index (``.deepfield/lancedb/<model-code>/``) or, for a store in a
+bucket, under the field's prefix, where every replica reads it and one indexer writes it.
+A search asks LanceDB for BM25 candidates (its own inverted index: English stemming and
+stop words, CJK through the same n-gram text as the SQLite index) and vector candidates
+(exact below ANN_MIN_ROWS vectors, IVF_HNSW_SQ above), and deepfield fuses them as it does
+for the SQLite index: cosines are recomputed exactly from the stored vectors, so the ANN
+index only decides which chunks are candidates. A dataset that is deleted or cannot be read
+is rebuilt from the catalogue by the process that writes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..errors import IndexCorruptError
+from .backend import BackendContext, Candidates, Hits, IndexBackend, PageFacts, _pool
+from .cjk import cjk_query_terms
+from .db import get_meta
+from .keyword import query_terms
+from .lance_sync import PushReport, push
+from .lance_table import CHUNKS, DatasetDamagedError, LanceDataset, quoted
+
+if TYPE_CHECKING:
+    from ..embed.base import Vectors
+    from . import ChunkRow
+
+_INFO_COLUMNS = ["key", "doc", "filename", "uuid", "superseded"]
+_ROW_COLUMNS = ["key", "doc", "filename", "ord", "kind", "heading", "line_start", "line_end",
+                "body", "title", "uuid", "summary", "frontmatter", "last_modified", "size"]
+_QUERY_ERRORS = (RuntimeError, OSError, ValueError, DatasetDamagedError)
+"""What LanceDB raises when files of a dataset are missing or unreadable."""
+_DATASETS: dict[str, LanceDataset] = {}
+_DATASETS_LOCK = threading.Lock()
+
+
+def dataset_uri(context: BackendContext, model_code: str) -> str:
+    return f"{context.location.rstrip('/')}/lancedb/{model_code}"
+
+
+def shared_dataset(uri: str, dim: int | None, options: dict[str, str]) -> LanceDataset:
+    """One handle per dataset and process: its caches (the ANN index, opened files) are
+    shared by every searcher of the field instead of loaded once per searcher."""
+    with _DATASETS_LOCK:
+        dataset = _DATASETS.get(uri)
+        if dataset is None or dataset.dim != dim:
+            dataset = _DATASETS[uri] = LanceDataset(uri, dim, options)
+        return dataset
+
+
+class LanceBackend(IndexBackend):
+    """Searches a field's LanceDB dataset; keeps it current when ``context.writable``."""
+
+    name: ClassVar[str] = "lancedb"
+    MAX_REBUILDS = 3
+    """Rebuilds one handle attempts before it reports the dataset as unusable."""
+
+    def __init__(self, context: BackendContext) -> None:
+        super().__init__(context)
+        self.uri = dataset_uri(context, self.model_code)
+        self._dataset: LanceDataset | None = None
+        self._clean: tuple[str, int] | None = None
+        """(catalogue instance, generation) the dataset was last found complete for."""
+        self._seen: dict[int, tuple[int, str, str | None, bool]] = {}
+        """key -> (page id, filename, uuid, superseded) of recent candidates."""
+        self._pending: tuple[int, int] = (-1, 0)
+        self.last_push: PushReport | None = None
+
+    # ------------------------------------------------------------------ dataset
+
+    @property
+    def dataset(self) -> LanceDataset:
+        if self._dataset is None:
+            self._dataset = shared_dataset(self.uri, self._dim(), self.context.storage_options)
+        return self._dataset
+
+    def _dim(self) -> int | None:
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        if embedder.dim is None and self.context.writes():
+            stored = get_meta(self.context.catalogue().conn, "dim")
+            if stored:
+                return int(stored)
+            embedder.embed(["dimension probe"])  # sets dim (an endpoint's model may vary)
+        return embedder.dim
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Processes of one machine write a local dataset one at a time (a bucket's dataset
+        has one writer anyway: the lease holder)."""
+        dataset = self.dataset
+        with dataset.writing:  # one sync at a time in this process, over the whole diff
+            if not dataset.local:
+                yield
+                return
+            from ..fsutil import field_lock
+
+            folder = Path(self.uri)
+            folder.mkdir(parents=True, exist_ok=True)
+            with field_lock(folder):
+                yield
+
+    def refresh(self, *, embed_budget: float | None = 0.0) -> None:
+        if not self.context.writes():
+            return  # readers see new versions by themselves (lance_table.READ_CONSISTENCY_S)
+        catalogue = self.context.catalogue()
+        stamp = (get_meta(catalogue.conn, "instance") or "", catalogue.generation())
+        if stamp == self._clean:
+            return
+        self.sync(embed_budget=embed_budget)
+
+    def sync(self, *, embed_budget: float | None = None, maintain: bool = True,
+             progress: Any = None) -> PushReport:
+        """Write what the dataset lacks, then fold new rows into its indexes when due."""
+        catalogue = self.context.catalogue()
+        stamp = (get_meta(catalogue.conn, "instance") or "", catalogue.generation())
+        with self._writing():
+            try:
+                report = push(catalogue, self.dataset, self.embedder,
+                              embed_budget=embed_budget, progress=progress)
+                if maintain:
+                    report.maintenance = self.dataset.maintain(force=embed_budget is None
+                                                               and report.changed > 0)
+            except _QUERY_ERRORS as exc:
+                self._rebuild(exc)
+                report = push(catalogue, self.dataset, self.embedder,
+                              embed_budget=embed_budget, progress=progress)
+                report.maintenance = self.dataset.maintain()
+        after = (get_meta(catalogue.conn, "instance") or "", catalogue.generation())
+        self._clean = after if report.incomplete == 0 and after[0] == stamp[0] else None
+        self.last_push = report
+        return report
+
+    def _rebuild(self, exc: BaseException) -> None:
+        dataset = self.dataset
+        if dataset.rebuilt >= self.MAX_REBUILDS:
+            raise IndexCorruptError(
+                f"the LanceDB index at {self.uri} cannot be rebuilt: {exc}",
+                "check the disk or bucket it lives on, then run `deepfield reindex`") from None
+        dataset.drop()
+        self._clean = None
+
+    def clear(self) -> None:
+        with self._writing():
+            self.dataset.drop()
+        self._clean = None
+
+    def close(self) -> None:
+        self._seen.clear()
+
+    def stats(self) -> dict[str, Any]:
+        table = self.dataset.table(CHUNKS)
+        rows = table.count_rows() if table is not None else 0
+        return {"backend": self.name, "dataset": self.uri, "chunks": rows}
+
+    # ------------------------------------------------------------------ search
+
+    def candidates(self, query: str, query_vector: Vectors | None, limit: int, mode: str, *,
+                   parallel: bool = True) -> Candidates:
+        try:
+            return self._candidates(query, query_vector, limit, mode, parallel)
+        except _QUERY_ERRORS as exc:
+            if not self.context.writes():
+                raise IndexCorruptError(
+                    f"the LanceDB index of field {self.context.field_name} cannot be read "
+                    f"({str(exc).splitlines()[0][:200]})",
+                    "the replica that holds the indexer lease rebuilds it; retry shortly",
+                ) from None
+            self.dataset.forget()
+            if isinstance(exc, DatasetDamagedError) or self.dataset.table(CHUNKS) is None \
+                    or _unreadable(exc):
+                self._rebuild(exc)
+            self.sync(embed_budget=0.0)
+            return self._candidates(query, query_vector, limit, mode, parallel)
+
+    def _candidates(self, query: str, query_vector: Vectors | None, limit: int, mode: str,
+                    parallel: bool) -> Candidates:
+        import numpy as np
+
+        table = self.dataset.table(CHUNKS)
+        if table is None:
+            if self.context.writes() and self.context.catalogue().docs():
+                raise DatasetDamagedError(f"{self.uri}: no chunks table")
+            return [], []
+        want_keywords = mode != "vector" or query_vector is None
+        want_vectors = query_vector is not None and mode != "bm25"
+        hybrid = want_keywords and want_vectors
+        future = None
+        if want_keywords and want_vectors and parallel:
+            future = _pool().submit(self._keyword_rows, table, query, limit, hybrid)
+        keyword_rows = None
+        if want_keywords and future is None:
+            keyword_rows = self._keyword_rows(table, query, limit, hybrid)
+        dense: Hits = []
+        if want_vectors:
+            assert query_vector is not None
+            near = table.search(np.asarray(query_vector, dtype=np.float32),
+                                vector_column_name="vector").distance_type("dot") \
+                .select([*_INFO_COLUMNS, "embedded", "vector", "_distance"]).limit(limit) \
+                .to_arrow()
+            dense = self._scored(near, query_vector, only_embedded=True)
+        if future is not None:
+            keyword_rows = future.result()
+        keyword: Hits = []
+        if keyword_rows is not None:
+            self._remember(keyword_rows)
+            keyword = list(zip(keyword_rows["key"].to_pylist(),
+                               (float(s) for s in keyword_rows["_score"].to_pylist()),
+                               strict=True))
+            if hybrid:
+                assert query_vector is not None
+                listed = {key for key, _ in dense}
+                extra = self._scored(keyword_rows, query_vector, only_embedded=True)
+                dense += [(key, score) for key, score in extra if key not in listed]
+        return keyword, dense
+
+    def _keyword_rows(self, table: Any, query: str, limit: int, with_vectors: bool) -> Any:
+        from lancedb.query import MatchQuery
+
+        terms = [*query_terms(query), *cjk_query_terms(query)]
+        if not terms:
+            return None
+        columns = [*_INFO_COLUMNS, "_score"]
+        if with_vectors:
+            columns += ["embedded", "vector"]
+        return table.search(MatchQuery(" ".join(terms), "text"), query_type="fts") \
+            .select(columns).limit(limit).to_arrow()
+
+    def _scored(self, rows: Any, query_vector: Vectors, *, only_embedded: bool) -> Hits:
+        """(key, exact cosine) of ``rows``, best first (rows without a vector left out)."""
+        import numpy as np
+
+        if rows.num_rows == 0:
+            return []
+        self._remember(rows)
+        keep = np.asarray(rows["embedded"].to_pylist(), dtype=bool) if only_embedded else \
+            np.ones(rows.num_rows, dtype=bool)
+        flat = rows["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        matrix = np.asarray(flat, dtype=np.float32).reshape(rows.num_rows, -1)
+        scores = matrix @ np.asarray(query_vector, dtype=np.float32)
+        keys = rows["key"].to_pylist()
+        found = [(int(keys[i]), float(scores[i])) for i in np.flatnonzero(keep)]
+        found.sort(key=lambda pair: -pair[1])
+        return found
+
+    def _remember(self, rows: Any) -> None:
+        if len(self._seen) > 50_000:
+            self._seen.clear()
+        for key, doc, filename, uuid, stale in zip(
+                *(rows[name].to_pylist() for name in _INFO_COLUMNS), strict=True):
+            self._seen[int(key)] = (int(doc), filename, uuid, bool(stale))
+
+    # ------------------------------------------------------------------ hits
+
+    def chunk_docs(self, ids: Iterable[int]) -> dict[int, int]:
+        wanted = list(dict.fromkeys(ids))
+        missing = [key for key in wanted if key not in self._seen]
+        if missing:
+            self.chunks(missing)
+        return {key: self._seen[key][0] for key in wanted if key in self._seen}
+
+    def page_facts(self, ids: Iterable[int]) -> PageFacts:
+        wanted = list(dict.fromkeys(ids))
+        if any(key not in self._seen for key in wanted):
+            self.chunks([key for key in wanted if key not in self._seen])
+        return {key: self._seen[key][1:] for key in wanted if key in self._seen}
+
+    def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
+        import json
+
+        from . import ChunkRow, DocRow
+
+        wanted = [int(key) for key in dict.fromkeys(ids)]
+        table = self.dataset.table(CHUNKS) if wanted else None
+        if table is None:
+            return {}
+        found: dict[int, ChunkRow] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start:start + 500]
+            rows = table.search().where(f"key IN ({', '.join(map(str, part))})") \
+                .select([*_ROW_COLUMNS, "superseded"]).limit(len(part)).to_arrow().to_pylist()
+            for row in rows:
+                frontmatter = json.loads(row["frontmatter"])
+                doc = DocRow(row["doc"], row["filename"], row["uuid"], row["title"],
+                             row["summary"], frontmatter, row["last_modified"], row["size"], [])
+                found[row["key"]] = ChunkRow(row["key"], doc, row["ord"], row["kind"],
+                                             row["heading"], row["line_start"],
+                                             row["line_end"], row["body"])
+                self._seen[row["key"]] = (row["doc"], row["filename"], row["uuid"],
+                                          bool(row["superseded"]))
+        return found
+
+    def pending_chunk_vectors(self) -> int:
+        """Chunks written before their vector (counted once per table version)."""
+        if self.embedder is None:
+            return 0
+        table = self.dataset.table(CHUNKS)
+        if table is None:
+            return 0
+        with contextlib.suppress(*_QUERY_ERRORS):
+            version = table.version
+            if version != self._pending[0]:
+                self._pending = (version, table.count_rows("NOT embedded"))
+        return self._pending[1]
+
+    def filenames(self, names: list[str]) -> set[str]:
+        """Which of ``names`` the dataset holds (tests, tools)."""
+        table = self.dataset.table(CHUNKS)
+        if table is None or not names:
+            return set()
+        rows = table.search().where(f"filename IN ({quoted(names)})").select(["filename"]) \
+            .limit(None).to_arrow()
+        return set(rows["filename"].to_pylist())
+
+
+def _unreadable(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(word in text for word in ("not found", "no such file", "corrupt", "invalid",
+                                         "unexpected eof", "failed to read", "io"))
