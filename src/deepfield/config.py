@@ -42,6 +42,9 @@ class ServerConfig:
     backfill: bool = True
     """Compute the vectors and latent terms pages lack while the server is idle
     (server/backfill.py); false leaves them to `deepfield index`, e.g. for a paid endpoint."""
+    lease_ttl_s: float = 15.0
+    """A store in a bucket: seconds after which a silent indexer's lease may be taken over
+    by another replica (deepfield.bucket.lease)."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,10 @@ def _server_config(path: Path, data: dict[str, Any]) -> ServerConfig:
     for key, value in (("private", private), ("backfill", backfill)):
         if not isinstance(value, bool):
             raise ConfigError(f"{path}: server.{key} must be true or false")
-    return ServerConfig(dict(users), private, backfill)
+    ttl = section.get("lease_ttl_s", 15.0)
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 1 <= ttl <= 3600:
+        raise ConfigError(f"{path}: server.lease_ttl_s must be a number of seconds, 1-3600")
+    return ServerConfig(dict(users), private, backfill, float(ttl))
 
 
 def _toml_value(value: Any) -> str:

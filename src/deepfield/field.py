@@ -23,6 +23,7 @@ from .errors import (
     InvalidNameError,
     InvalidPageError,
     PageNotFoundError,
+    WriteConflictError,
 )
 from .freshness import Freshness
 from .fsutil import atomic_write, field_lock, read_no_follow, remove_stale_temp_files
@@ -262,9 +263,12 @@ class Field:
         path = self.path / INTRO_FILE
         return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
 
-    def write_intro(self, data: bytes) -> bool:
-        """Replace ``index.md`` with ``data`` as given; whether there was one before."""
+    def write_intro(self, data: bytes, *, expected: bytes | None = None) -> bool:
+        """Replace ``index.md`` with ``data`` as given (if it still holds ``expected``, when
+        given); whether there was one before."""
         path = self.path / INTRO_FILE
+        if expected is not None:
+            check_expected(path, expected)
         existed = path.is_file()
         atomic_write(path, data)
         return existed
@@ -359,14 +363,16 @@ class Field:
 
     def write(
         self, content: str | bytes | Page, *, name: str | None = None, review: bool | None = None,
-        split: bool = True,
+        split: bool = True, expected: bytes | None = None,
     ) -> WriteResult:
         """Store a page; see the module docstring for what is filled in and checked. Pages over
         8 KB are split into linked parts unless ``split`` is False.
 
         A ``supersedes`` key links the old page (cycles are refused); a new page that looks
         like a duplicate or contradiction of another is queued for review unless ``review``
-        (default: ``review_on_write``) is False.
+        (default: ``review_on_write``) is False. ``expected`` (with ``name``) makes the write
+        conditional: the page must still hold exactly these bytes, else WriteConflictError
+        (HTTP's If-Match).
         """
         if not isinstance(content, str | bytes | Page):
             raise InvalidPageError(f"a page is text, bytes or a Page, not "
@@ -383,6 +389,8 @@ class Field:
             )
         stem = check_name(name) if name else None
         with field_lock(self.path):
+            if expected is not None and stem is not None:
+                check_expected(self.path / f"{stem}.md", expected)
             plan = before_write(
                 self, page, stem, self.review_on_write if review is None else review)
             result = PageWriter(self.path, self.name, self.index_handle(),
@@ -482,6 +490,17 @@ class Field:
         return search_fields([self], query, k=k, mode=mode, unit=unit,
                              include_superseded=include_superseded, activation=activation,
                              where=where)
+
+
+def check_expected(path: Path, expected: bytes) -> None:
+    """WriteConflictError unless ``path`` holds ``expected`` (a conditional write)."""
+    try:
+        current: bytes | None = path.read_bytes()
+    except FileNotFoundError:
+        current = None
+    if current != expected:
+        raise WriteConflictError(f"{path.name} is no longer the version the write expected",
+                                 current=current)
 
 
 def _cache_dir_for(path: Path) -> Path:

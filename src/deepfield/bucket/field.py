@@ -27,10 +27,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidPageError, PageNotFoundError, WriteConflictError
-from ..field import Field
+from ..errors import (
+    InvalidPageError,
+    PageNotFoundError,
+    RemoteUnavailableError,
+    WriteConflictError,
+)
+from ..field import Field, check_expected
 from ..fsutil import atomic_write
-from ..index.backend import BackendContext
+from ..index.backend import BackendContext, SqliteBackend
 from ..page import INTRO_FILE, LISTING_FILE, Page, check_name, is_debris
 from ..scan import SourceFile
 from ..writer import ARCHIVE_DIR, WriteResult, refuse_special
@@ -176,13 +181,35 @@ class BucketField(Field):
     # ------------------------------------------------------------------ reading
 
     def ensure_synced(self, *, embed: bool = True) -> SyncReport:
+        """Refresh from the bucket when due, then sync as any field. A bucket that cannot be
+        reached does not stop reads: they answer from this copy, with a warning."""
+        problem = None
         if time.monotonic() - self.state.refreshed >= REFRESH_S:
-            self.refresh_from_bucket()
-        return super().ensure_synced(embed=embed)
+            try:
+                self.refresh_from_bucket()
+            except RemoteUnavailableError as exc:
+                problem = f"{exc.message}; answering from this process's copy of the pages"
+        report = super().ensure_synced(embed=embed)
+        if problem is not None:
+            report.warnings.append(problem)
+        return report
 
     def index(self, **options: Any) -> SyncReport:
         self.refresh_from_bucket()
         return super().index(**options)
+
+    def embed(self, *, budget: float | None = None, pages: bool = True,
+              progress: Any = None) -> tuple[int, int]:
+        """Vectors for the working copy's own index, which only a field on the SQLite backend
+        searches; a ``lancedb`` field's vectors are computed once, by the indexer."""
+        if self.index_backend != SqliteBackend.name:
+            return 0, 0
+        return super().embed(budget=budget, pages=pages, progress=progress)
+
+    def _refresh_backend(self, embed_budget: float | None) -> None:
+        """A shared LanceDB dataset is written by the poller of the replica holding the
+        lease (bucket/poller.py), in one commit for every page written meanwhile, not by
+        each request."""
 
     def backend_context(self) -> BackendContext:
         """The field's LanceDB dataset lives in the bucket, beside its pages; the process
@@ -197,16 +224,25 @@ class BucketField(Field):
     # ------------------------------------------------------------------ writing
 
     def write(self, content: str | bytes | Page, *, name: str | None = None,
-              review: bool | None = None, split: bool = True) -> WriteResult:
+              review: bool | None = None, split: bool = True,
+              expected: bytes | None = None) -> WriteResult:
         if isinstance(content, Page):
             content = content.copy()
         for attempt in range(3):
             with self.state.lock:
-                self.refresh_from_bucket()
+                # The page written (when named) as the bucket has it now; a new name is
+                # checked by the bucket itself (If-None-Match), and a refresh follows a race.
+                if attempt:
+                    self.refresh_from_bucket()
+                elif name is not None:
+                    self.refresh_pages([f"{name.removesuffix('.md')}.md"])
                 known = {n: self.state.etag(n) for n in self.state.files}
                 before = self._local_names()
                 source = content.copy() if isinstance(content, Page) else content
-                result = super().write(source, name=name, review=review, split=split)
+                # ``expected`` is checked against the copy just refreshed, and the bucket
+                # then takes the write only over that same version (If-Match).
+                result = super().write(source, name=name, review=review, split=split,
+                                       expected=expected)
                 try:
                     self._publish(result, known, before)
                     return result
@@ -245,9 +281,11 @@ class BucketField(Field):
             self.bucket.put(key, data, create=True)
         self._record(name, new)
 
-    def write_intro(self, data: bytes) -> bool:
+    def write_intro(self, data: bytes, *, expected: bytes | None = None) -> bool:
         with self.state.lock:
             self.refresh_pages([INTRO_FILE])
+            if expected is not None:
+                check_expected(self.path / INTRO_FILE, expected)
             etag = self.state.etag(INTRO_FILE)
             existed = (self.path / INTRO_FILE).is_file()
             atomic_write(self.path / INTRO_FILE, data)

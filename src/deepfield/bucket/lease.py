@@ -25,6 +25,8 @@ from .objects import Bucket, ObjectConflictError
 LEASE_OBJECT = ".deepfield/indexer-lease.json"
 LEASE_TTL_S = 15.0
 """A holder that has not renewed for this long is presumed dead."""
+CLOCK_RESOLUTION_S = 1.0
+"""Last-Modified and Date come in whole seconds: an age is only known to within one."""
 
 
 @dataclass
@@ -81,7 +83,7 @@ class Lease:
         try:
             if current.holder is None:
                 self._write(None)
-            elif current.mine or current.age_s > self.ttl_s:
+            elif current.mine or current.age_s > self.ttl_s + CLOCK_RESOLUTION_S:
                 self._write(current.etag)
             else:
                 return False

@@ -24,6 +24,8 @@ POLL_S = 1.0
 """Seconds between rounds (a write is searchable on every replica within a few rounds)."""
 FIELDS_EVERY_S = 10.0
 """How often the list of fields is read again."""
+CHECK_EVERY_S = 30.0
+"""How often the indexer reads its datasets through, to rebuild one damaged meanwhile."""
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +39,19 @@ class BucketPoller:
         self._handles: dict[str, BucketField] = {}
         self._names: list[str] = []
         self._names_at = 0.0
+        self._checked: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.rounds = 0
         self.failures: dict[str, str] = {}
         """The last error of each field, logged once until the field works again."""
 
-    def start(self) -> BucketPoller:
+    def start(self, *, ready: bool = True) -> BucketPoller:
+        """Start the thread; ``ready``: after one round in this thread, so a server answers
+        its first request with a current copy (and LanceDB loaded)."""
+        if ready and self._thread is None:
+            self.round()
+            self._warm()
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="deepfield-bucket",
                                             daemon=True)
@@ -76,6 +84,14 @@ class BucketPoller:
                 self._failed(name, exc)
         self.rounds += 1
 
+    def _warm(self) -> None:
+        """Open each shared dataset once (importing LanceDB takes seconds): not on the first
+        search of a replica that does not index."""
+        for handle in self._handles.values():
+            if handle.index_backend != SqliteBackend.name:
+                with contextlib.suppress(Exception):
+                    handle.search_backend().pending_chunk_vectors()
+
     def _field_round(self, name: str, indexer: bool) -> None:
         handle = self._handles.get(name)
         if handle is None:
@@ -83,7 +99,11 @@ class BucketPoller:
         handle.refresh_from_bucket()
         if indexer and handle.index_backend != SqliteBackend.name:
             handle.ensure_synced(embed=False)
-            handle.search_backend().refresh(embed_budget=None)
+            backend = handle.search_backend()
+            if time.monotonic() - self._checked.get(name, 0.0) >= CHECK_EVERY_S:
+                self._checked[name] = time.monotonic()
+                backend.check()  # deleted or damaged by hand meanwhile: rebuilt now
+            backend.refresh(embed_budget=None)
 
     def _failed(self, name: str, exc: Exception) -> None:
         text = f"{type(exc).__name__}: {exc}"

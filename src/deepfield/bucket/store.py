@@ -85,7 +85,7 @@ class BucketStore(Store):
         self._lock_file = lock
         self._states: dict[str, MirrorState] = {}
         self._guard = threading.Lock()
-        self.lease = Lease(bucket)
+        self.lease = Lease(bucket, ttl_s=config.server.lease_ttl_s)
         self.index_writer = True
         """Whether this process may take the indexer lease (False: a read-only replica)."""
 
@@ -159,6 +159,22 @@ class BucketStore(Store):
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
+
+
+def init_bucket_store(url: str, embedding: EmbeddingConfig) -> tuple[BucketStore, bool]:
+    """Start a store at ``url`` with ``embedding`` written into its deepfield.toml (an
+    existing store is opened as it is); (the store, whether it was created)."""
+    bucket = Bucket(url)
+    try:
+        created = False
+        if bucket.get(CONFIG_FILE) is None:
+            text = render_config(StoreConfig(embedding))
+            with contextlib.suppress(ObjectConflictError):  # another process just made it
+                bucket.put(CONFIG_FILE, text.encode(), create=True)
+                created = True
+    finally:
+        bucket.close()
+    return open_bucket_store(url), created
 
 
 def open_bucket_store(url: str, *, create: bool = False,

