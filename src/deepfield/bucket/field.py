@@ -201,15 +201,20 @@ class BucketField(Field):
     def embed(self, *, budget: float | None = None, pages: bool = True,
               progress: Any = None) -> tuple[int, int]:
         """Vectors for the working copy's own index, which only a field on the SQLite backend
-        searches; a ``lancedb`` field's vectors are computed once, by the indexer."""
+        searches; a ``lancedb`` field's vectors are computed once, by the indexer (this
+        process, if it holds the lease: the shared dataset is then brought up to date)."""
         if self.index_backend != SqliteBackend.name:
+            self._refresh_backend(budget)
             return 0, 0
         return super().embed(budget=budget, pages=pages, progress=progress)
 
     def _refresh_backend(self, embed_budget: float | None) -> None:
-        """A shared LanceDB dataset is written by the poller of the replica holding the
-        lease (bucket/poller.py), in one commit for every page written meanwhile, not by
-        each request."""
+        """On a server the shared LanceDB dataset is written by the poller of the replica
+        holding the lease (bucket/poller.py), in one commit for every page written meanwhile,
+        not by each request; elsewhere (the CLI, a script) by this process if no other one
+        holds the lease."""
+        if not self.store.background_indexing:
+            super()._refresh_backend(embed_budget)
 
     def backend_context(self) -> BackendContext:
         """The field's LanceDB dataset lives in the bucket, beside its pages; the process

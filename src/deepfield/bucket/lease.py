@@ -47,6 +47,7 @@ class Lease:
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._etag: str | None = None
         self._renewed = 0.0
+        self._refused = -1e9
 
     @property
     def held(self) -> bool:
@@ -70,9 +71,14 @@ class Lease:
                           max(0.0, got.server_time - got.modified))
 
     def acquire(self) -> bool:
-        """Take, renew or keep the lease if this process may; whether it holds it now."""
-        if self.held and time.monotonic() - self._renewed < self.ttl_s / 3:
+        """Take, renew or keep the lease if this process may; whether it holds it now. A
+        process that found it held asks the bucket again only after TTL/5 (searches may ask
+        often; a takeover then happens within TTL * 1.2 plus one poll)."""
+        now = time.monotonic()
+        if self.held and now - self._renewed < self.ttl_s / 3:
             return True
+        if self._etag is None and now - self._refused < self.ttl_s / 5:
+            return False
         try:
             if self._etag is not None:
                 self._write(self._etag)  # renew what we wrote last
@@ -86,9 +92,11 @@ class Lease:
             elif current.mine or current.age_s > self.ttl_s + CLOCK_RESOLUTION_S:
                 self._write(current.etag)
             else:
+                self._refused = now
                 return False
         except ObjectConflictError:
             self._etag = None
+            self._refused = now
             return False
         return True
 

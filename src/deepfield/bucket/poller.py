@@ -49,6 +49,7 @@ class BucketPoller:
     def start(self, *, ready: bool = True) -> BucketPoller:
         """Start the thread; ``ready``: after one round in this thread, so a server answers
         its first request with a current copy (and LanceDB loaded)."""
+        self.store.background_indexing = True
         if ready and self._thread is None:
             self.round()
             self._warm()
@@ -113,6 +114,7 @@ class BucketPoller:
 
     def close(self) -> None:
         self._stop.set()
+        self.store.background_indexing = False
         if self._thread is not None:
             self._thread.join(timeout=30)
         for handle in self._handles.values():

@@ -88,6 +88,8 @@ class BucketStore(Store):
         self.lease = Lease(bucket, ttl_s=config.server.lease_ttl_s)
         self.index_writer = True
         """Whether this process may take the indexer lease (False: a read-only replica)."""
+        self.background_indexing = False
+        """Set while a poller (bucket/poller.py) keeps the shared indexes current."""
 
     def __repr__(self) -> str:
         return f"BucketStore({self.url!r})"

@@ -37,6 +37,8 @@ KEY_MASK = (1 << 63) - 1
 ANN_MIN_ROWS = 20_000
 """Below this many chunk vectors LanceDB scans them all (exact, a few ms); above, an
 IVF_HNSW_SQ index answers (docs/SCALE.md measures its recall against exact search)."""
+SCALAR_MIN_ROWS = 5_000
+"""Tables this big get B-tree indexes on ``key`` and ``filename``."""
 ANN_PARTITION_ROWS = 4_096
 """Rows per IVF partition when the vector index is built (1M chunks: 244 partitions)."""
 OPTIMIZE_UNINDEXED = 5_000
@@ -234,6 +236,11 @@ class LanceDataset:
             started = time.monotonic()
             table.create_index("text", config=FTS(with_position=False), name="text_idx")
             done["fts_s"] = time.monotonic() - started
+        for column in ("key", "filename"):  # hits are read by key, pages replaced by name
+            if f"{column}_idx" not in names and rows >= SCALAR_MIN_ROWS:
+                started = time.monotonic()
+                table.create_scalar_index(column, index_type="BTREE", name=f"{column}_idx")
+                done["scalar_s"] = done.get("scalar_s", 0.0) + time.monotonic() - started
         if self.dim and "vector_idx" not in names and rows >= ANN_MIN_ROWS:
             started = time.monotonic()
             embedded = table.count_rows("embedded")
