@@ -336,6 +336,10 @@ def write_markdown(path: Path, section: str) -> None:
     path.write_text(text)
 
 
+def sizes(text: str) -> list[int]:
+    return [int(p) for p in text.split(",") if p.strip() and int(p) > 0]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--local-pages", default="10000,100000",
@@ -357,9 +361,9 @@ def main(argv: list[str] | None = None) -> None:
     corpus = Corpus()
     queries = corpus.queries(args.queries)
     runs = []
-    for pages in (int(p) for p in args.local_pages.split(",") if p.strip()):
+    for pages in sizes(args.local_pages):
         runs.append({"where": "local disk"} | bench_local(corpus, pages, queries, args))
-    for pages in (int(p) for p in args.hash_pages.split(",") if p.strip()):
+    for pages in sizes(args.hash_pages):
         runs.append({"where": "local disk"} | bench_local(corpus, pages, queries, args,
                                                          vectors="hash"))
     if args.s3_pages:

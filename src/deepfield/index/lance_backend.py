@@ -35,10 +35,14 @@ if TYPE_CHECKING:
 _INFO_COLUMNS = ["key", "doc", "filename", "uuid", "superseded"]
 _ROW_COLUMNS = ["key", "doc", "filename", "ord", "kind", "heading", "line_start", "line_end",
                 "body", "title", "uuid", "summary", "frontmatter", "last_modified", "size"]
-NPROBES = 20
-"""IVF partitions searched per vector query (of ~rows/4,096: 244 at 1M chunks)."""
-REFINE = 2
-"""Candidates re-ranked with their stored vectors, as a multiple of those asked for."""
+NPROBES = 16
+"""IVF partitions searched per vector query: all of them up to 4M chunks
+(lance_table.ANN_PARTITION_ROWS)."""
+EF = 200
+"""HNSW search beam: recall@10 0.99 against exact on bench/scale.py's vectors at 100k."""
+REFINE = 1
+"""Re-rank the candidates with their stored float32 vectors (the index holds 8-bit ones), so
+the cosines handed to fusion are exact."""
 _QUERY_ERRORS = (RuntimeError, OSError, ValueError, DatasetDamagedError)
 """What LanceDB raises when files of a dataset are missing or unreadable."""
 _DATASETS: dict[str, LanceDataset] = {}
@@ -74,6 +78,9 @@ class LanceBackend(IndexBackend):
         """(catalogue instance, generation) the dataset was last found complete for."""
         self._seen: dict[int, tuple[int, str, str | None, bool]] = {}
         """key -> (page id, filename, uuid, superseded) of recent candidates."""
+        self._row_ids: dict[int, int] = {}
+        """key -> LanceDB row id of recent candidates: hits are read by row id (~4x faster
+        than by key), checked against their key (compaction renumbers rows)."""
         self._pending: tuple[int, int] = (-1, 0)
         self.last_push: PushReport | None = None
 
@@ -220,7 +227,7 @@ class LanceBackend(IndexBackend):
         dense: Hits = []
         if want_vectors:
             assert query_vector is not None
-            near = self.vector_query(table, query_vector, limit) \
+            near = self.vector_query(table, query_vector, limit).with_row_id(True) \
                 .select([*_INFO_COLUMNS, "embedded", "_distance"]).to_arrow()
             self._remember(near)
             # Exact cosines: the vector index's candidates are re-ranked with the stored
@@ -244,13 +251,13 @@ class LanceBackend(IndexBackend):
         return keyword, dense
 
     def vector_query(self, table: Any, vector: Vectors, limit: int) -> Any:
-        """LanceDB's nearest-neighbour query for ``vector`` (dot product of unit vectors),
-        searching NPROBES partitions of the IVF index and re-ranking REFINE x ``limit``
-        candidates with the stored vectors (docs/SCALE.md measures the recall)."""
+        """LanceDB's nearest-neighbour query for ``vector`` (dot product of unit vectors):
+        every partition's HNSW graph with beam EF, candidates re-ranked with the stored
+        vectors (docs/SCALE.md measures the recall against exact search)."""
         import numpy as np
 
         return table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector") \
-            .distance_type("dot").nprobes(NPROBES).refine_factor(REFINE).limit(limit)
+            .distance_type("dot").nprobes(NPROBES).ef(EF).refine_factor(REFINE).limit(limit)
 
     def _keyword_rows(self, table: Any, query: str, limit: int, with_vectors: bool) -> Any:
         from lancedb.query import MatchQuery
@@ -262,7 +269,7 @@ class LanceBackend(IndexBackend):
         if with_vectors:
             columns += ["embedded", "vector"]
         return table.search(MatchQuery(" ".join(terms), "text"), query_type="fts") \
-            .select(columns).limit(limit).to_arrow()
+            .with_row_id(True).select(columns).limit(limit).to_arrow()
 
     def _scored(self, rows: Any, query_vector: Vectors, *, only_embedded: bool) -> Hits:
         """(key, exact cosine) of ``rows``, best first (rows without a vector left out)."""
@@ -284,9 +291,13 @@ class LanceBackend(IndexBackend):
     def _remember(self, rows: Any) -> None:
         if len(self._seen) > 50_000:
             self._seen.clear()
+            self._row_ids.clear()
         for key, doc, filename, uuid, stale in zip(
                 *(rows[name].to_pylist() for name in _INFO_COLUMNS), strict=True):
             self._seen[int(key)] = (int(doc), filename, uuid, bool(stale))
+        if "_rowid" in rows.column_names:
+            self._row_ids.update(zip(rows["key"].to_pylist(), rows["_rowid"].to_pylist(),
+                                     strict=True))
 
     # ------------------------------------------------------------------ hits
 
@@ -304,29 +315,39 @@ class LanceBackend(IndexBackend):
         return {key: self._seen[key][1:] for key in wanted if key in self._seen}
 
     def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
-        import json
-
-        from . import ChunkRow, DocRow
-
         wanted = [int(key) for key in dict.fromkeys(ids)]
         table = self.dataset.table(CHUNKS) if wanted else None
         if table is None:
             return {}
+        columns = [*_ROW_COLUMNS, "superseded"]
         found: dict[int, ChunkRow] = {}
-        for start in range(0, len(wanted), 500):
-            part = wanted[start:start + 500]
+        by_row = [(key, self._row_ids[key]) for key in wanted if key in self._row_ids]
+        if by_row:
+            with contextlib.suppress(*_QUERY_ERRORS):
+                rows = table.take_row_ids([row for _, row in by_row]).select(columns) \
+                    .to_arrow().to_pylist()
+                self._found(found, [r for r in rows if r["key"] in self._row_ids])
+        rest = [key for key in wanted if key not in found]
+        for start in range(0, len(rest), 500):
+            part = rest[start:start + 500]
             rows = table.search().where(f"key IN ({', '.join(map(str, part))})") \
-                .select([*_ROW_COLUMNS, "superseded"]).limit(len(part)).to_arrow().to_pylist()
-            for row in rows:
-                frontmatter = json.loads(row["frontmatter"])
-                doc = DocRow(row["doc"], row["filename"], row["uuid"], row["title"],
-                             row["summary"], frontmatter, row["last_modified"], row["size"], [])
-                found[row["key"]] = ChunkRow(row["key"], doc, row["ord"], row["kind"],
-                                             row["heading"], row["line_start"],
-                                             row["line_end"], row["body"])
-                self._seen[row["key"]] = (row["doc"], row["filename"], row["uuid"],
-                                          bool(row["superseded"]))
-        return found
+                .select(columns).limit(len(part)).to_arrow().to_pylist()
+            self._found(found, rows)
+        return {key: found[key] for key in wanted if key in found}
+
+    def _found(self, found: dict[int, ChunkRow], rows: list[dict[str, Any]]) -> None:
+        import json
+
+        from . import ChunkRow, DocRow
+
+        for row in rows:
+            doc = DocRow(row["doc"], row["filename"], row["uuid"], row["title"], row["summary"],
+                         json.loads(row["frontmatter"]), row["last_modified"], row["size"], [])
+            found[row["key"]] = ChunkRow(row["key"], doc, row["ord"], row["kind"],
+                                         row["heading"], row["line_start"], row["line_end"],
+                                         row["body"])
+            self._seen[row["key"]] = (row["doc"], row["filename"], row["uuid"],
+                                      bool(row["superseded"]))
 
     def pending_chunk_vectors(self) -> int:
         """Chunks written before their vector (counted once per table version)."""
