@@ -4,6 +4,7 @@ trace."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 import threading
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import botocore.exceptions
+import httpx
 import pytest
 
 import deepfield
@@ -283,3 +285,44 @@ def test_the_cli_and_json_on_a_bucket_store(s3: Any, tmp_path: Path) -> None:  #
     # the working copies live in the cache (XDG_CACHE_HOME), never beside the command
     assert (tmp_path / ".cache" / "deepfield" / "buckets").is_dir()
     assert not list(Path.cwd().glob("s3-*"))
+
+
+def test_http_on_a_bucket_store_answers_races_with_the_current_version(two: Any) -> None:
+    """PUT with a stale If-Match is 412 with the current ETag, also when the other writer
+    was another replica (the page is fetched again, not trusted from the copy); DELETE
+    archives in the bucket."""
+    from deepfield.server import create_app
+
+    from .test_server import Served
+
+    first, second, client, bucket = two
+    first.create_field("notes").add("Plan", "Version one.")
+    with Served(create_app(first)) as served, httpx.Client(base_url=served.url) as http:
+        got = http.get("/notes/plan.md")
+        stale = got.headers["etag"]
+        # Another replica updates the page in the bucket.
+        second.field("notes").write(got.content.replace(b"one", b"two"), name="plan")
+        reply = http.put("/notes/plan.md", content=got.content.replace(b"one", b"three"),
+                         headers={"If-Match": stale})
+        current = body(client, bucket, "team/notes/plan.md").encode()
+        assert reply.status_code == 412
+        assert reply.headers["etag"] == '"' + hashlib.sha256(current).hexdigest() + '"'
+        assert b"Version two." in current  # nothing was overwritten
+        fresh = http.get("/notes/plan.md")
+        assert fresh.content == current and fresh.headers["etag"] == reply.headers["etag"]
+        assert http.put("/notes/plan.md", content=current.replace(b"two", b"four"),
+                        headers={"If-Match": fresh.headers["etag"]}).status_code == 204
+        assert b"Version four." in body(client, bucket, "team/notes/plan.md").encode()
+        assert http.delete("/notes/plan.md").status_code == 204
+        assert keys(client, bucket, "team/notes/") == ["team/notes/",
+                                                       "team/notes/archive/plan.md"]
+
+
+def test_a_conditional_write_on_a_local_field(field: deepfield.Field) -> None:
+    field.add("Plan", "Version one.")
+    before = (field.path / "plan.md").read_bytes()
+    field.write(before.replace(b"one", b"two"), name="plan", expected=before)
+    with pytest.raises(WriteConflictError) as caught:
+        field.write(before.replace(b"one", b"three"), name="plan", expected=before)
+    assert caught.value.current == (field.path / "plan.md").read_bytes()
+    assert b"Version two." in caught.value.current

@@ -52,6 +52,7 @@ from .errors import (
     UnknownFieldError,
     UnknownTransportError,
     UnsafeArchiveError,
+    WriteConflictError,
 )
 from .field import Field, WriteResult, WrittenPage, open_field
 from .index import SyncReport
@@ -137,6 +138,7 @@ __all__ = [
     "UnknownFieldError",
     "UnknownTransportError",
     "UnsafeArchiveError",
+    "WriteConflictError",
     "WriteResult",
     "WrittenPage",
     "__version__",

@@ -23,18 +23,18 @@ from .errors import (
     InvalidNameError,
     InvalidPageError,
     PageNotFoundError,
-    WriteConflictError,
 )
+from .field_backends import FieldBackends
 from .freshness import Freshness
-from .fsutil import atomic_write, field_lock, read_no_follow, remove_stale_temp_files
-from .index import DocRow, FieldIndex, SyncReport
-from .index.backend import (
-    BackendContext,
-    IndexBackend,
-    SqliteBackend,
-    close_quietly,
-    create_index_backend,
+from .fsutil import (
+    atomic_write,
+    check_expected,
+    field_lock,
+    read_no_follow,
+    remove_stale_temp_files,
 )
+from .index import DocRow, FieldIndex, SyncReport
+from .index.backend import IndexBackend
 from .index.db import KEYWORD_ONLY_CODE, index_filename
 from .index.vectors import embed_pending
 from .listing import refresh_listing
@@ -73,7 +73,7 @@ AUTO_EMBED_SECONDS = 3.0
 """Time a search may spend embedding new chunks before answering (the rest stays pending)."""
 
 
-class Field:
+class Field(FieldBackends):
     """One field on disk. Obtain it from :meth:`deepfield.Store.field` or :func:`open_field`."""
 
     def __init__(
@@ -91,8 +91,6 @@ class Field:
         self._index_dir = Path(index_dir) if index_dir is not None else None
         self._index: FieldIndex | None = None
         self.index_backend = index_backend
-        """The index backend that answers searches (deepfield.index.backend; the SQLite
-        index is always kept too: it is the catalogue of pages)."""
         self._backends: dict[bool, IndexBackend] = {}
         self._fresh = Freshness()
         self._batch_depth = 0
@@ -115,38 +113,14 @@ class Field:
             self._index = FieldIndex(self.path, self.embedder, index_dir)
         return self._index
 
-    def search_backend(self, *, catalogue: bool = False) -> IndexBackend:
-        """What answers this field's searches: its ``index_backend``, or (``catalogue``) the
-        SQLite index whatever that is."""
-        sqlite = catalogue or self.index_backend == SqliteBackend.name
-        backend = self._backends.get(sqlite)
-        if backend is None:
-            context = self.backend_context()
-            backend = SqliteBackend(context) if sqlite else \
-                create_index_backend(self.index_backend, context)
-            self._backends[sqlite] = backend
-        return backend
-
-    def backend_context(self) -> BackendContext:
-        """Where this field's index backend keeps its derived data: beside the SQLite index."""
-        return BackendContext(self.name, self.index_handle, self.embedder,
-                              os.fspath(self._index_folder() / ".deepfield"))
-
     def _index_folder(self) -> Path:
         folder = self._index_dir
         if folder is None and not os.access(self.path, os.W_OK):
             folder = _cache_dir_for(self.path)
         return folder or self.path
 
-    def _refresh_backend(self, embed_budget: float | None) -> None:
-        """Bring a derived backend (not the SQLite index itself) in step with the index."""
-        if self.index_backend != SqliteBackend.name:
-            self.search_backend().refresh(embed_budget=embed_budget)
-
     def close(self) -> None:
-        for backend in self._backends.values():
-            close_quietly(backend)
-        self._backends.clear()
+        self.close_backends()
         if self._index is not None:
             self._index.close()
             self._index = None
@@ -206,8 +180,7 @@ class Field:
             self._delete_index_file()
             index = self.index_handle()
         index.clear()
-        if self.index_backend != SqliteBackend.name:
-            self.search_backend().clear()
+        self._clear_backend()
 
     def _delete_index_file(self) -> None:
         code = self.embedder.model_code if self.embedder else KEYWORD_ONLY_CODE
@@ -490,17 +463,6 @@ class Field:
         return search_fields([self], query, k=k, mode=mode, unit=unit,
                              include_superseded=include_superseded, activation=activation,
                              where=where)
-
-
-def check_expected(path: Path, expected: bytes) -> None:
-    """WriteConflictError unless ``path`` holds ``expected`` (a conditional write)."""
-    try:
-        current: bytes | None = path.read_bytes()
-    except FileNotFoundError:
-        current = None
-    if current != expected:
-        raise WriteConflictError(f"{path.name} is no longer the version the write expected",
-                                 current=current)
 
 
 def _cache_dir_for(path: Path) -> Path:

@@ -173,3 +173,17 @@ def remove_stale_temp_files(directory: Path) -> int:
                 path.unlink()
                 removed += 1
     return removed
+
+
+def check_expected(path: Path, expected: bytes) -> None:
+    """WriteConflictError unless ``path`` holds exactly ``expected`` (a conditional write,
+    HTTP's If-Match: the caller checks under the lock that serialises the field's writers)."""
+    from .errors import WriteConflictError
+
+    try:
+        current: bytes | None = path.read_bytes()
+    except FileNotFoundError:
+        current = None
+    if current != expected:
+        raise WriteConflictError(f"{path.name} is no longer the version the write expected",
+                                 current=current)

@@ -33,8 +33,8 @@ from ..errors import (
     RemoteUnavailableError,
     WriteConflictError,
 )
-from ..field import Field, check_expected
-from ..fsutil import atomic_write
+from ..field import Field
+from ..fsutil import atomic_write, check_expected
 from ..index.backend import BackendContext, SqliteBackend
 from ..page import INTRO_FILE, LISTING_FILE, Page, check_name, is_debris
 from ..scan import SourceFile
