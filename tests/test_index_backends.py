@@ -190,3 +190,17 @@ def test_pack_still_writes_the_spec_pages_table(pair: Any, tmp_path: Path) -> No
     conn = sqlite3.connect(tmp_path / "x.sqlite3")
     rows = conn.execute("SELECT filename, length(embedding) FROM pages").fetchall()
     assert len(rows) == len(PAGES) + 1 and all(size == 64 * 4 for _, size in rows)
+
+
+def test_keyword_search_does_not_wait_for_vectors(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "p", "lancedb")
+    field = store.field("notes")
+    field.index(embed=False)  # the text is in the dataset, the vectors not yet
+    backend = field.search_backend()
+    assert backend.pending_chunk_vectors() > 0
+    assert field.search("valve stuck", mode="bm25").results[0].filename == "meeting.md"
+    field.embed()
+    assert backend.pending_chunk_vectors() == 0
+    response = field.search("valve stuck", mode="vector")
+    assert response.results[0].filename == "meeting.md" and not response.warnings
+    store.close()

@@ -26,7 +26,7 @@ from .cjk import cjk_query_terms
 from .db import get_meta
 from .keyword import query_terms
 from .lance_sync import PushReport, push
-from .lance_table import CHUNKS, DatasetDamagedError, LanceDataset, quoted
+from .lance_table import CHUNKS, PAGES, DatasetDamagedError, LanceDataset, quoted
 
 if TYPE_CHECKING:
     from ..embed.base import Vectors
@@ -212,7 +212,8 @@ class LanceBackend(IndexBackend):
 
         table = self.dataset.table(CHUNKS)
         if table is None:
-            if self.context.writes() and self.context.catalogue().docs():
+            if self.context.writes() and self.context.catalogue().conn.execute(
+                    "SELECT 1 FROM df_docs LIMIT 1").fetchone():
                 raise DatasetDamagedError(f"{self.uri}: no chunks table")
             return [], []
         want_keywords = mode != "vector" or query_vector is None
@@ -350,16 +351,19 @@ class LanceBackend(IndexBackend):
                                       bool(row["superseded"]))
 
     def pending_chunk_vectors(self) -> int:
-        """Chunks written before their vector (counted once per table version)."""
+        """Chunks of pages written before all their vectors were computed (an upper bound:
+        counted from the small ``pages`` table, once per version of it)."""
         if self.embedder is None:
             return 0
-        table = self.dataset.table(CHUNKS)
+        table = self.dataset.table(PAGES)
         if table is None:
             return 0
         with contextlib.suppress(*_QUERY_ERRORS):
             version = table.version
             if version != self._pending[0]:
-                self._pending = (version, table.count_rows("NOT embedded"))
+                rows = table.search().where("NOT complete").select(["chunks"]).limit(None) \
+                    .to_arrow()
+                self._pending = (version, int(sum(rows["chunks"].to_pylist())))
         return self._pending[1]
 
     def filenames(self, names: list[str]) -> set[str]:
