@@ -242,11 +242,14 @@ def test_an_unreachable_bucket_is_one_line_and_leaves_no_trace(
     notes.bucket = dead_bucket
     with pytest.raises(RemoteUnavailableError):
         notes.write("---\ntitle: Plan\n---\nVersion two.\n", name="plan")
+    with pytest.raises(RemoteUnavailableError):  # a new page fails at its upload: undone
+        notes.add("Fresh", "A page the bucket never took.")
     assert {p.name: p.read_bytes() for p in notes.path.glob("*.md")} == copy
     notes.state.refreshed = 0.0
     response = notes.search("version", mode="bm25")  # reads go on from the working copy
     assert response.results[0].snippet == "Version one."
     assert any("cannot reach the bucket" in w for w in response.warnings)
+    assert not notes.search("never took", mode="bm25").results
     dead_bucket.close()
     monkeypatch.setenv("AWS_ENDPOINT_URL", live)
     with pytest.raises(StoreNotFoundError, match="no store at s3://"):

@@ -276,6 +276,20 @@ class BucketField(Field):
             self.refresh_pages(undo | {exc.key.removeprefix(self.prefix)})
             self._resync(undo)
             raise _conflict(exc, self.prefix) from None
+        except Exception:
+            # The bucket failed otherwise (unreachable): the copy must not show what the
+            # bucket never took. New pages go; replaced ones are fetched again next refresh.
+            for page in result.pages:
+                if page.filename in done:
+                    continue
+                if known.get(page.filename) is None:
+                    self._drop(page.filename)
+                elif page.filename in self.state.files:
+                    etag, _, _ = self.state.files[page.filename]
+                    self.state.files[page.filename] = (etag, -1, -1)
+            self.state.refreshed = 0.0
+            self._resync({p.filename for p in result.pages if p.filename not in done})
+            raise
         finally:
             self.state.save()
 
