@@ -329,3 +329,14 @@ def test_a_conditional_write_on_a_local_field(field: deepfield.Field) -> None:
         field.write(before.replace(b"one", b"three"), name="plan", expected=before)
     assert caught.value.current == (field.path / "plan.md").read_bytes()
     assert b"Version two." in caught.value.current
+
+
+def test_the_lease_ttl_is_configured_per_store(tmp_path: Path) -> None:
+    from deepfield.config import load_config
+    from deepfield.errors import ConfigError
+
+    (tmp_path / "deepfield.toml").write_text("[server]\nlease_ttl_s = 30\n")
+    assert load_config(tmp_path).server.lease_ttl_s == 30.0
+    (tmp_path / "deepfield.toml").write_text("[server]\nlease_ttl_s = 0\n")
+    with pytest.raises(ConfigError, match="lease_ttl_s must be a number of seconds"):
+        load_config(tmp_path)

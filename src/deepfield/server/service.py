@@ -90,9 +90,13 @@ class Service:
         """Compute what the fields' indexes lack while the server is idle (backfill.py), unless
         the store's ``[server] backfill = false``; a store in a bucket also starts following
         the bucket (bucket/poller.py)."""
-        if self.embedder is not None and self.store.config.server.backfill:
+        bucket = getattr(self.store, "bucket", None) is not None
+        # A bucket store's lancedb fields get their vectors once, from the indexer: each
+        # replica embedding its own copy would only spend its CPU.
+        shared = bucket and self.store.config.index.backend != "sqlite"
+        if self.embedder is not None and self.store.config.server.backfill and not shared:
             self._backfill.start()
-        if self._poller is None and getattr(self.store, "bucket", None) is not None:
+        if self._poller is None and bucket:
             from ..bucket.poller import BucketPoller
             from ..bucket.store import BucketStore
 
