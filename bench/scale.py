@@ -64,6 +64,8 @@ from deepfield.search import search_fields  # noqa: E402
 MODES = ("bm25", "vector", "hybrid")
 MARK_START = "<!-- scale:start -->"
 MARK_END = "<!-- scale:end -->"
+SWEEP_START = "<!-- ann-sweep:start -->"
+SWEEP_END = "<!-- ann-sweep:end -->"
 
 
 def corpus_store(corpus: Corpus, pages: int, cache: Path) -> Path:
@@ -292,6 +294,75 @@ def bench_bucket(corpus: Corpus, pages: int, queries: list[Query],
         server.stop()
 
 
+def ann_sweep(corpus: Corpus, pages: int, queries: list[Query],
+              args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Vector index kinds and settings on one dataset: build time, recall@10 against exact,
+    latency of a 10-nearest query. Rebuilds the index of the cached dataset (the last one
+    built is the shipped kind again)."""
+    from lancedb.index import FTS, HnswSq, IvfFlat, IvfPq, IvfSq  # noqa: F401
+
+    from deepfield.index import lance_backend, lance_table
+
+    log(f"ANN sweep at {pages:,} pages (topic vectors)")
+    store_dir = corpus_store(corpus, pages, args.cache)
+    topic_catalogue(corpus, store_dir)
+    embedder = query_embedder(corpus, queries, "topic")
+    field = lance_field(store_dir, embedder)
+    build_lance(field, rebuild=False)
+    backend = field.search_backend()
+    assert isinstance(backend, LanceBackend)
+    table = backend.dataset.table(CHUNKS)
+    rows = table.count_rows()
+    configs: list[tuple[str, Any, list[dict[str, int]]]] = [
+        ("IVF_FLAT", IvfFlat(distance_type="dot", num_partitions=16),
+         [{"nprobes": 4}, {"nprobes": 8}, {"nprobes": 16}]),
+        ("IVF_SQ", IvfSq(distance_type="dot", num_partitions=16),
+         [{"nprobes": 8, "refine": 1}, {"nprobes": 16, "refine": 1}]),
+        ("IVF_HNSW_SQ x16", HnswSq(distance_type="dot", num_partitions=16, m=16,
+                                   ef_construction=64),
+         [{"nprobes": 8, "ef": 200, "refine": 1}, {"nprobes": 16, "ef": 200, "refine": 1}]),
+        ("IVF_HNSW_SQ (shipped)", HnswSq(
+            distance_type="dot", num_partitions=-(-rows // lance_table.ANN_PARTITION_ROWS),
+            m=lance_table.HNSW_M, ef_construction=lance_table.HNSW_BUILD_EF),
+         [{"nprobes": 16, "ef": 50, "refine": 1}, {"nprobes": 16, "ef": 100, "refine": 1},
+          {"nprobes": lance_backend.NPROBES, "ef": lance_backend.EF,
+           "refine": lance_backend.REFINE}]),
+    ]
+    vectors = [np.asarray(embedder.embed_query(q.text), dtype=np.float32) for q in queries]
+    exact = []
+    for vector in vectors:
+        found = table.search(vector, vector_column_name="vector").distance_type("dot") \
+            .bypass_vector_index().select(["key", "_distance"]).limit(10).to_arrow()
+        exact.append(1.0 - max(found["_distance"].to_pylist()))
+    results = []
+    for kind, config, settings in configs:
+        seconds, _ = timed(lambda c=config: table.create_index(
+            "vector", config=c, name="vector_idx", replace=True))
+        log(f"  {kind}: built in {seconds:.0f} s")
+        for setting in settings:
+            recalls, took = [], []
+            for vector, tenth in zip(vectors, exact, strict=True):
+                query = table.search(vector, vector_column_name="vector").distance_type("dot")
+                query = query.nprobes(setting["nprobes"])
+                if "ef" in setting:
+                    query = query.ef(setting["ef"])
+                if "refine" in setting:
+                    query = query.refine_factor(setting["refine"])
+                seconds_one, found = timed(lambda q=query: q.select(["vector"]).limit(10)
+                                           .to_arrow())
+                took.append(seconds_one)
+                matrix = np.asarray(found["vector"].to_pylist(), dtype=np.float32)
+                recalls.append(min(10, int(np.sum(matrix @ vector >= tenth - 1e-6))) / 10
+                               if len(matrix) else 0.0)
+            row = {"index": kind, "build_s": seconds, **setting,
+                   "recall_at_10": float(np.mean(recalls)), "query": summarize(took)}
+            log(f"    {setting}: recall@10 {row['recall_at_10']:.3f}, p50 "
+                f"{row['query']['p50_ms']:.1f} ms")
+            results.append(row)
+    field.close()
+    return results
+
+
 # ----------------------------------------------------------------------------- report
 
 
@@ -326,11 +397,29 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def render_sweep(results: dict[str, Any]) -> str:
+    lines = [SWEEP_START, "", f"Measured {results['when']} (load {results['machine']['load']}),"
+             f" `{results['command']}`: vector index kinds on the "
+             f"{results['ann_sweep_pages']:,}-page dataset (topic vectors; recall@10 against an "
+             "exact scan, a result counting when it is as near as the exact tenth; one "
+             "10-nearest query, p50):", "",
+             "| index | build s | nprobes | ef | refine | recall@10 | p50 ms |",
+             "|---|---|---|---|---|---|---|"]
+    for row in results["ann_sweep"]:
+        lines.append(f"| {row['index']} | {row['build_s']:.0f} | {row['nprobes']} | "
+                     f"{row.get('ef', '–')} | {row.get('refine', '–')} | "
+                     f"{row['recall_at_10']:.3f} | {row['query']['p50_ms']:.1f} |")
+    lines += ["", SWEEP_END]
+    return "\n".join(lines)
+
+
 def write_markdown(path: Path, section: str) -> None:
+    """Replace the section between the markers ``section`` starts and ends with."""
+    start, end = section.split("\n", 1)[0], section.rsplit("\n", 1)[-1]
     text = path.read_text() if path.exists() else ""
-    if MARK_START in text and MARK_END in text:
-        head, rest = text.split(MARK_START, 1)
-        text = head + section + rest.split(MARK_END, 1)[1]
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        text = head + section + rest.split(end, 1)[1]
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     path.write_text(text)
@@ -349,6 +438,8 @@ def main(argv: list[str] | None = None) -> None:
                         "worst case for an ANN index)")
     parser.add_argument("--s3-pages", type=int, default=10_000,
                         help="pages of the corpus copied into the bucket (0: skip)")
+    parser.add_argument("--ann-sweep", type=int, default=0, metavar="PAGES",
+                        help="also compare vector index kinds on the dataset of PAGES pages")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--cell-seconds", type=float, default=120.0)
     parser.add_argument("--rebuild", action="store_true",
@@ -369,15 +460,20 @@ def main(argv: list[str] | None = None) -> None:
     if args.s3_pages:
         runs.append({"where": "bucket (moto)"} | bench_bucket(corpus, args.s3_pages, queries,
                                                               args))
+    sweep = ann_sweep(corpus, args.ann_sweep, queries[:100], args) if args.ann_sweep else []
     info = machine_info()
     results = {"when": time.strftime("%Y-%m-%d"), "queries": len(queries), "runs": runs,
+               "ann_sweep": sweep, "ann_sweep_pages": args.ann_sweep,
                "command": "python bench/scale.py " + " ".join(argv or sys.argv[1:]),
                "machine": {"cpu": info.get("cpu", "?"), "cores": os.cpu_count(),
                            "load": round(os.getloadavg()[0], 1), "details": info}}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     if str(args.docs) != "-":
-        write_markdown(args.docs, render(results))
+        if runs:
+            write_markdown(args.docs, render(results))
+        if sweep:
+            write_markdown(args.docs, render_sweep(results))
     log(f"wrote {args.out}")
 
 
