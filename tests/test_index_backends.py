@@ -204,3 +204,13 @@ def test_keyword_search_does_not_wait_for_vectors(tmp_path: Path) -> None:
     response = field.search("valve stuck", mode="vector")
     assert response.results[0].filename == "meeting.md" and not response.warnings
     store.close()
+
+
+def test_superseded_pages_are_hidden_on_both_backends(pair: Any) -> None:
+    for field in pair:
+        field.write("---\ntitle: Battery, again\nsupersedes: battery-decision\n---\n"
+                    "We moved from LiFePO4 to sodium cells.\n")
+        names = [h.filename for h in field.search("LiFePO4 cells").results]
+        assert "battery-again.md" in names and "battery-decision.md" not in names, names
+        shown = field.search("LiFePO4 cells", include_superseded=True).results
+        assert "battery-decision.md" in [h.filename for h in shown]

@@ -2,7 +2,7 @@
 
 The dataset (lance_table.py) is derived from the field's SQLite index, which stays the
 catalogue of its pages, and is kept in step by lance_sync.py whenever the index changes.
-It lives beside the index (``.deepfield/lancedb/<model-code>/``) or, for a store in a
+It lives beside the index (``.deepfield/lancedb/<model-code>.v1/``) or, for a store in a
 bucket, under the field's prefix, where every replica reads it and one indexer writes it.
 A search asks LanceDB for BM25 candidates (its own inverted index: English stemming and
 stop words, CJK through the same n-gram text as the SQLite index) and vector candidates
@@ -26,20 +26,26 @@ from .cjk import cjk_query_terms
 from .db import get_meta
 from .keyword import query_terms
 from .lance_sync import PushReport, push
-from .lance_table import CHUNKS, PAGES, DatasetDamagedError, LanceDataset, quoted
+from .lance_table import (
+    CHUNKS,
+    PAGES,
+    DatasetDamagedError,
+    LanceDataset,
+    page_of,
+    quoted,
+)
 
 if TYPE_CHECKING:
     from ..embed.base import Vectors
     from . import ChunkRow
 
-_INFO_COLUMNS = ["key", "doc", "filename", "uuid", "superseded"]
 _ROW_COLUMNS = ["key", "doc", "filename", "ord", "kind", "heading", "line_start", "line_end",
                 "body", "title", "uuid", "summary", "frontmatter", "last_modified", "size"]
 NPROBES = 16
 """IVF partitions searched per vector query: all of them up to 4M chunks
 (lance_table.ANN_PARTITION_ROWS)."""
-EF = 200
-"""HNSW search beam: recall@10 0.99 against exact on bench/scale.py's vectors at 100k."""
+EF = 400
+"""HNSW search beam (bench/scale.py --ann-sweep: recall against latency)."""
 REFINE = 1
 """Re-rank the candidates with their stored float32 vectors (the index holds 8-bit ones), so
 the cosines handed to fusion are exact."""
@@ -49,8 +55,13 @@ _DATASETS: dict[str, LanceDataset] = {}
 _DATASETS_LOCK = threading.Lock()
 
 
+DATASET_FORMAT = 1
+"""Bumped when the rows or keys change: a dataset of another format is left alone (derived
+data) and a new one is built beside it."""
+
+
 def dataset_uri(context: BackendContext, model_code: str) -> str:
-    return f"{context.location.rstrip('/')}/lancedb/{model_code}"
+    return f"{context.location.rstrip('/')}/lancedb/{model_code}.v{DATASET_FORMAT}"
 
 
 def shared_dataset(uri: str, dim: int | None, options: dict[str, str]) -> LanceDataset:
@@ -82,6 +93,8 @@ class LanceBackend(IndexBackend):
         """key -> LanceDB row id of recent candidates: hits are read by row id (~4x faster
         than by key), checked against their key (compaction renumbers rows)."""
         self._pending: tuple[int, int] = (-1, 0)
+        self._waiting_keys: tuple[int, set[int]] = (-1, set())
+        self._superseded: tuple[int, bool] = (-1, False)
         self.last_push: PushReport | None = None
 
     # ------------------------------------------------------------------ dataset
@@ -226,16 +239,17 @@ class LanceBackend(IndexBackend):
         if want_keywords and future is None:
             keyword_rows = self._keyword_rows(table, query, limit, hybrid)
         dense: Hits = []
+        waiting = self._waiting(table) if want_vectors else set()
         if want_vectors:
             assert query_vector is not None
             near = self.vector_query(table, query_vector, limit).with_row_id(True) \
-                .select([*_INFO_COLUMNS, "embedded", "_distance"]).to_arrow()
+                .select(["key", "_distance"]).to_arrow()
             self._remember(near)
             # Exact cosines: the vector index's candidates are re-ranked with the stored
             # vectors (refine), and without an index every row is compared exactly.
-            dense = [(int(key), 1.0 - float(distance)) for key, distance, embedded in zip(
-                near["key"].to_pylist(), near["_distance"].to_pylist(),
-                near["embedded"].to_pylist(), strict=True) if embedded]
+            dense = [(key, 1.0 - float(distance)) for key, distance in zip(
+                near["key"].to_pylist(), near["_distance"].to_pylist(), strict=True)
+                if key not in waiting]
         if future is not None:
             keyword_rows = future.result()
         keyword: Hits = []
@@ -244,11 +258,11 @@ class LanceBackend(IndexBackend):
             keyword = list(zip(keyword_rows["key"].to_pylist(),
                                (float(s) for s in keyword_rows["_score"].to_pylist()),
                                strict=True))
-            if hybrid:
+            if hybrid and keyword_rows.num_rows:
                 assert query_vector is not None
-                listed = {key for key, _ in dense}
-                extra = self._scored(keyword_rows, query_vector, only_embedded=True)
-                dense += [(key, score) for key, score in extra if key not in listed]
+                listed = {key for key, _ in dense} | waiting
+                dense += [(key, score) for key, score in self._scored(keyword_rows, query_vector)
+                          if key not in listed]
         return keyword, dense
 
     def vector_query(self, table: Any, vector: Vectors, limit: int) -> Any:
@@ -266,36 +280,35 @@ class LanceBackend(IndexBackend):
         terms = [*query_terms(query), *cjk_query_terms(query)]
         if not terms:
             return None
-        columns = [*_INFO_COLUMNS, "_score"]
-        if with_vectors:
-            columns += ["embedded", "vector"]
+        columns = ["key", "_score", *(["vector"] if with_vectors else [])]
         return table.search(MatchQuery(" ".join(terms), "text"), query_type="fts") \
             .with_row_id(True).select(columns).limit(limit).to_arrow()
 
-    def _scored(self, rows: Any, query_vector: Vectors, *, only_embedded: bool) -> Hits:
-        """(key, exact cosine) of ``rows``, best first (rows without a vector left out)."""
+    def _scored(self, rows: Any, query_vector: Vectors) -> Hits:
+        """(key, exact cosine) of ``rows`` (which hold their vectors)."""
         import numpy as np
 
-        if rows.num_rows == 0:
-            return []
-        self._remember(rows)
-        keep = np.asarray(rows["embedded"].to_pylist(), dtype=bool) if only_embedded else \
-            np.ones(rows.num_rows, dtype=bool)
         flat = rows["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
         matrix = np.asarray(flat, dtype=np.float32).reshape(rows.num_rows, -1)
         scores = matrix @ np.asarray(query_vector, dtype=np.float32)
-        keys = rows["key"].to_pylist()
-        found = [(int(keys[i]), float(scores[i])) for i in np.flatnonzero(keep)]
-        found.sort(key=lambda pair: -pair[1])
-        return found
+        return list(zip(rows["key"].to_pylist(), scores.tolist(), strict=True))
+
+    def _waiting(self, table: Any) -> set[int]:
+        """Keys of chunks written before their vector (zeros until then), once per version:
+        left out of the dense candidates."""
+        with contextlib.suppress(*_QUERY_ERRORS):
+            version = table.version
+            if version != self._waiting_keys[0]:
+                rows = table.search().where("NOT embedded").select(["key"]).limit(None) \
+                    .to_arrow()
+                self._waiting_keys = (version, set(rows["key"].to_pylist()))
+        return self._waiting_keys[1]
 
     def _remember(self, rows: Any) -> None:
-        if len(self._seen) > 50_000:
-            self._seen.clear()
+        """Row ids of recent candidates: hits and their pages are read by row id."""
+        if len(self._row_ids) > 50_000:
             self._row_ids.clear()
-        for key, doc, filename, uuid, stale in zip(
-                *(rows[name].to_pylist() for name in _INFO_COLUMNS), strict=True):
-            self._seen[int(key)] = (int(doc), filename, uuid, bool(stale))
+            self._seen.clear()
         if "_rowid" in rows.column_names:
             self._row_ids.update(zip(rows["key"].to_pylist(), rows["_rowid"].to_pylist(),
                                      strict=True))
@@ -303,45 +316,59 @@ class LanceBackend(IndexBackend):
     # ------------------------------------------------------------------ hits
 
     def chunk_docs(self, ids: Iterable[int]) -> dict[int, int]:
-        wanted = list(dict.fromkeys(ids))
-        missing = [key for key in wanted if key not in self._seen]
-        if missing:
-            self.chunks(missing)
-        return {key: self._seen[key][0] for key in wanted if key in self._seen}
+        """chunk key -> page id: the key holds it (lance_table.chunk_key)."""
+        return {int(key): page_of(int(key)) for key in ids}
+
+    def any_superseded(self) -> bool:
+        """Whether a page of the dataset is superseded (once per version of its pages)."""
+        table = self.dataset.table(PAGES)
+        if table is None:
+            return False
+        with contextlib.suppress(*_QUERY_ERRORS):
+            version = table.version
+            if version != self._superseded[0]:
+                self._superseded = (version, table.count_rows("superseded") > 0)
+        return self._superseded[1]
 
     def page_facts(self, ids: Iterable[int]) -> PageFacts:
-        wanted = list(dict.fromkeys(ids))
-        if any(key not in self._seen for key in wanted):
-            self.chunks([key for key in wanted if key not in self._seen])
+        wanted = [int(key) for key in dict.fromkeys(ids)]
+        missing = [key for key in wanted if key not in self._seen]
+        table = self.dataset.table(CHUNKS) if missing else None
+        if table is not None:
+            rows = self._read(table, missing, ["key", "doc", "filename", "uuid", "superseded"])
+            for row in rows:
+                self._seen[row["key"]] = (row["doc"], row["filename"], row["uuid"],
+                                          bool(row["superseded"]))
         return {key: self._seen[key][1:] for key in wanted if key in self._seen}
 
-    def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
-        wanted = [int(key) for key in dict.fromkeys(ids)]
-        table = self.dataset.table(CHUNKS) if wanted else None
-        if table is None:
-            return {}
-        columns = [*_ROW_COLUMNS, "superseded"]
-        found: dict[int, ChunkRow] = {}
-        by_row = [(key, self._row_ids[key]) for key in wanted if key in self._row_ids]
+    def _read(self, table: Any, keys: list[int], columns: list[str]) -> list[dict[str, Any]]:
+        """Rows of ``keys``: by row id where a recent query gave one (checked against the key:
+        a compaction renumbers rows), else by key."""
+        found: dict[int, dict[str, Any]] = {}
+        by_row = [self._row_ids[key] for key in keys if key in self._row_ids]
         if by_row:
             with contextlib.suppress(*_QUERY_ERRORS):
-                rows = table.take_row_ids([row for _, row in by_row]).select(columns) \
-                    .to_arrow().to_pylist()
-                self._found(found, [r for r in rows if r["key"] in self._row_ids])
-        rest = [key for key in wanted if key not in found]
+                for row in table.take_row_ids(by_row).select(columns).to_arrow().to_pylist():
+                    found[row["key"]] = row
+        rest = [key for key in keys if key not in found]
         for start in range(0, len(rest), 500):
             part = rest[start:start + 500]
-            rows = table.search().where(f"key IN ({', '.join(map(str, part))})") \
-                .select(columns).limit(len(part)).to_arrow().to_pylist()
-            self._found(found, rows)
-        return {key: found[key] for key in wanted if key in found}
+            for row in table.search().where(f"key IN ({', '.join(map(str, part))})") \
+                    .select(columns).limit(len(part)).to_arrow().to_pylist():
+                found[row["key"]] = row
+        return [found[key] for key in keys if key in found]
 
-    def _found(self, found: dict[int, ChunkRow], rows: list[dict[str, Any]]) -> None:
+    def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         import json
 
         from . import ChunkRow, DocRow
 
-        for row in rows:
+        wanted = [int(key) for key in dict.fromkeys(ids)]
+        table = self.dataset.table(CHUNKS) if wanted else None
+        if table is None:
+            return {}
+        found: dict[int, ChunkRow] = {}
+        for row in self._read(table, wanted, [*_ROW_COLUMNS, "superseded"]):
             doc = DocRow(row["doc"], row["filename"], row["uuid"], row["title"], row["summary"],
                          json.loads(row["frontmatter"]), row["last_modified"], row["size"], [])
             found[row["key"]] = ChunkRow(row["key"], doc, row["ord"], row["kind"],
@@ -349,6 +376,7 @@ class LanceBackend(IndexBackend):
                                          row["body"])
             self._seen[row["key"]] = (row["doc"], row["filename"], row["uuid"],
                                       bool(row["superseded"]))
+        return found
 
     def pending_chunk_vectors(self) -> int:
         """Chunks of pages written before all their vectors were computed (an upper bound:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .backend import superseded
 from .db import bump_generation, transaction
-from .lance_table import LanceDataset, stable_id
+from .lance_table import LanceDataset, chunk_key, page_id
 from .sync import NOT_A_PAGE
 from .vectors import chunk_embedding_text
 
@@ -182,7 +182,7 @@ def _rows(catalogue: FieldIndex, batch: list[_Doc],
             counts[doc_id] = counts.get(doc_id, 0) + 1
             if blob is None:
                 waiting.add(doc_id)
-            values = (stable_id(doc.filename, ord_), stable_id(doc.filename), doc.filename,
+            values = (chunk_key(doc.filename, ord_), page_id(doc.filename), doc.filename,
                       ord_, kind, heading, line_start, line_end, body,
                       f"{context}\n{body}\n{cjk}", doc.title, doc.uuid, doc.summary,
                       doc.frontmatter, doc.last_modified, doc.size, stale[doc_id],
@@ -202,7 +202,7 @@ def _rows(catalogue: FieldIndex, batch: list[_Doc],
     chunks = pa.table(arrays, schema=schema)
     pages = pa.table({
         "filename": [d.filename for d in batch],
-        "doc": [stable_id(d.filename) for d in batch],
+        "doc": [page_id(d.filename) for d in batch],
         "sha256": [d.sha for d in batch],
         "complete": [d.id not in waiting for d in batch],
         "chunks": [counts.get(d.id, 0) for d in batch],

@@ -72,10 +72,25 @@ def lancedb_module() -> Any:
     return lancedb
 
 
-def stable_id(*parts: object) -> int:
-    """A 63-bit id from ``parts``, the same in every process (chunk keys, page ids)."""
-    text = "\0".join(str(p) for p in parts).encode()
-    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little") & KEY_MASK
+ORD_BITS = 17
+"""Chunk keys are a page id (46 bits of a hash of the filename) and the chunk's number (17
+bits): a search groups its candidates by page without reading a column."""
+
+
+def page_id(filename: str) -> int:
+    """A page's id, the same in every process (a 46-bit hash of its filename)."""
+    digest = hashlib.blake2b(filename.encode(), digest_size=8).digest()
+    return (int.from_bytes(digest, "little") & KEY_MASK) >> ORD_BITS
+
+
+def chunk_key(filename: str, ord_: int) -> int:
+    """The key of chunk ``ord_`` of a page (numbers past 2^17 share keys: a page of that
+    many chunks is 1 MiB of one-word lines)."""
+    return (page_id(filename) << ORD_BITS) | (ord_ & ((1 << ORD_BITS) - 1))
+
+
+def page_of(key: int) -> int:
+    return key >> ORD_BITS
 
 
 def storage_options_from_env(env: dict[str, str] | None = None) -> dict[str, str]:
