@@ -42,6 +42,8 @@ LAUNCH = ("import sys; sys.path.insert(0, sys.argv.pop(1)); from tests.fakes imp
 class Replica:
     process: subprocess.Popen[bytes]
     url: str
+    cache: Path | None = None
+    """XDG_CACHE_HOME of the replica (its working copy is a folder below it)."""
 
     @property
     def pid(self) -> int:
@@ -86,7 +88,9 @@ def start_replicas(store_url: str, count: int, env: dict[str, str] | None = None
         line = process.stdout.readline()
         if not line:
             raise RuntimeError(f"replica {process.pid} exited ({process.wait()})")
-        replicas.append(Replica(process, json.loads(line)["url"].rstrip("/")))
+        cache = environment.get("XDG_CACHE_HOME")
+        replicas.append(Replica(process, json.loads(line)["url"].rstrip("/"),
+                                Path(cache) if cache else None))
     for replica in replicas:
         while True:
             try:

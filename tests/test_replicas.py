@@ -95,6 +95,11 @@ def test_three_replicas_under_load(served: tuple[list[Replica], Any, str]) -> No
     assert unfound(replicas, report) == []
     holders = {lease_holder(client, bucket)}
     assert len(holders) == 1 and None not in holders
+    # Each replica searched a copy of the shared dataset of its own (bucket/dataset_cache.py).
+    cache = replicas[0].cache
+    assert cache is not None
+    copies = list(cache.glob("deepfield/buckets/*/replica-*/.lancedb/notes/lancedb/*/chunks.lance"))
+    assert len(copies) == 3, copies
 
 
 def test_the_indexer_dies_mid_write_and_another_takes_over(

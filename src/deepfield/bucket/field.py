@@ -217,8 +217,18 @@ class BucketField(Field):
             super()._refresh_backend(embed_budget)
 
     def backend_context(self) -> BackendContext:
-        """The field's LanceDB dataset lives in the bucket, beside its pages; the process
-        that holds the store's indexer lease writes it, every other one only reads."""
+        """Where searches read the field's LanceDB dataset: on a server, the replica's own
+        copy of it (kept current by the poller: bucket/dataset_cache.py); elsewhere the
+        dataset in the bucket itself."""
+        if self.store.background_indexing:
+            return BackendContext(self.name, self.index_handle, self.embedder,
+                                  os.fspath(self.store.root / ".lancedb" / self.name),
+                                  writes=lambda: False)
+        return self.shared_backend_context()
+
+    def shared_backend_context(self) -> BackendContext:
+        """The field's LanceDB dataset in the bucket, beside its pages: the process holding
+        the store's indexer lease writes it, every other one only reads."""
         from ..index.lance_table import storage_options_from_env
 
         return BackendContext(

@@ -12,7 +12,9 @@ endpoint come from boto3's usual places (``AWS_ACCESS_KEY_ID``, ``AWS_PROFILE``,
 from __future__ import annotations
 
 import email.utils
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..errors import RemoteUnavailableError, TransportError
@@ -113,8 +115,10 @@ class Bucket:
 
     # ------------------------------------------------------------------ reads
 
-    def list(self, prefix: str = "") -> tuple[list[ObjectInfo], list[str]]:
-        """(objects directly under ``prefix``, names of the sub-folders there)."""
+    def list(self, prefix: str = "", *, deep: bool = False
+             ) -> tuple[list[ObjectInfo], list[str]]:
+        """(objects directly under ``prefix`` (``deep``: at any depth, names with their
+        sub-folders), names of the sub-folders there)."""
         import botocore.exceptions as errors
 
         start = self.prefix + prefix
@@ -122,7 +126,7 @@ class Bucket:
         folders: list[str] = []
         try:
             pages = self.client.get_paginator("list_objects_v2").paginate(
-                Bucket=self.name, Prefix=start, Delimiter="/")
+                Bucket=self.name, Prefix=start, **({} if deep else {"Delimiter": "/"}))
             for page in pages:
                 for item in page.get("Contents", []):
                     name = str(item["Key"])[len(start):]
@@ -135,6 +139,19 @@ class Bucket:
         except (errors.BotoCoreError, errors.ClientError) as exc:
             raise self.fail(exc, "list") from None
         return objects, folders
+
+    def download(self, name: str, target: Path) -> None:
+        """Copy object ``name`` into the file ``target`` (whole: written aside, then renamed)."""
+        import botocore.exceptions as errors
+
+        temp = target.with_name(f".{target.name}.part")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.client.download_file(self.name, self.key(name), str(temp))
+        except (errors.BotoCoreError, errors.ClientError) as exc:
+            temp.unlink(missing_ok=True)
+            raise self.fail(exc, "read") from None
+        os.replace(temp, target)
 
     def get(self, name: str) -> Got | None:
         """The object ``name`` (below the store's prefix), or None when there is none."""

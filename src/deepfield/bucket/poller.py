@@ -15,8 +15,11 @@ import contextlib
 import logging
 import threading
 import time
+from pathlib import Path
 
-from ..index.backend import SqliteBackend
+from ..index.backend import IndexBackend, SqliteBackend, close_quietly, create_index_backend
+from ..index.lance_backend import LanceBackend
+from .dataset_cache import refresh_dataset_copy
 from .field import BucketField
 from .store import BucketStore
 
@@ -37,6 +40,8 @@ class BucketPoller:
         self.store = store
         self.interval = interval
         self._handles: dict[str, BucketField] = {}
+        self._writers: dict[str, IndexBackend] = {}
+        """Per field, the backend that writes the shared dataset in the bucket."""
         self._names: list[str] = []
         self._names_at = 0.0
         self._checked: dict[str, float] = {}
@@ -98,13 +103,25 @@ class BucketPoller:
         if handle is None:
             handle = self._handles[name] = self.store.open_handle(name)
         handle.refresh_from_bucket()
-        if indexer and handle.index_backend != SqliteBackend.name:
+        if handle.index_backend == SqliteBackend.name:
+            return
+        writer = self._writers.get(name)
+        if writer is None:
+            writer = self._writers[name] = create_index_backend(
+                handle.index_backend, handle.shared_backend_context())
+        if indexer:
             handle.ensure_synced(embed=False)
-            backend = handle.search_backend()
             if time.monotonic() - self._checked.get(name, 0.0) >= CHECK_EVERY_S:
                 self._checked[name] = time.monotonic()
-                backend.check()  # deleted or damaged by hand meanwhile: rebuilt now
-            backend.refresh(embed_budget=None)
+                writer.check()  # deleted or damaged by hand meanwhile: rebuilt now
+            writer.refresh(embed_budget=None)
+        if isinstance(writer, LanceBackend) and self.store.background_indexing:
+            # Every replica (the indexer too) searches its own copy of the dataset.
+            copy = handle.search_backend()
+            assert isinstance(copy, LanceBackend)
+            shared = writer.uri.removeprefix(f"s3://{self.store.bucket.name}/"
+                                             f"{self.store.bucket.prefix}")
+            refresh_dataset_copy(self.store.bucket, shared.rstrip("/") + "/", Path(copy.uri))
 
     def _failed(self, name: str, exc: Exception) -> None:
         text = f"{type(exc).__name__}: {exc}"
@@ -117,6 +134,9 @@ class BucketPoller:
         self.store.background_indexing = False
         if self._thread is not None:
             self._thread.join(timeout=30)
+        for writer in self._writers.values():
+            close_quietly(writer)
+        self._writers.clear()
         for handle in self._handles.values():
             with contextlib.suppress(Exception):
                 handle.close()
