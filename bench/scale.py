@@ -28,7 +28,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -281,9 +283,32 @@ def bench_bucket(corpus: Corpus, pages: int, queries: list[Query],
         result: dict[str, Any] = {"pages": pages, "vectors": "topic", "build": build,
                                   "chunks": build.get("chunks")}
         result["recall"] = ann_recall(backend, embedder, queries)
-        result["latency"] = latency({"lancedb": reader}, queries, args.cell_seconds)
+        # A served replica searches its own copy of the dataset (bucket/dataset_cache.py).
+        from deepfield.bucket.dataset_cache import refresh_dataset_copy
+        from deepfield.bucket.objects import Bucket
+
+        folder = Path(tempfile.mkdtemp(prefix="deepfield-copy-"))
+        copy_location = str(folder / "mem")
+        copy = Field(store_dir / FIELD, embedder, name=FIELD, index_backend="lancedb")
+        copy.backend_context = lambda: BackendContext(  # type: ignore[method-assign]
+            FIELD, copy.index_handle, embedder, copy_location, writes=lambda: False)
+        copy_backend = copy.search_backend()
+        assert isinstance(copy_backend, LanceBackend)
+        bucket = Bucket("s3://scale/team")
+        prefix = backend.uri.removeprefix("s3://scale/team/") + "/"
+        seconds, fetched = timed(lambda: refresh_dataset_copy(bucket, prefix,
+                                                              Path(copy_backend.uri)))
+        result["replica_copy"] = {"seconds": seconds, "files": fetched.fetched,
+                                  "bytes": fetched.bytes}
+        log(f"  a replica's copy: {fetched.fetched} files, {fetched.bytes / 1e6:.0f} MB in "
+            f"{seconds:.1f} s")
+        result["latency"] = latency({"bucket": reader, "copy": copy}, queries,
+                                    args.cell_seconds)
+        bucket.close()
         writer.close()
         reader.close()
+        copy.close()
+        shutil.rmtree(folder, ignore_errors=True)
         return result
     finally:
         for key, value in saved.items():
@@ -325,6 +350,7 @@ def ann_sweep(corpus: Corpus, pages: int, queries: list[Query],
             distance_type="dot", num_partitions=-(-rows // lance_table.ANN_PARTITION_ROWS),
             m=lance_table.HNSW_M, ef_construction=lance_table.HNSW_BUILD_EF),
          [{"nprobes": 16, "ef": 50, "refine": 1}, {"nprobes": 16, "ef": 100, "refine": 1},
+          {"nprobes": 16, "ef": 200, "refine": 1},
           {"nprobes": lance_backend.NPROBES, "ef": lance_backend.EF,
            "refine": lance_backend.REFINE}]),
     ]
@@ -384,7 +410,10 @@ def render(results: dict[str, Any]) -> str:
         lines.append(f"| {run['where']} | {run['vectors']} | {run['chunks']:,} | {parts} | "
                      f"{recall['recall_at_10']:.3f}"
                      f"{'' if recall['vector_index'] else ' (exact: no ANN index)'} |")
-    lines += ["", "| where | vectors | chunks | backend | mode | p50 ms | p95 ms | "
+    lines += ["", "Searches (`search_fields`, retrieval only). In the bucket: `bucket` reads the "
+              "dataset in the bucket itself (a CLI process), `copy` a served replica's own copy "
+              "of it (bucket/dataset_cache.py).", "",
+              "| where | vectors | chunks | backend | mode | p50 ms | p95 ms | "
               "target hit@10 |", "|---|---|---|---|---|---|---|---|"]
     for run in results["runs"]:
         for name, cell in run["latency"].items():
