@@ -6,8 +6,9 @@ disk that it keeps in step: a Lance dataset's files are never changed once writt
 indexes and versions are new files), so bringing the copy up to date is fetching the files it
 lacks, every file a version's manifest names before the manifest itself, so the copy never
 shows a version whose files have not arrived. Files gone from the bucket (old versions
-cleaned up) go from the copy too. The copy is derived, private to the replica, and rebuilt
-from the bucket when deleted.
+cleaned up) go from the copy too, except while the bucket holds no version at all (the
+dataset was deleted and is being rebuilt): the replica then keeps searching its last copy.
+The copy is derived, private to the replica, and rebuilt from the bucket when deleted.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ def refresh_dataset_copy(bucket: Bucket, prefix: str, folder: Path) -> CacheRepo
     report = CacheReport()
     objects, _ = bucket.list(prefix, deep=True)
     listed = {o.name: o.size for o in objects}
+    if not any(VERSIONS in name for name in listed):
+        return report  # gone from the bucket (being rebuilt): keep serving the last copy
     # Manifests last: a reader that finds a new version finds its files already here.
     for name in sorted(listed, key=lambda n: (VERSIONS in n, n)):
         target = folder / name
