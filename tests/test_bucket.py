@@ -182,7 +182,8 @@ def test_the_indexer_lease_is_exclusive_expires_and_is_taken_over(s3: Any) -> No
     second.close()
 
 
-def test_lancedb_in_the_bucket_one_indexer_every_replica_reads(s3: Any) -> None:  # noqa: F811
+def test_lancedb_in_the_bucket_one_indexer_every_replica_reads(
+        s3: Any, tmp_path: Path) -> None:  # noqa: F811
     client, bucket = s3
     client.put_object(Bucket=bucket, Key="team/deepfield.toml", Body=LANCE_CONFIG)
     indexer = open_bucket_store(f"s3://{bucket}/team", embedder=FakeEmbedder())
@@ -204,6 +205,29 @@ def test_lancedb_in_the_bucket_one_indexer_every_replica_reads(s3: Any) -> None:
     while view.search("carbon fibre woks").results[0].filename != "wok.md":
         assert time.monotonic() < deadline
         time.sleep(0.2)
+    # A served replica's own copy of the dataset: fetched whole, then kept while the
+    # bucket's copy is gone (being rebuilt), and searched like any local dataset.
+    from deepfield.bucket.dataset_cache import refresh_dataset_copy
+    from deepfield.index.backend import BackendContext
+    from deepfield.index.lance_backend import LanceBackend
+
+    shared = notes.search_backend()
+    assert isinstance(shared, LanceBackend)
+    prefix = shared.uri.removeprefix(f"s3://{bucket}/team/") + "/"
+    local = LanceBackend(BackendContext("notes", view.index_handle, view.embedder,
+                                        str(tmp_path / "copy"), writes=lambda: False))
+    first = refresh_dataset_copy(replica.bucket, prefix, Path(local.uri))
+    assert first.fetched > 0 and refresh_dataset_copy(replica.bucket, prefix,
+                                                      Path(local.uri)).fetched == 0
+    vector = view.embedder.embed_query("carbon fibre woks")
+    keyword, _ = local.candidates("carbon fibre woks", vector, 5, "hybrid")
+    assert local.chunks([keyword[0][0]])[keyword[0][0]].doc.filename == "wok.md"
+    for item in client.list_objects_v2(Bucket=bucket, Prefix=f"team/{prefix}")["Contents"]:
+        if "/_versions/" in item["Key"]:  # the bucket's dataset is gone
+            client.delete_object(Bucket=bucket, Key=item["Key"])
+    kept = refresh_dataset_copy(replica.bucket, prefix, Path(local.uri))
+    assert (kept.fetched, kept.removed) == (0, 0)
+    assert local.candidates("carbon fibre woks", vector, 5, "bm25")[0]
     # The dataset in the bucket is damaged: the indexer rebuilds it from the pages.
     for item in client.list_objects_v2(Bucket=bucket,
                                        Prefix="team/notes/.deepfield/")["Contents"]:
