@@ -25,7 +25,7 @@ from typing import Any
 
 from .errors import DeepfieldError, SessionFormatError
 from .field import Field
-from .llm.base import ChatModel, Message, Usage, complete
+from .llm.base import STRING, STRINGS, ChatModel, Message, ReplySchema, Usage, complete
 from .llm.jsonreply import ReplyNotJSONError, parse_json_reply, strip_thinking
 from .manage.review import propose
 from .memo import cap_memo, extractive_memo, join_names, topic_terms_of
@@ -53,6 +53,11 @@ name it in "replaces" (filenames from the earlier memos only; usually []); a per
 Reply with one JSON object only:
 {"memo": "...", "title": "short descriptive title", "topic": "2-5 words",
  "project": "project name or null", "replaces": []}"""
+MEMO_SCHEMA = ReplySchema.object(
+    "session_memo", memo=STRING, title=STRING, topic=STRING,
+    project={"type": ["string", "null"]}, replaces=STRINGS,
+)
+"""The reply MEMORIZER_PROMPT asks for, sent to servers that can hold a model to it."""
 
 
 @dataclass
@@ -260,7 +265,8 @@ def _llm_draft(
             f"Session:\n{transcript}"
         )},
     ]
-    reply = complete(llm, messages, usage, max_tokens=600, temperature=0.3, json_mode=True)
+    reply = complete(llm, messages, usage, max_tokens=600, temperature=0.3, json_mode=True,
+                     schema=MEMO_SCHEMA)
     try:
         data = parse_json_reply(reply)
     except ReplyNotJSONError as exc:

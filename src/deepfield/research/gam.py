@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..llm.base import ChatModel, Message, Usage, complete_json
+from ..llm.base import STRING, STRINGS, ChatModel, Message, ReplySchema, Usage, complete_json
 from ..tokens import truncate_to_tokens
 from .evidence import Evidence, render
 
@@ -28,6 +28,8 @@ and choose searches:
 - "page_ids": up to 5 filenames from the memos worth reading directly, or [] (never invent one)
 Reply with one JSON object only:
 {"info_needs": ["..."], "keyword": "...", "vector": ["..."], "page_ids": ["..."]}"""
+PLAN_SCHEMA = ReplySchema.object(
+    "research_plan", info_needs=STRINGS, keyword=STRING, vector=STRINGS, page_ids=STRINGS)
 
 INTEGRATE_PROMPT = """You integrate evidence from a long-term memory for a request.
 Merge the new evidence into the running summary: keep every fact relevant to the request
@@ -36,6 +38,9 @@ answer beyond the evidence. Then decide whether the summary is enough to answer 
 if not, give up to 3 follow-up requests for what is missing.
 Reply with one JSON object only:
 {"summary": "...", "sources": ["filename.md"], "enough": true|false, "follow_up": ["..."]}"""
+INTEGRATE_SCHEMA = ReplySchema.object(
+    "research_integration", summary=STRING, sources=STRINGS, enough={"type": "boolean"},
+    follow_up=STRINGS)
 
 
 @dataclass
@@ -81,7 +86,8 @@ def plan(
         {"role": "system", "content": PLAN_PROMPT},
         {"role": "user", "content": f"Memos:\n{memo_text}\n\nRequest: {request}"},
     ]
-    data = complete_json(model, messages, usage, check=_check_plan, max_tokens=500)
+    data = complete_json(model, messages, usage, check=_check_plan,
+                         schema=PLAN_SCHEMA, max_tokens=500)
     keyword = data.get("keyword")
     return Plan(
         info_needs=_strings(data.get("info_needs"), 5),
@@ -112,7 +118,8 @@ def integrate(
             f"Running summary:\n{summary or '(empty)'}\n\nNew evidence:\n{shown}"
         )},
     ]
-    data = complete_json(model, messages, usage, check=_check_integration, max_tokens=900)
+    data = complete_json(model, messages, usage, check=_check_integration,
+                         schema=INTEGRATE_SCHEMA, max_tokens=900)
     enough = data.get("enough")
     return Integration(
         summary=" ".join(str(data["summary"]).split()),
