@@ -30,6 +30,7 @@ from ..tokens import count_tokens, truncate_to_tokens
 from . import gam, offline
 from . import latent as latent_tools
 from .evidence import BREADTH_SENTENCES, Evidence, EvidencePool, Packed, pack_evidence
+from .reading import is_evidence
 
 MIN_BUDGET = 50
 """Fewer tokens than this cannot hold a page header and one line of evidence."""
@@ -257,8 +258,9 @@ class _Session:
             doc = fld.index_handle().doc_by_filename(filename)
             title = doc.title if doc else filename
             new = 0
-            body = [(i + 1, line.strip()) for i, line in enumerate(lines)
-                    if line.strip() and not line.startswith(("#", "---"))]
+            start = self.pool.pages.body_start(fld.name, filename)
+            body = [(i, line.strip()) for i, line in enumerate(lines[start - 1:], start)
+                    if is_evidence(line)]
             picked = [b for b in body if set(query_terms(b[1])) & terms] or body
             for line_number, text in picked[:PAGE_ID_LINES]:
                 key = (fld.name, filename, line_number, text)
