@@ -163,11 +163,13 @@ def test_every_interface_shows_the_same_order(tmp_path: Path, cli: Cli,
     data = cli.json("research", QUESTION, "-f", "research", "--budget", "300")
     order = _cited(text.stdout)
     assert order and order == _cited(data["context"]) == _listed(data)
+    assert f"— confidence: {data['confidence']['level']} — " in text.stderr
     store = deepfield.open(cli.store_path)
     with TestClient(create_app(store)) as http:
         served = http.get("/research/_/research", params={"q": QUESTION, "budget": 300})
     assert served.status_code == 200, served.text
     assert _listed(served.json()) == order == _cited(served.json()["context"])
+    assert served.json()["confidence"] == data["confidence"]
     server = create_mcp_server(store)
 
     async def ask() -> Any:
@@ -178,7 +180,8 @@ def test_every_interface_shows_the_same_order(tmp_path: Path, cli: Cli,
             return found.structured_content or json.loads(found.content[0].text)
 
     try:
-        assert _listed(anyio.run(ask)) == order
+        told = anyio.run(ask)
+        assert _listed(told) == order and told["confidence"] == data["confidence"]
     finally:
         server.service.close()
         store.close()

@@ -78,8 +78,14 @@ def research_command(ctx: click.Context, question: str, fields: tuple[str, ...],
     """Research QUESTION: rounds of plan, search, integrate, reflect; prints the context.
 
     Without a model the heuristic researcher runs (entity and keyword queries, bridge
-    entities for multi-hop questions, coverage checks). --json adds the evidence, sources,
-    the per-round trace and the cost.
+    entities for multi-hop questions, coverage checks). Evidence is shown page by page, the
+    page with the best line first. --json adds the evidence, sources, the per-round trace and
+    the cost.
+
+    The last line on stderr (and "confidence" in --json) says how far the evidence supports an
+    answer: high (lines about the question's subject hold its words: answer from them), low
+    (partly: research further or hedge) or none (nothing found, a name appears nowhere, or the
+    matching lines are about someone else: say the memory does not know), with the reason.
     """
     env = settings(ctx)
     chosen = [env.field(n) for n in fields] if fields else env.store().fields()
@@ -94,10 +100,12 @@ def research_command(ctx: click.Context, question: str, fields: tuple[str, ...],
         warn(warning)
     click.echo(result.context or "(no evidence found)")
     usage = result.to_json()["usage"]
+    confidence = result.confidence
     click.echo(
         f"\n— {len(result.evidence)} evidence lines from {len(result.sources)} pages, "
         f"{result.tokens}/{budget} tokens, {len(result.rounds)} rounds, "
-        f"{usage['calls']} model calls, {usage['seconds']:.2f} s ({result.mode})", err=True)
+        f"{usage['calls']} model calls, {usage['seconds']:.2f} s ({result.mode})\n"
+        f"— confidence: {confidence.level} — {confidence.reason}", err=True)
 
 
 @app.command("context")

@@ -113,6 +113,8 @@ def _print_response(response: SearchResponse) -> None:
     if not response.results:
         click.echo("no results")
         return
+    confidence = response.confidence
+    click.secho(f"confidence: {confidence.level} — {confidence.reason}", dim=True)
     for rank, hit in enumerate(response.results, start=1):
         click.secho(f"{rank:2}. {hit.field}/{hit.filename}", bold=True, nl=False)
         click.echo(f"  score {hit.score:.3f}")
@@ -198,7 +200,11 @@ def search_cmd(ctx: click.Context, query: str | None, fields: tuple[str, ...], k
                mode: str | None,
                unit: str, batch: str | None, include_superseded: bool, kinds: tuple[str, ...],
                categories: tuple[str, ...], concepts: tuple[str, ...], as_json: bool) -> None:
-    """Search pages; results are stubs: filename, title, summary, score and best snippet."""
+    """Search pages; results are stubs: filename, title, summary, score and best snippet.
+
+    A first line (and "confidence" in --json) says how far the best snippets support an
+    answer: high, low or none, with the reason (see `deepfield research --help`).
+    """
     if any(not value.strip() for value in (*categories, *concepts)):
         raise click.UsageError("an empty --category or --concept would match every page; "
                                "give a name or leave the option out")

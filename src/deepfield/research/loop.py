@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..confidence import Confidence, Line, assess
 from ..embed.base import LatentTerms
 from ..errors import (
     BudgetError,
@@ -92,6 +93,11 @@ class ResearchResult:
 
     spread: float = field(default=SPREAD["other"], repr=False)
 
+    @property
+    def confidence(self) -> Confidence:
+        """How far the best evidence supports an answer (deepfield.confidence)."""
+        return assess(self.question, [Line(e.text, e.score, e.title) for e in self.ranked])
+
     def repack(self, budget: int) -> Packed:
         """The same research packed to another budget (no new searches)."""
         return _pack(self.ranked, budget, self.summary, self.spread)
@@ -120,6 +126,7 @@ class ResearchResult:
             "rounds": [r.to_json() for r in self.rounds], "usage": usage,
             "budget": self.budget, "tokens": self.tokens, "left_out": self.left_out,
             "mode": self.mode, "warnings": self.warnings,
+            "confidence": self.confidence.to_json(),
         }
 
 
