@@ -14,7 +14,7 @@ from mcp import Client
 from starlette.testclient import TestClient
 
 import deepfield
-from deepfield.context import build_context
+from deepfield.context import FENCE_TOKENS, build_context
 from deepfield.research import research
 from deepfield.research.reading import is_evidence, reading_order
 from deepfield.server import create_app
@@ -152,6 +152,11 @@ def test_context_keeps_no_scaffolding_and_task_pages_first(corpus: deepfield.Fie
     # The newest stub (the canteen) came first before; with a task it is the first to go.
     assert "canteen.md" not in stubs and "canteen.md" in left_out
     assert stubs and stubs[0] == "z-decision.md"
+    # Room the research leaves goes to what was left out: nothing left out would still fit.
+    for budget in (200, 250, 300):
+        built = build_context(corpus, QUESTION, budget=budget)
+        for gap in built.omitted:
+            assert gap.tokens + FENCE_TOKENS > budget - built.tokens, (budget, gap)
 
 
 def test_every_interface_shows_the_same_order(tmp_path: Path, cli: Cli,
