@@ -11,11 +11,11 @@ import deepfield
 
 def test_all_is_complete_and_sorted() -> None:
     public = {name for name in dir(deepfield) if not name.startswith("_")}
-    modules = {"cli", "config", "context", "domains", "embed", "errors", "field", "freshness",
-               "fsutil", "fusion", "httpjson", "importers", "index", "listing", "llm", "manage",
-               "markdown", "memo", "memorize", "page", "portable", "qa", "read", "research",
-               "salience", "scan", "search", "server", "sessions", "split", "store", "tokens",
-               "writer"}
+    modules = {"cli", "confidence", "config", "context", "domains", "embed", "errors", "field",
+               "freshness", "fsutil", "fusion", "httpjson", "importers", "index", "listing", "llm",
+               "manage", "markdown", "memo", "memorize", "page", "portable", "qa", "read",
+               "research", "salience", "scan", "search", "server", "sessions", "split", "store",
+               "tokens", "writer"}
     assert set(deepfield.__all__) == (public - modules) | {"__version__"}
     assert deepfield.__all__ == sorted(deepfield.__all__)
 
