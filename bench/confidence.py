@@ -20,7 +20,8 @@ category 5; HIGH_SUPPORT (0.75) is fixed, not tuned. The table gives the rates a
 defaults, in-sample at the tuned thresholds, and leave-one-conversation-out (thresholds tuned on
 four conversations, applied to the fifth, rates pooled over the five held-out ones). Beside
 them, for answerable questions: the share whose lines read hold a gold evidence turn, per
-level — what "high" and "low" are worth.
+level — what "high" and "low" are worth. The same-run baseline: "none" when the best line's
+score is under a threshold tuned the same way (Youden's J, leave-one-conversation-out).
 """
 
 from __future__ import annotations
@@ -37,10 +38,20 @@ from typing import Any
 from locomo import CACHE, DATA, build_store, parse_evidence, write_section
 
 import deepfield
-from deepfield.confidence import DEFAULT, TOP_LINES, Line, Signals, Thresholds, classify, signals
+from deepfield.confidence import (
+    RESEARCH,
+    SEARCH,
+    TOP_LINES,
+    Line,
+    Signals,
+    Thresholds,
+    classify,
+    signals,
+)
 from deepfield.research import research
 
 SYSTEMS = ("search", "research")
+SHIPPED = {"search": SEARCH, "research": RESEARCH}
 GRID = [round(0.05 * i, 2) for i in range(21)]
 _TURN = re.compile(r"\((D\d+:\d+)\)")
 
@@ -125,11 +136,11 @@ def tune(rows: list[dict[str, Any]], system: str) -> Thresholds:
     """NONE_SHARE maximising Youden's J (none on category 5 minus none on 1-4); then the lowest
     HIGH_SHARE giving "high" to at most HIGH_ADVERSARIAL of category 5 (ties: lower value)."""
     def youden(value: float) -> float:
-        found = rates(rows, system, replace(DEFAULT, none_share=value))
+        found = rates(rows, system, replace(SHIPPED[system], none_share=value))
         return float(found["none_adversarial"] - found["none_answerable"])
 
     none = max(GRID, key=lambda v: (round(youden(v), 9), -v))
-    base = replace(DEFAULT, none_share=none)
+    base = replace(SHIPPED[system], none_share=none)
     fits = [v for v in GRID if v >= none and rates(rows, system, replace(
         base, high_share=v))["high_adversarial"] <= HIGH_ADVERSARIAL]
     return replace(base, high_share=min(fits) if fits else 1.0)
@@ -147,7 +158,44 @@ def leave_one_out(rows: list[dict[str, Any]], system: str) -> tuple[dict[str, An
         for index, row in enumerate(rows):
             if row["conv"] == conv:
                 levels[index] = classify(_signals(row, system), thresholds)[0]
-    return rates(rows, system, DEFAULT, [levels[i] for i in range(len(rows))]), chosen
+    return rates(rows, system, SHIPPED[system], [levels[i] for i in range(len(rows))]), chosen
+
+
+def _top(row: dict[str, Any], system: str) -> float:
+    lines = row[f"{system}_lines"]
+    return float(lines[0][1]) if lines else 0.0
+
+
+def score_baseline(rows: list[dict[str, Any]], system: str,
+                   tuning: list[dict[str, Any]] | None = None) -> tuple[float, float, float]:
+    """The same-run baseline: "none" when the best line's score is under a threshold tuned by
+    Youden's J on ``tuning`` (default ``rows``) over the 0th, 5th, … 100th percentile of
+    scores. Returns (threshold, none on category 5, none on 1-4) over ``rows``."""
+    tuning = rows if tuning is None else tuning
+    scores = sorted(_top(r, system) for r in tuning)
+    grid = sorted({scores[min(len(scores) - 1, i * len(scores) // 20)] for i in range(21)}
+                  | {scores[-1] + 1.0})
+
+    def none_rates(value: float, among: list[dict[str, Any]]) -> tuple[float, float]:
+        five = [_top(r, system) < value for r in among if r["category"] == 5]
+        rest = [_top(r, system) < value for r in among if r["category"] != 5]
+        return sum(five) / max(1, len(five)), sum(rest) / max(1, len(rest))
+
+    best = max(grid, key=lambda v: (round(none_rates(v, tuning)[0]
+                                          - none_rates(v, tuning)[1], 9), -v))
+    return (best, *none_rates(best, rows))
+
+
+def score_baseline_loo(rows: list[dict[str, Any]], system: str) -> tuple[float, float]:
+    five = rest = n5 = n = 0
+    for conv in sorted({r["conv"] for r in rows}):
+        held = [r for r in rows if r["conv"] == conv]
+        value, _a, _b = score_baseline(held, system, [r for r in rows if r["conv"] != conv])
+        five += sum(_top(r, system) < value for r in held if r["category"] == 5)
+        rest += sum(_top(r, system) < value for r in held if r["category"] != 5)
+        n5 += sum(r["category"] == 5 for r in held)
+        n += sum(r["category"] != 5 for r in held)
+    return five / max(1, n5), rest / max(1, n)
 
 
 def _cells(found: dict[str, Any]) -> str:
@@ -170,14 +218,23 @@ def report(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     for system in SYSTEMS:
         best = tune(rows, system)
         loo, chosen = leave_one_out(rows, system)
-        shipped = rates(rows, system, DEFAULT)
+        shipped = rates(rows, system, SHIPPED[system])
         sample = rates(rows, system, best)
         figures[system] = {"default": shipped, "in_sample": sample, "tuned": best.__dict__,
                            "loo": loo, "loo_thresholds": [t.__dict__ for t in chosen]}
         folds = "; ".join(_named(t) for t in chosen)
-        table += [f"| {system} | shipped default ({_named(DEFAULT)}) | {_cells(shipped)} |",
+        value, five, rest = score_baseline(rows, system)
+        held_five, held_rest = score_baseline_loo(rows, system)
+        figures[system]["score_baseline"] = {"threshold": value, "none_adversarial": five,
+                                             "none_answerable": rest,
+                                             "loo": [held_five, held_rest]}
+        table += [f"| {system} | shipped ({_named(SHIPPED[system])}) | {_cells(shipped)} |",
                   f"| {system} | in-sample best ({_named(best)}) | {_cells(sample)} |",
-                  f"| {system} | leave-one-conversation-out ({folds}) | {_cells(loo)} |"]
+                  f"| {system} | leave-one-conversation-out ({folds}) | {_cells(loo)} |",
+                  f"| {system} | baseline: none when the best score < {value:.3g} (in-sample) | "
+                  f"{five:.3f} | {rest:.3f} | | | |",
+                  f"| {system} | baseline, leave-one-conversation-out | {held_five:.3f} | "
+                  f"{held_rest:.3f} | | | |"]
     return "\n".join(table), figures
 
 

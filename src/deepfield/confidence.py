@@ -17,12 +17,12 @@ A question about something the memory holds finds it said by, or of, the one it 
 question that swaps the person ("What did Caroline realize after her charity race?" when the
 race was Melanie's) finds its words in someone else's lines: the subject share drops although
 every word may match. So: ``none`` when nothing was found, a name of the question appears in no
-line, the subject share is under NONE_SHARE, or no line about the subject holds any content word;
-``high`` when the subject share reaches HIGH_SHARE and a line about the subject holds
-HIGH_SUPPORT of the content words; ``low`` otherwise. The reason says which. The score margin
-(best over runner-up) is reported too; it did not separate answerable from unanswerable
-questions on LoCoMo, so it decides nothing. Thresholds: bench/confidence.py (LoCoMo dev, with
-leave-one-conversation-out figures beside the in-sample ones; docs/BENCHMARKS.md).
+line, the subject share is under ``none_share``, or no line about the subject holds any content
+word; ``high`` when the subject share reaches ``high_share`` and a line about the subject holds
+``high_support`` of the content words; ``low`` otherwise. The reason says which. The score
+margin (best over runner-up) is reported too; it did not separate answerable from unanswerable
+questions on LoCoMo, so it decides nothing. Thresholds (RESEARCH, SEARCH): bench/confidence.py
+(LoCoMo dev, leave-one-conversation-out figures beside the in-sample ones; BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from typing import Any, NamedTuple
 from .index.keyword import query_terms
 from .salience import names
 
-__all__ = ["DEFAULT", "LEVELS", "Confidence", "Line", "Signals", "Thresholds", "assess",
-           "classify", "signals"]
+__all__ = ["DEFAULT", "LEVELS", "RESEARCH", "SEARCH", "Confidence", "Line", "Signals",
+           "Thresholds", "assess", "classify", "signals"]
 
 LEVELS = ("high", "low", "none")
 TOP_LINES = 8
@@ -57,15 +57,23 @@ class Line(NamedTuple):
 
 @dataclass(frozen=True)
 class Thresholds:
-    none_share: float = 0.6
-    """Subject share under this: none (LoCoMo dev, Youden's J; see the module docstring)."""
+    none_share: float = 0.65
+    """Subject share under this: none."""
     high_share: float = 0.8
     """Subject share at least this, with ``high_support``: high."""
     high_support: float = 0.75
-    """Share of content words a line about the subject must hold for high."""
+    """Share of content words a line about the subject must hold for high (fixed, not tuned)."""
 
 
-DEFAULT = Thresholds()
+RESEARCH = Thresholds(none_share=0.65, high_share=0.8)
+"""For research evidence. Tuned on LoCoMo dev by bench/confidence.py: none_share maximises
+none on unanswerable (category 5) minus none on answerable questions (0.713 - 0.184; the same
+0.65 in every leave-one-conversation-out fold); high_share is the lowest giving high to at most
+2% of unanswerable questions (0.004 in-sample, 0.021 held out)."""
+SEARCH = Thresholds(none_share=0.6, high_share=0.9)
+"""For search results, tuned the same way (none 0.624 / 0.253, identical held out; high on
+0.013 of unanswerable questions, 0.017 held out)."""
+DEFAULT = RESEARCH
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .confidence import Confidence, Line, assess
+from .confidence import SEARCH, Confidence, Line, assess
 from .domains.atomic import Filters
 from .domains.filtering import filtered_retrieve
 from .errors import DeepfieldError, EmbeddingError
@@ -99,7 +99,7 @@ class SearchResponse:
     def confidence(self) -> Confidence:
         """How far the best results' lines support an answer (deepfield.confidence)."""
         return assess(self.query, [Line(hit.snippet, hit.score, hit.title)
-                                   for hit in self.results])
+                                   for hit in self.results], SEARCH)
 
     def to_json(self, with_text: bool = False) -> dict[str, Any]:
         results = []

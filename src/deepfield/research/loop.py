@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..confidence import Confidence, Line, assess
+from ..confidence import RESEARCH, Confidence, Line, assess
 from ..embed.base import LatentTerms
 from ..errors import (
     BudgetError,
@@ -96,7 +96,8 @@ class ResearchResult:
     @property
     def confidence(self) -> Confidence:
         """How far the best evidence supports an answer (deepfield.confidence)."""
-        return assess(self.question, [Line(e.text, e.score, e.title) for e in self.ranked])
+        return assess(self.question, [Line(e.text, e.score, e.title) for e in self.ranked],
+                      RESEARCH)
 
     def repack(self, budget: int) -> Packed:
         """The same research packed to another budget (no new searches)."""
