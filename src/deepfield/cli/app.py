@@ -122,6 +122,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "review": ("commands_manage",), "rm": ("commands_pages",), "search": ("commands_search",),
     "serve": ("commands_serve",), "status": ("commands_misc",),
     "supersede": ("commands_manage",), "taxonomy": ("commands_domain",),
+    "ui": ("commands_ui",),
     "unpack": ("commands_portable",), "watch": ("commands_manage",),
     "write": ("commands_pages",),
 }
