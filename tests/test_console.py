@@ -186,7 +186,7 @@ def test_writes_need_the_login_when_users_exist(store: deepfield.Store,
 def test_pages_deepfield_cannot_render(store: deepfield.Store, notes: deepfield.Field) -> None:
     client = local(create_app(store))
     big = "---\ntitle: Big\n---\n# Big\n\n" + "".join(
-        f"## Part {i}\n\n" + "A long line of text about part %d. " % i * 40 + "\n\n"
+        f"## Part {i}\n\n" + f"A long line of text about part {i}. " * 40 + "\n\n"
         for i in range(MAX_RENDER_BYTES // 1400 + 10))
     (notes.path / "big.md").write_text(big, encoding="utf-8")
     shown = client.get("/ui/f/notes/p/big.md")

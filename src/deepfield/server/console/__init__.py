@@ -32,7 +32,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from . import views_manage, views_memory, views_pages
-from .guard import Refusal
+from .guard import Refused
 from .render import refusal_page
 
 PREFIX = "/ui"
@@ -40,7 +40,7 @@ PREFIX = "/ui"
 
 async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
     request = Request(scope, receive)
-    response = refusal_page(request, Refusal(404, f"nothing at {request.url.path}",
+    response = refusal_page(request, Refused(404, f"nothing at {request.url.path}",
                                              "start from the fields at /ui/"))
     await response(scope, receive, send)
 

@@ -13,7 +13,7 @@ from starlette.responses import RedirectResponse, Response
 
 from ...errors import DeepfieldError
 from ..service import Service, error_status
-from .guard import CSRF_FIELD, Refusal, check_read, check_write, secure
+from .guard import CSRF_FIELD, Refused, check_origin, check_read, check_write, secure
 from .render import page, refusal_page
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -41,7 +41,7 @@ def view(handler: Handler) -> Handler:
         try:
             check_read(request)
             return await handler(request)
-        except Refusal as refusal:
+        except Refused as refusal:
             return refusal_page(request, refusal)
         except DeepfieldError as exc:
             return error_page(request, exc)
@@ -53,14 +53,14 @@ async def read_form(request: Request) -> Form:
     """The urlencoded form of a POST (the console's forms send nothing else)."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/x-www-form-urlencoded":
-        raise Refusal(415, f"the console takes form posts, not {kind or 'no content type'}")
+        raise Refused(415, f"the console takes form posts, not {kind or 'no content type'}")
     body = await request.body()
     if len(body) > MAX_FORM_BYTES:
-        raise Refusal(413, "the form is too large")
+        raise Refused(413, "the form is too large")
     try:
         return parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
     except UnicodeDecodeError:
-        raise Refusal(400, "the form is not UTF-8") from None
+        raise Refused(400, "the form is not UTF-8") from None
 
 
 def one(form: Form, key: str, default: str = "") -> str:
@@ -74,11 +74,12 @@ def action(handler: FormHandler) -> Handler:
     @functools.wraps(handler)
     async def wrapped(request: Request) -> Response:
         try:
+            check_origin(request)  # before the body is even read
             form = await read_form(request) \
                 if request.headers.get("content-length") != "0" else {}
             check_write(request, one(form, CSRF_FIELD) or None)
             return await handler(request, form)
-        except Refusal as refusal:
+        except Refused as refusal:
             return refusal_page(request, refusal)
         except DeepfieldError as exc:
             return error_page(request, exc)

@@ -41,7 +41,7 @@ SECURITY_HEADERS = {
 }
 
 
-class Refusal(Exception):
+class Refused(Exception):  # noqa: N818 (a refusal, not an error of the server)
     """A request the console will not serve: an HTML error page with this status."""
 
     def __init__(self, status: int, message: str, hint: str = "",
@@ -64,13 +64,13 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def _refusal(response: Response, *, login: bool = False) -> Refusal:
-    """The HTTP API's JSON error as a Refusal (same status, message, hint, headers)."""
+def _refusal(response: Response, *, login: bool = False) -> Refused:
+    """The HTTP API's JSON error as a Refused (same status, message, hint, headers)."""
     body = bytes(response.body)
     error = json.loads(body)["error"] if body else {}
     headers = {k: v for k, v in response.headers.items()
                if k.lower() == "www-authenticate"}
-    return Refusal(response.status_code, str(error.get("message", "refused")),
+    return Refused(response.status_code, str(error.get("message", "refused")),
                    str(error.get("hint", "")), headers,
                    login=login and response.status_code == 401)
 
@@ -87,25 +87,30 @@ def foreign_origin(request: Request) -> str | None:
 
 
 def check_read(request: Request) -> None:
-    """Raise a Refusal unless the console may be read by this request."""
+    """Raise a Refused unless the console may be read by this request."""
     if (origin := foreign_origin(request)) is not None:
-        raise Refusal(403, f"requests from the web origin {origin} are refused",
+        raise Refused(403, f"requests from the web origin {origin} are refused",
                       "open the console itself at /ui/")
     if (denied := deny_read(request)) is not None:
         raise _refusal(denied, login=True)
 
 
-def check_write(request: Request, form_token: str | None) -> None:
-    """Raise a Refusal unless this form post may write (see the module docstring)."""
+def check_origin(request: Request) -> None:
+    """Raise a Refused for a write sent from another site."""
     if (origin := foreign_origin(request)) is not None or \
             request.headers.get("sec-fetch-site") == "cross-site":
-        raise Refusal(403, f"a form posted from another site ({origin or 'cross-site'}) "
+        raise Refused(403, f"a form posted from another site ({origin or 'cross-site'}) "
                       "is refused", "use the console's own pages")
+
+
+def check_write(request: Request, form_token: str | None) -> None:
+    """Raise a Refused unless this form post may write (see the module docstring)."""
+    check_origin(request)
     if (denied := deny_browser(request, write=True)) is not None:
         raise _refusal(denied)
     expected = session_token(request)
     if not expected or not form_token or not hmac.compare_digest(expected, form_token):
-        raise Refusal(403, "the form's session token is missing or stale",
+        raise Refused(403, "the form's session token is missing or stale",
                       "reload the page and submit the form again")
     if (denied := deny_write(request)) is not None:
         raise _refusal(denied, login=True)

@@ -17,7 +17,7 @@ from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from .guard import Refusal, secure, token_for
+from .guard import Refused, logged_in, secure, token_for
 
 MAX_RENDER_BYTES = 512 * 1024
 """Pages larger than this are shown as their outline, with a link to the raw text."""
@@ -48,14 +48,14 @@ def page(request: Request, template: str, status: int = 200, **context: Any) -> 
     """The template rendered for ``request``, with the security headers and the session's
     CSRF token (``csrf``) available to its forms."""
     base = {"csrf": token_for(request), "request": request, "nav": context.pop("nav", ""),
-            "field": context.pop("field", None), "login": context.pop("login", None),
+            "field": context.pop("field", None), "login": logged_in(request),
             "done": context.pop("done", request.query_params.get("done"))}
     html = _env.get_template(template).render(**base, **context)
     response = HTMLResponse(html, status_code=status)
     return secure(response, request)  # type: ignore[return-value]
 
 
-def refusal_page(request: Request, refusal: Refusal) -> HTMLResponse:
+def refusal_page(request: Request, refusal: Refused) -> HTMLResponse:
     response = page(request, "error.html", refusal.status, title=f"{refusal.status}",
                     message=refusal.message, hint=refusal.hint, login_prompt=refusal.login)
     response.headers.update(refusal.headers)

@@ -31,7 +31,7 @@ from .common import (
     service_of,
     view,
 )
-from .guard import Refusal, check_read, logged_in
+from .guard import Refused, check_read, logged_in
 from .render import page, refusal_page
 
 ACTION_LABELS = {"accept": "accept: the new page supersedes the old",
@@ -148,7 +148,7 @@ async def status(request: Request) -> Response:
     embedder = service.store.embedder
     return page(request, "status.html", nav="status", rows=rows,
                 embedder=f"{embedder.name} ({embedder.model_code})" if embedder else None,
-                store=str(service.store.root), login=logged_in(request))
+                store=str(service.store.root))
 
 
 async def login(request: Request) -> Response:
@@ -156,7 +156,7 @@ async def login(request: Request) -> Response:
     (it then sends it with every later request to /ui/), then back to the console."""
     try:
         check_read(request)
-    except Refusal as refusal:
+    except Refused as refusal:
         return refusal_page(request, refusal)
     auth = request.app.state.auth
     if not auth.enabled:
@@ -166,6 +166,6 @@ async def login(request: Request) -> Response:
         # Only back into the console: never an open redirect to another site.
         return redirect(request, back if back.startswith("/ui/") and "//" not in back
                         else "/ui/")
-    return refusal_page(request, Refusal(401, "log in to write", "enter the user name and "
+    return refusal_page(request, Refused(401, "log in to write", "enter the user name and "
                                          "password set with `deepfield passwd USER`",
                                          auth.challenge(), login=True))

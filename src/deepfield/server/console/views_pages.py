@@ -26,8 +26,7 @@ from ...page import INTRO_FILE, LISTING_FILE, Page, derive_title
 from ...read import PageView
 from ..routes_spec import _archive, _write, etag_of
 from ..service import error_status
-from .common import Form, action, field_url, one, redirect, service_of, view
-from .guard import logged_in
+from .common import Form, action, field_url, int_arg, one, redirect, service_of, view
 from .render import MAX_RENDER_BYTES, chain_graph, markdown_html, page
 
 
@@ -41,7 +40,7 @@ async def home(request: Request) -> Response:
         return {"name": f.name, "pages": len(docs), "intro": (f.intro() or "").strip()[:300]}
 
     fields = [await service.run(n, summary) for n in names]
-    return page(request, "home.html", fields=fields, login=logged_in(request))
+    return page(request, "home.html", nav="fields", fields=fields)
 
 
 def _page_rows(f: Field) -> list[dict[str, Any]]:
@@ -65,17 +64,22 @@ SORTS = {"filename": (lambda r: r["filename"], False),
          "activation": (lambda r: -math.inf if r["activation"] is None else r["activation"], True)}
 
 
+PAGE_ROWS = 500
+"""Pages listed at once (a field of 10,000 pages is shown 500 at a time)."""
+
+
 @view
 async def field_pages(request: Request) -> Response:
     name = request.path_params["field"]
-    service = service_of(request)
-    rows = await service.run(name, _page_rows)
+    rows, intro = await service_of(request).run(name, lambda f: (_page_rows(f), f.intro()))
     sort = request.query_params.get("sort", "filename")
     key, reverse = SORTS.get(sort, SORTS["filename"])
     rows.sort(key=key, reverse=reverse)
-    intro = await service.run(name, lambda f: f.intro())
-    return page(request, "field.html", field=name, nav="pages", pages=rows, sort=sort,
-                intro=intro, done=request.query_params.get("done"))
+    start = int_arg(request.query_params.get("start"), 0, 0, max(0, len(rows) - 1),
+                    "start") or 0
+    return page(request, "field.html", field=name, nav="pages",
+                pages=rows[start:start + PAGE_ROWS], total=len(rows), start=start,
+                step=PAGE_ROWS, sort=sort, intro=intro)
 
 
 @dataclass
