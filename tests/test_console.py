@@ -149,6 +149,8 @@ def test_a_stale_edit_is_refused_with_both_versions(store: deepfield.Store,
     assert broken.status_code == 400 and "YAML" in broken.text and "body kept" in broken.text
     # A new page: created once; a second "new" of the same name is 412, both versions shown.
     new = {"csrf": token, "etag": "", "name": "pans", "text": "# Pans\n\nCast iron.\n"}
+    bad = client.post("/ui/f/notes/new", data={**new, "name": "Bad Name"})
+    assert bad.status_code == 400 and "Cast iron." in bad.text and "Bad Name" in bad.text
     assert client.post("/ui/f/notes/new", data=new, follow_redirects=False).status_code == 303
     clash = client.post("/ui/f/notes/new", data={**new, "text": "# Pans\n\nSteel.\n"})
     assert clash.status_code == 412 and "Cast iron." in clash.text

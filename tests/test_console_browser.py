@@ -77,6 +77,43 @@ def test_memory_text_runs_no_script(walk: Walk) -> None:
     walk.shot("escaped")
 
 
+def test_a_forged_cross_site_form_post_is_refused(walk: Walk) -> None:
+    """A page on another site posts a form to the console, even with a token it somehow got:
+    Chromium sends its Origin (and not the SameSite=Strict cookie), so the answer is 403."""
+    import http.server
+    import threading
+
+    import httpx
+
+    walk.open("/ui/f/aurora/p/team.md")
+    token = walk.css("#archive-form input[name=csrf]").get_attribute("value")
+    trap = (f'<!doctype html><form method="post" action="{walk.url}/ui/f/aurora/p/team.md/'
+            f'archive"><input type="hidden" name="csrf" value="{token}">'
+            '<button id="go">claim your prize</button></form>').encode()
+
+    class Trap(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(trap)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Trap)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    try:
+        walk.driver.get(f"http://localhost:{site.server_address[1]}/")  # another site
+        walk.submit("#go")
+        assert walk.text("#error h1") == "403", walk.text()
+        assert "another site" in walk.text("#error")
+    finally:
+        site.shutdown()
+        site.server_close()
+    assert httpx.get(f"{walk.url}/aurora/team.md", timeout=10).status_code == 200
+
+
 def test_screenshots_were_saved(walk: Walk) -> None:
     names = {p.name for p in walk.saved}
     for view in ("fields", "pages", "page", "search", "research", "edit", "stale-edit",

@@ -191,18 +191,12 @@ async def save_page(request: Request, form: Form, name: str, filename: str) -> R
     service = service_of(request)
     text, etag = one(form, "text"), one(form, "etag")
     new = not etag
-    service.page_path(service.field(name), filename, existing=not new)
-    if filename == LISTING_FILE:
-        raise DeepfieldError(f"{LISTING_FILE} is generated from the pages",
-                             "edit the pages instead")
 
     def again(status: int, error: str, current: Loaded | None = None) -> Response:
+        """The form again, the text as sent (nothing typed is lost), with what went wrong."""
         return page(request, "edit.html", status, field=name, nav="pages", filename=filename,
                     text=text, etag=current.etag if current else etag,
                     current=current.text if current else None, error=error, new=new)
-
-    if not text.strip():
-        return again(400, "the page is empty: write its text, or archive the page instead")
 
     def save(f: Field) -> tuple[int, Any]:
         if new and (f.path / filename).exists():
@@ -210,6 +204,12 @@ async def save_page(request: Request, form: Form, name: str, filename: str) -> R
         return _write(f, filename, text.encode("utf-8"), put_request(etag or None))
 
     try:
+        service.page_path(service.field(name), filename, existing=not new)
+        if filename == LISTING_FILE:
+            raise DeepfieldError(f"{LISTING_FILE} is generated from the pages",
+                                 "edit the pages instead")
+        if not text.strip():
+            return again(400, "the page is empty: write its text, or archive the page instead")
         status, _ = await service.run(name, save, write=True)
     except DeepfieldError as exc:
         return again(error_status(exc), f"{exc.message} ({exc.hint})" if exc.hint
