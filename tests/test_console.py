@@ -115,6 +115,9 @@ def test_forms_need_the_session_token_and_the_same_origin(store: deepfield.Store
     assert saved.status_code == 303 and saved.headers["location"].startswith(
         "/ui/f/notes/p/woks.md")
     assert "Changed." in (notes.path / "woks.md").read_text()
+    note = "/ui/f/notes/p/woks.md?done=Call+0800+now"
+    assert "Call 0800 now" in client.get(note, headers={"Sec-Fetch-Site": "same-origin"}).text
+    assert "Call 0800 now" not in client.get(note, headers={"Sec-Fetch-Site": "cross-site"}).text
     # From another machine without users: reads open, writes refused (the HTTP API's rule).
     remote = TestClient(create_app(store), client=("203.0.113.7", 4000))
     assert remote.get("/ui/f/notes/").status_code == 200

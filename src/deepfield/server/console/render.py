@@ -44,12 +44,20 @@ def _score(value: Any) -> str:
 _env.filters["score"] = _score
 
 
+def _done(request: Request) -> str | None:
+    """The note a write's redirect carries (``?done=``), only when the browser came from the
+    console itself: a link from elsewhere cannot put its words in the console's mouth."""
+    if request.headers.get("sec-fetch-site", "same-origin") != "same-origin":
+        return None
+    return request.query_params.get("done")
+
+
 def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
     """The template rendered for ``request``, with the security headers and the session's
     CSRF token (``csrf``) available to its forms."""
     base = {"csrf": token_for(request), "request": request, "nav": context.pop("nav", ""),
             "field": context.pop("field", None), "login": logged_in(request),
-            "done": context.pop("done", request.query_params.get("done"))}
+            "done": context.pop("done", _done(request))}
     html = _env.get_template(template).render(**base, **context)
     response = HTMLResponse(html, status_code=status)
     return secure(response, request)  # type: ignore[return-value]
