@@ -15,7 +15,8 @@ from starlette.responses import Response
 
 from ...errors import DeepfieldError
 from ...search import MODES, UNITS
-from .common import extras, int_arg, service_of, view
+from ..routes_spec import MAX_K, _int_param
+from .common import extras, service_of, view
 from .render import page
 
 SEARCH_KEYS = {"results", "count", "query", "mode", "unit", "k", "field", "took_ms",
@@ -37,7 +38,7 @@ async def search(request: Request) -> Response:
     query = params.get("q", "")
     mode = params.get("mode") or None
     unit = params.get("unit") or "page"
-    k = int_arg(params.get("k"), 10, 1, 100, "k") or 10
+    k = _int_param(request, "k", 10, 1, MAX_K)
     if mode is not None and mode not in MODES:
         raise DeepfieldError(f"unknown search mode {mode!r}", "use bm25, vector or hybrid")
     if unit not in UNITS:
@@ -59,8 +60,8 @@ async def research(request: Request) -> Response:
     service.field(name)
     params = request.query_params
     question = params.get("q", "")
-    rounds = int_arg(params.get("rounds"), 3, 1, 10, "rounds") or 3
-    budget = int_arg(params.get("budget"), 1000, 50, 100_000, "budget") or 1000
+    rounds = _int_param(request, "rounds", 3, 1, 10)  # the HTTP route's bounds
+    budget = _int_param(request, "budget", 1000, 50, 100_000)
     out: dict[str, Any] | None = None
     if question.strip():
         out = await run_in_threadpool(service.research, [name], question,
