@@ -162,11 +162,13 @@ class _Parser:
             if not first:
                 if self.pos >= len(self.text) or self.text[self.pos] != ",":
                     raise self.error(f"expected ',' or '{close}'")
+                comma = self.pos
                 self.pos += 1
                 self.skip()
                 if self.pos < len(self.text) and self.text[self.pos] == close:
                     if self.strict:
-                        raise self.error("a trailing comma is not allowed in this JSON file")
+                        raise self.error("a trailing comma is not allowed in this JSON file",
+                                         comma)
                     continue
             first = False
             if kind == "object":
@@ -316,8 +318,9 @@ def _insert(text: str, obj: Node, key: str, value: Any, unit: str, newline: str)
             if line_end > 0 and text[line_end - 1] == "\r":
                 line_end -= 1
             head = text[: last.node.end] + ("," if comma < 0 else "")
+            trailing = "," if comma >= 0 else ""  # the file's trailing-comma style, kept
             return head + text[last.node.end:line_end] + newline + indent + member + \
-                text[line_end:]
+                trailing + text[line_end:]
         return text[: last.node.end] + "," + newline + indent + member + text[last.node.end:]
     compact = json.dumps(value, ensure_ascii=False)
     return text[: last.node.end] + f", {json.dumps(key, ensure_ascii=False)}: {compact}" + \

@@ -28,27 +28,27 @@ MAX_FILE_BYTES = 1 << 20
 """Largest memory file accepted (1 MiB): memory files are notes, not documents."""
 
 
-class MemoryCommandError(Exception):
-    """A memory command that cannot be carried out; the message is for the model."""
+class MemoryOpError(Exception):
+                    """A memory command that cannot be carried out; the message is for the model."""
 
 
 def relative(path: object) -> str:
     """``/memories/a/b.md`` → ``a/b.md`` (``""`` for the root); refuses anything else."""
     if not isinstance(path, str):
-        raise MemoryCommandError(f"Path must be a string, got: {type(path).__name__}")
+        raise MemoryOpError(f"Path must be a string, got: {type(path).__name__}")
     if path != ROOT and not path.startswith(ROOT + "/"):
-        raise MemoryCommandError(f"Path must start with {ROOT}, got: {path}")
+        raise MemoryOpError(f"Path must start with {ROOT}, got: {path}")
     rel = path[len(ROOT):].strip("/")
     if len(rel) > MAX_PATH_CHARS:
-        raise MemoryCommandError(f"Path {path[:80]}... is longer than {MAX_PATH_CHARS} characters")
+        raise MemoryOpError(f"Path {path[:80]}... is longer than {MAX_PATH_CHARS} characters")
     if not rel:
         return ""
     if "\\" in rel or any(ord(c) < 32 or c == "\x7f" for c in rel):
-        raise MemoryCommandError(f"Path {path!r} holds a backslash or a control character")
+        raise MemoryOpError(f"Path {path!r} holds a backslash or a control character")
     parts = rel.split("/")
     if any(part in ("", ".", "..") for part in parts):
-        raise MemoryCommandError(f"Path {path} would escape {ROOT} directory (or has an empty "
-                           "'.' or '..' part)")
+        raise MemoryOpError(f"Path {path} would escape {ROOT} directory (or has an empty "
+                            "'.' or '..' part)")
     return rel
 
 
@@ -81,7 +81,7 @@ class MemoryFiles:
             if isinstance(claimed, str):
                 try:
                     rel = relative(claimed) or doc.filename
-                except MemoryCommandError:
+                except MemoryOpError:
                     rel = doc.filename
             out.setdefault(rel, MemoryFile(rel, doc.filename))
         return out
@@ -95,12 +95,12 @@ class MemoryFiles:
     def load(self, rel: str) -> tuple[MemoryFile, Page]:
         found = self.files().get(rel)
         if found is None:
-            raise MemoryCommandError(f"The path {absolute(rel)} does not exist. Please provide a "
-                               "valid path.")
+            raise MemoryOpError(f"The path {absolute(rel)} does not exist. Please provide a "
+                                "valid path.")
         try:
             _name, page = self.field.load(found.filename)
         except DeepfieldError as exc:
-            raise MemoryCommandError(f"Cannot read {absolute(rel)}: {exc.message}") from None
+            raise MemoryOpError(f"Cannot read {absolute(rel)}: {exc.message}") from None
         return found, page
 
     def text(self, rel: str) -> str:
@@ -128,10 +128,10 @@ class MemoryFiles:
         """The page for memory file ``rel``: the old page's frontmatter (uuid, dates, any keys
         a person added) with the new body."""
         if "\x00" in body:
-            raise MemoryCommandError("The text holds NUL characters; memory files are text")
+            raise MemoryOpError("The text holds NUL characters; memory files are text")
         if len(body.encode("utf-8")) > MAX_FILE_BYTES:
-            raise MemoryCommandError(f"The text is over {MAX_FILE_BYTES:,} bytes; keep memory files "
-                               "short and split long notes into several files")
+            raise MemoryOpError(f"The text is over {MAX_FILE_BYTES:,} bytes; keep memory files "
+                                "short and split long notes into several files")
         page = old.copy() if old is not None else Page(body="", frontmatter={})
         page.body = body  # (copy keeps the frontmatter's own layout and comments)
         if page.frontmatter is None:
@@ -146,7 +146,7 @@ class MemoryFiles:
         try:
             self.field.write(page, name=stem, split=False, review=self.review)
         except DeepfieldError as exc:
-            raise MemoryCommandError(f"The memory could not be written: {exc.message}") from None
+            raise MemoryOpError(f"The memory could not be written: {exc.message}") from None
 
     def _free_stem(self, rel: str) -> str:
         base = slugify(rel.replace("/", " ").replace(".", " ")) or "memory"
@@ -159,16 +159,16 @@ class MemoryFiles:
     def create(self, rel: str, text: str) -> None:
         files = self.files()
         if not rel:
-            raise MemoryCommandError(f"Cannot create a file at {ROOT} itself")
+            raise MemoryOpError(f"Cannot create a file at {ROOT} itself")
         if rel in files:
-            raise MemoryCommandError(f"File {absolute(rel)} already exists")
+            raise MemoryOpError(f"File {absolute(rel)} already exists")
         if self.is_dir(rel, files):
-            raise MemoryCommandError(f"{absolute(rel)} is a directory")
+            raise MemoryOpError(f"{absolute(rel)} is a directory")
         parts = rel.split("/")
         for depth in range(1, len(parts)):
             if "/".join(parts[:depth]) in files:
-                raise MemoryCommandError(f"{absolute('/'.join(parts[:depth]))} is a file, not a "
-                                   "directory")
+                raise MemoryOpError(f"{absolute('/'.join(parts[:depth]))} is a file, not a "
+                                    "directory")
         self._write(self._page(rel, text), self._free_stem(rel))
 
     def replace_text(self, rel: str, text: str) -> None:
@@ -179,20 +179,20 @@ class MemoryFiles:
         """Move a file or every file of a folder; returns the new paths."""
         files = self.files()
         if not old:
-            raise MemoryCommandError(f"Cannot rename the {ROOT} directory itself")
+            raise MemoryOpError(f"Cannot rename the {ROOT} directory itself")
         if not new:
-            raise MemoryCommandError(f"The destination {ROOT} already exists")
+            raise MemoryOpError(f"The destination {ROOT} already exists")
         if new in files or self.is_dir(new, files):
-            raise MemoryCommandError(f"The destination {absolute(new)} already exists")
+            raise MemoryOpError(f"The destination {absolute(new)} already exists")
         if old in files:
             moves = {old: new}
         elif self.is_dir(old, files):
             if (new + "/").startswith(old + "/"):
-                raise MemoryCommandError(f"Cannot move {absolute(old)} into itself")
+                raise MemoryOpError(f"Cannot move {absolute(old)} into itself")
             moves = {name: new + name[len(old):] for name in files
                      if name.startswith(old + "/")}
         else:
-            raise MemoryCommandError(f"The path {absolute(old)} does not exist")
+            raise MemoryOpError(f"The path {absolute(old)} does not exist")
         for source, target in moves.items():
             found, page = self.load(source)
             self._write(self._page(target, page.body, page, source), found.filename[:-3])
@@ -202,13 +202,13 @@ class MemoryFiles:
         """Archive a file or every file of a folder (moved into the field's ``archive/``)."""
         files = self.files()
         if not rel:
-            raise MemoryCommandError(f"Cannot delete the {ROOT} directory itself")
+            raise MemoryOpError(f"Cannot delete the {ROOT} directory itself")
         if rel in files:
             targets = [files[rel]]
         elif self.is_dir(rel, files):
             targets = [f for name, f in files.items() if name.startswith(rel + "/")]
         else:
-            raise MemoryCommandError(f"The path {absolute(rel)} does not exist")
+            raise MemoryOpError(f"The path {absolute(rel)} does not exist")
         for found in targets:
             self.field.archive(found.filename)
         return [f.filename for f in targets]
@@ -243,7 +243,7 @@ def _body_lines(start: int | None, end: int | None, files: MemoryFiles,
         return None
     try:
         _found, page = files.load(rel)
-    except MemoryCommandError:
+    except MemoryOpError:
         return None
     offset = page.body_line - 1
     first, last = start - offset, end - offset

@@ -35,7 +35,7 @@ from anthropic.types.beta import (
 from ..errors import UnknownFieldError
 from ..field import Field
 from ..store import Store
-from .memory_files import MemoryCommandError, MemoryFiles, absolute, relative
+from .memory_files import MemoryFiles, MemoryOpError, absolute, relative
 
 __all__ = ["DeepfieldMemoryTool"]
 
@@ -83,7 +83,7 @@ class DeepfieldMemoryTool(BetaAbstractMemoryTool):
     def _run(self, action: Callable[[], T]) -> T:
         try:
             return action()
-        except MemoryCommandError as exc:
+        except MemoryOpError as exc:
             raise ToolError(str(exc)) from None
 
     # ------------------------------------------------------------------ commands
@@ -104,7 +104,7 @@ class DeepfieldMemoryTool(BetaAbstractMemoryTool):
             return f"Here's the content of {path} with line numbers:\n" + \
                 _numbered(lines, first)
         if not self.files.is_dir(rel, files):
-            raise MemoryCommandError(f"The path {path} does not exist. Please provide a valid path.")
+            raise MemoryOpError(f"The path {path} does not exist. Please provide a valid path.")
         entries = self.files.listing(rel)
         total = sum(size for size, name in entries if "/" not in name.rstrip("/"))
         shown = absolute(rel)
@@ -129,16 +129,16 @@ class DeepfieldMemoryTool(BetaAbstractMemoryTool):
         content = self._file_text(rel, path)
         count = content.count(old) if old else 0
         if count == 0:
-            raise MemoryCommandError(f"No replacement was performed, old_str `{old}` did not appear "
-                               f"verbatim in {path}.")
+            raise MemoryOpError(f"No replacement was performed, old_str `{old}` did not appear "
+                                f"verbatim in {path}.")
         if count > 1:
             lines, start = [], 0
             while (pos := content.find(old, start)) >= 0:
                 lines.append(content[:pos].count("\n") + 1)
                 start = pos + 1
-            raise MemoryCommandError(f"No replacement was performed. Multiple occurrences of old_str "
-                               f"`{old}` in lines: {', '.join(map(str, lines))}. Please "
-                               "ensure it is unique")
+            raise MemoryOpError(f"No replacement was performed. Multiple occurrences of old_str "
+                                f"`{old}` in lines: {', '.join(map(str, lines))}. Please "
+                                "ensure it is unique")
         changed = content[: content.find(old)].count("\n")
         updated = content.replace(old, new)
         self.files.replace_text(rel, updated)
@@ -151,8 +151,8 @@ class DeepfieldMemoryTool(BetaAbstractMemoryTool):
     def _file_text(self, rel: str, path: str) -> str:
         if rel not in self.files.files():
             if self.files.is_dir(rel):
-                raise MemoryCommandError(f"The path {path} is not a file.")
-            raise MemoryCommandError(f"The path {path} does not exist. Please provide a valid path.")
+                raise MemoryOpError(f"The path {path} is not a file.")
+            raise MemoryOpError(f"The path {path} does not exist. Please provide a valid path.")
         return self.files.text(rel)
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
@@ -165,8 +165,8 @@ class DeepfieldMemoryTool(BetaAbstractMemoryTool):
         if lines[-1] == "":  # LF only, keeping any CR, without the empty tail (as the SDK)
             lines.pop()
         if at < 0 or at > len(lines):
-            raise MemoryCommandError(f"Invalid `insert_line` parameter: {at}. It should be within "
-                               f"the range [0, {len(lines)}].")
+            raise MemoryOpError(f"Invalid `insert_line` parameter: {at}. It should be within "
+                                f"the range [0, {len(lines)}].")
         lines.insert(at, text.rstrip("\n"))
         updated = "\n".join(lines)
         self.files.replace_text(rel, updated if updated.endswith("\n") else updated + "\n")
@@ -199,7 +199,7 @@ class DeepfieldMemoryTool(BetaAbstractMemoryTool):
         """The ``k`` memory files that best match ``query``, as text for the model."""
         def run() -> str:
             if not query.strip():
-                raise MemoryCommandError("Give a query to search the memory for")
+                raise MemoryOpError("Give a query to search the memory for")
             hits = self.files.search(query, k=max(1, min(k, 50)))
             if not hits:
                 return f"No memory file matches {query!r}."
