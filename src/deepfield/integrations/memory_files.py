@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import DeepfieldError
 from ..field import Field
+from ..fsutil import read_no_follow
 from ..page import Page, slugify
 
 ROOT = "/memories"
@@ -97,11 +98,11 @@ class MemoryFiles:
         if found is None:
             raise MemoryOpError(f"The path {absolute(rel)} does not exist. Please provide a "
                                 "valid path.")
-        try:
-            _name, page = self.field.load(found.filename)
-        except DeepfieldError as exc:
-            raise MemoryOpError(f"Cannot read {absolute(rel)}: {exc.message}") from None
-        return found, page
+        try:  # the bytes as stored: Field.load would normalise line endings
+            data, _mtime = read_no_follow(self.field.path / found.filename)
+            return found, Page.parse(data.decode("utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise MemoryOpError(f"Cannot read {absolute(rel)}: {exc}") from None
 
     def text(self, rel: str) -> str:
         return self.load(rel)[1].body
