@@ -15,8 +15,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deepfield.agentsetup import AGENTS, Host, apply, get_agent, plan_setup, snippet
-from deepfield.agentsetup import jsonc
+from deepfield.agentsetup import AGENTS, Host, apply, get_agent, jsonc, plan_setup, snippet
 from deepfield.agentsetup.agents import ZED_RULE_FILES
 from deepfield.cli import app, main
 from deepfield.errors import AgentSetupError
