@@ -190,6 +190,25 @@ def test_codex_toml_keeps_comments_and_tables(tmp_path: Path) -> None:
     assert "# my codex settings" in path.read_text() and "# fast" in path.read_text()
 
 
+@pytest.mark.parametrize("before", [
+    'mcp_servers = { docs = { command = "docs-mcp" } }\nmodel = "o4"\n',
+    'mcp_servers.docs.command = "docs-mcp"\nmodel = "o4"\n',  # dotted keys, then more keys
+])
+def test_codex_inline_tables_and_dotted_keys_mean_the_same_after(tmp_path: Path,
+                                                                  before: str) -> None:
+    h = host(tmp_path)
+    path = h.home / ".codex" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(before)
+    setup("codex", tmp_path, host=h)
+    parsed = tomllib.loads(path.read_text())
+    assert parsed["model"] == "o4"  # not swallowed into the new table
+    assert parsed["mcp_servers"]["docs"] == {"command": "docs-mcp"}
+    assert parsed["mcp_servers"]["deepfield"]["command"] == COMMAND[0]
+    setup("codex", tmp_path, host=h, remove=True)
+    assert tomllib.loads(path.read_text()) == tomllib.loads(before)
+
+
 @pytest.mark.parametrize(("name", "text", "line"), [
     ("cursor", '{\n  "mcpServers": {\n    "a": {"command": "x"}\n    "b": 1\n  }\n}\n', 4),
     ("claude-desktop", '{\n  // a comment Claude Desktop cannot read\n  "mcpServers": {}\n}\n', 2),
