@@ -202,3 +202,24 @@ def test_unknown_field_and_clear(keyword_store: deepfield.Store) -> None:
     big = "x" * ((1 << 20) + 1)
     assert "over" in refused(memory, command="create", path="/memories/big.md", file_text=big)
     assert "NUL" in refused(memory, command="create", path="/memories/n.md", file_text="a\x00")
+
+
+def test_async_tool_and_hidden_items(keyword_store: deepfield.Store) -> None:
+    import anyio
+
+    from deepfield.integrations.memory_tool import AsyncDeepfieldMemoryTool
+
+    memory = AsyncDeepfieldMemoryTool(DeepfieldMemoryTool.open(keyword_store, "claude").field)
+
+    async def session() -> str:
+        await memory.call({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
+        await memory.call({"command": "create", "path": "/memories/.draft.md",
+                           "file_text": "hidden\n"})
+        assert "hidden" in await memory.call({"command": "view",
+                                                "path": "/memories/.draft.md"})
+        result = await memory.call({"command": "view", "path": "/memories"})
+        assert isinstance(result, str)
+        return result
+
+    listing = anyio.run(session)
+    assert "/memories/a.md" in listing and ".draft" not in listing

@@ -113,10 +113,10 @@ class MemoryFiles:
         prefix = rel + "/" if rel else ""
         sizes: dict[str, int] = {}
         for name in self.files():
-            if not name.startswith(prefix):
-                continue
-            size = len(self.text(name).encode("utf-8"))
             parts = name[len(prefix):].split("/")
+            if not name.startswith(prefix) or any(p.startswith(".") for p in parts):
+                continue  # (hidden items are left out of listings, as the SDK does)
+            size = len(self.text(name).encode("utf-8"))
             for level in range(1, min(len(parts), depth) + 1):
                 key = "/".join(parts[:level]) + ("/" if level < len(parts) else "")
                 sizes[key] = sizes.get(key, 0) + size

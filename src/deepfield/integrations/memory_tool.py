@@ -21,7 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from anthropic.lib.tools import BetaAbstractMemoryTool, BetaFunctionTool, ToolError, beta_tool
+from anthropic.lib.tools import (
+    BetaAbstractMemoryTool,
+    BetaAsyncAbstractMemoryTool,
+    BetaFunctionTool,
+    ToolError,
+    beta_tool,
+)
+from anyio import to_thread
 from anthropic.types.beta import (
     BetaCacheControlEphemeralParam,
     BetaMemoryTool20250818CreateCommand,
@@ -37,7 +44,7 @@ from ..field import Field
 from ..store import Store
 from .memory_files import MemoryFiles, MemoryOpError, absolute, relative
 
-__all__ = ["DeepfieldMemoryTool"]
+__all__ = ["AsyncDeepfieldMemoryTool", "DeepfieldMemoryTool"]
 
 LINE_NUMBER_WIDTH = 6  # as the SDK's reference implementation numbers lines
 T = TypeVar("T")
@@ -228,3 +235,32 @@ class DeepfieldMemoryTool(BetaAbstractMemoryTool):
         return beta_tool(memory_search, name=name)
 
 
+class AsyncDeepfieldMemoryTool(BetaAsyncAbstractMemoryTool):
+    """The same backend for ``AsyncAnthropic``'s tool runner: each command runs
+    :class:`DeepfieldMemoryTool`'s in a worker thread (files and SQLite block)."""
+
+    def __init__(self, field: Field, *, review: bool = False,
+                 cache_control: BetaCacheControlEphemeralParam | None = None) -> None:
+        super().__init__(cache_control=cache_control)
+        self.sync = DeepfieldMemoryTool(field, review=review)
+
+    async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
+        return await to_thread.run_sync(self.sync.view, command)
+
+    async def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
+        return await to_thread.run_sync(self.sync.create, command)
+
+    async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
+        return await to_thread.run_sync(self.sync.str_replace, command)
+
+    async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
+        return await to_thread.run_sync(self.sync.insert, command)
+
+    async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
+        return await to_thread.run_sync(self.sync.delete, command)
+
+    async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
+        return await to_thread.run_sync(self.sync.rename, command)
+
+    async def clear_all_memory(self) -> str:
+        return await to_thread.run_sync(self.sync.clear_all_memory)
