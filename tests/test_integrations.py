@@ -145,3 +145,19 @@ def test_langgraph_batch_async_and_fixed_fields(store: deepfield.Store) -> None:
         fixed.put(("missing",), "k", {"v": 1})
     with pytest.raises(UnknownFieldError):
         fixed.search(("missing",), query="x")
+
+
+@pytest.mark.parametrize(("module", "framework", "extra"), [
+    ("memory_tool", "anthropic", "anthropic"), ("langchain", "langchain_core", "langchain"),
+    ("llamaindex", "llama_index", "llamaindex"), ("langgraph", "langgraph", "langgraph")])
+def test_a_missing_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, module: str,
+                                                framework: str, extra: str) -> None:
+    import importlib
+    import sys
+
+    for name in [n for n in sys.modules if n == framework or n.startswith(framework + ".")]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if the package were not installed
+    monkeypatch.setitem(sys.modules, framework, None)
+    monkeypatch.delitem(sys.modules, f"deepfield.integrations.{module}", raising=False)
+    with pytest.raises(ImportError, match=rf"pip install 'deepfield\[{extra}\]'"):
+        importlib.import_module(f"deepfield.integrations.{module}")

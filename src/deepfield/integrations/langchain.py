@@ -15,10 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
-from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict
+try:
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+    from pydantic import ConfigDict
+except ImportError as exc:  # the extra is not installed: say how to get it
+    raise ImportError(f"{__name__} needs langchain-core: "
+                      "pip install 'deepfield[langchain]'") from exc
 
 from ..store import Store
 from ._common import check_options, metadata, resolve_fields, search

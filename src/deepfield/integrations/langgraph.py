@@ -28,18 +28,22 @@ import uuid as uuidlib
 from collections.abc import Iterable
 from typing import Any
 
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    Item,
-    ListNamespacesOp,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    validate_op_namespace,
-)
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        Item,
+        ListNamespacesOp,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        validate_op_namespace,
+    )
+except ImportError as exc:  # the extra is not installed: say how to get it
+    raise ImportError(f"{__name__} needs langgraph: "
+                      "pip install 'deepfield[langgraph]'") from exc
 
 from ..errors import DeepfieldError, PageNotFoundError, UnknownFieldError
 from ..field import Field

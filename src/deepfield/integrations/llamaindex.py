@@ -16,9 +16,13 @@ never touches the network (tests/test_integrations.py checks it with sockets ref
 
 from __future__ import annotations
 
-from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.callbacks import CallbackManager
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+try:
+    from llama_index.core.base.base_retriever import BaseRetriever
+    from llama_index.core.callbacks import CallbackManager
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+except ImportError as exc:  # the extra is not installed: say how to get it
+    raise ImportError(f"{__name__} needs llama-index-core: "
+                      "pip install 'deepfield[llamaindex]'") from exc
 
 from ..store import Store
 from ._common import check_options, metadata, resolve_fields, search

@@ -21,23 +21,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from anthropic.lib.tools import (
-    BetaAbstractMemoryTool,
-    BetaAsyncAbstractMemoryTool,
-    BetaFunctionTool,
-    ToolError,
-    beta_tool,
-)
-from anyio import to_thread
-from anthropic.types.beta import (
-    BetaCacheControlEphemeralParam,
-    BetaMemoryTool20250818CreateCommand,
-    BetaMemoryTool20250818DeleteCommand,
-    BetaMemoryTool20250818InsertCommand,
-    BetaMemoryTool20250818RenameCommand,
-    BetaMemoryTool20250818StrReplaceCommand,
-    BetaMemoryTool20250818ViewCommand,
-)
+try:
+    from anthropic.lib.tools import (
+        BetaAbstractMemoryTool,
+        BetaAsyncAbstractMemoryTool,
+        BetaFunctionTool,
+        ToolError,
+        beta_tool,
+    )
+    from anthropic.types.beta import (
+        BetaCacheControlEphemeralParam,
+        BetaMemoryTool20250818CreateCommand,
+        BetaMemoryTool20250818DeleteCommand,
+        BetaMemoryTool20250818InsertCommand,
+        BetaMemoryTool20250818RenameCommand,
+        BetaMemoryTool20250818StrReplaceCommand,
+        BetaMemoryTool20250818ViewCommand,
+    )
+    from anyio import to_thread
+except ImportError as exc:  # the extra is not installed: say how to get it
+    raise ImportError(f"{__name__} needs anthropic: "
+                      "pip install 'deepfield[anthropic]'") from exc
 
 from ..errors import UnknownFieldError
 from ..field import Field
