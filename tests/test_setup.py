@@ -375,6 +375,7 @@ def test_cli_dry_run_print_list_and_errors(tmp_path: Path, monkeypatch: pytest.M
     printed = run("codex", "--print")
     entry = tomllib.loads(printed.stdout)["mcp_servers"]["deepfield"]
     assert entry["args"][-2:] == ["mcp", str(store.resolve())]
+    assert Path(entry["command"]).is_absolute()  # agents started from a desktop lack PATH
     done = runner.invoke(app, ["--store", str(store), "setup", "gemini", "--json"])
     report = json.loads(done.stdout)
     assert report["files"][0]["action"] == "created" and report["scope"] == "user"
