@@ -145,6 +145,11 @@ def test_langgraph_batch_async_and_fixed_fields(store: deepfield.Store) -> None:
         fixed.put(("missing",), "k", {"v": 1})
     with pytest.raises(UnknownFieldError):
         fixed.search(("missing",), query="x")
+    fixed.put(("prefs",), "coffee", {"text": "Black."})
+    assert fixed.get(("prefs",), "coffee.md") is None  # a page's file name is not its key
+    store.create_field("memories-alice")
+    DeepfieldStore(store).put(("memories", "alice"), "k", {"text": "x"})
+    assert [i.key for i in fixed.search(("memories",))] == ["k"]  # a namespace prefix is fine
 
 
 @pytest.mark.parametrize(("module", "framework", "extra"), [

@@ -180,7 +180,9 @@ class DeepfieldStore(BaseStore):
         except PageNotFoundError:
             try:  # a page written some other way, named like the key
                 filename, page = field.load(key)
-            except (PageNotFoundError, DeepfieldError):
+            except DeepfieldError:
+                return None
+            if page.get(KEY) is not None:  # another item's page: not this key
                 return None
         item: Item = self._item(Item, namespace, filename, page)
         return item
@@ -245,13 +247,14 @@ class DeepfieldStore(BaseStore):
 
     def _fields_under(self, prefix: tuple[str, ...]) -> list[tuple[Field, tuple[str, ...]]]:
         out = []
-        if prefix and not self.create_fields:
-            self._field(prefix, create=False)  # an exact namespace that is missing: an error
         for name in self.store.field_names():
             field = self.store.field(name)
             namespace = self._namespace_of(field)
             if namespace is not None and namespace[: len(prefix)] == tuple(prefix):
                 out.append((field, namespace))
+        if not out and prefix and not self.create_fields:
+            raise UnknownFieldError(f"no field holds namespace {list(prefix)} (or one below "
+                                    f"it) in the store at {self.store.root}")
         return out
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
