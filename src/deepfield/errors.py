@@ -32,9 +32,11 @@ The tree::
     ├── ArchiveError                a .memoryfield.zip that cannot be used
     │   ├── PinMismatchError        its sha256 is not the pinned one
     │   └── UnsafeArchiveError      traversal, symlinks, page sub-folders, a zip bomb
-    └── TransportError              a remote field (HTTP, S3, git) that cannot be read
-        ├── UnknownTransportError   a source no transport understands
-        └── RemoteUnavailableError  unreachable, refused, misbehaving or without credentials
+    ├── TransportError              a remote field (HTTP, S3, git) that cannot be read
+    │   ├── UnknownTransportError   a source no transport understands
+    │   └── RemoteUnavailableError  unreachable, refused, misbehaving or without credentials
+    └── AgentSetupError             `deepfield setup`: an unknown agent, or an agent's config
+                                    file that is malformed or read-only (nothing is changed)
     LLMError
     ├── LLMServiceError             a chat endpoint is unreachable, refuses or answers nonsense
     └── LLMReplyError               the model's reply is not the JSON asked for, even after a repair
@@ -229,3 +231,7 @@ class TaxonomyError(DeepfieldError):
         "write categories as headings or list items and concepts as items nested under them, "
         "indenting each level consistently"
     )
+
+
+class AgentSetupError(DeepfieldError):
+    default_hint = "nothing was changed; see `deepfield setup --list` for the agents and files"

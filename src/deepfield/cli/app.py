@@ -120,7 +120,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "remember": ("commands_memory",), "remote": ("commands_portable",),
     "research": ("commands_memory",), "restore": ("commands_pages",),
     "review": ("commands_manage",), "rm": ("commands_pages",), "search": ("commands_search",),
-    "serve": ("commands_serve",), "status": ("commands_misc",),
+    "serve": ("commands_serve",), "setup": ("commands_setup",), "status": ("commands_misc",),
     "supersede": ("commands_manage",), "taxonomy": ("commands_domain",),
     "ui": ("commands_ui",),
     "unpack": ("commands_portable",), "watch": ("commands_manage",),

@@ -94,8 +94,11 @@ class DeepfieldMCP(MCPServer[Any]):
 
 def create_mcp_server(store: Store, *, service: Service | None = None) -> DeepfieldMCP:
     """The MCP server for ``store`` (run it with ``.run()`` or mount its HTTP app)."""
+    from .. import __version__
+
     svc = service or Service(store)
-    server = DeepfieldMCP(svc, name="deepfield", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = DeepfieldMCP(svc, name="deepfield", version=__version__, instructions=INSTRUCTIONS,
+                          log_level="WARNING")
 
     def field_list(names: list[str] | None) -> list[str]:
         chosen = names or svc.field_names()
