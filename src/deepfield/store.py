@@ -109,11 +109,14 @@ class Store:
         max_rounds: int = 3,
         budget: int = 1000,
     ) -> ResearchResult:
-        """Deep research over several fields (all by default); see deepfield.research."""
+        """Deep research over several fields (all by default); see deepfield.research. The
+        context is fenced as memory (deepfield.fence), ready to hand to a model."""
+        from .fence import fence_research
         from .research import research
 
         chosen = [self.field(n) for n in fields] if fields else self.fields()
-        return research(chosen, question, llm=llm, max_rounds=max_rounds, budget=budget)
+        found = research(chosen, question, llm=llm, max_rounds=max_rounds, budget=budget)
+        return fence_research(found, [f.name for f in chosen])
 
     def close(self) -> None:
         for field in self._fields.values():

@@ -298,13 +298,14 @@ class Service:
     def research(self, names: list[str], question: str, *, max_rounds: int,
                  budget: int) -> dict[str, Any]:
         """Research ``question`` over the named fields (holding their locks, in name order)."""
+        from ..fence import fence_research
         from ..research import research
 
         fields = [self.field(n) for n in names]
         with self.holding(names):
             result = research(fields, question, llm=self.llm("researcher"),
                               max_rounds=max_rounds, budget=budget)
-        out: dict[str, Any] = result.to_json()
+        out: dict[str, Any] = fence_research(result, [f.name for f in fields]).to_json()
         return out
 
     def remember(self, name: str, text: str, *, format: str | None, source: str = "remote",
