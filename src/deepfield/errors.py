@@ -22,7 +22,7 @@ The tree::
     │   └── InvalidMetadataError    frontmatter values a page kind requires are missing or wrong
     ├── IndexStateError
     │   ├── ModelMismatchError      the index holds vectors of another model code or size
-    │   └── IndexCorruptError       the SQLite file is not a deepfield index
+    │   └── IndexCorruptError       the SQLite file is damaged or not a deepfield index
     ├── EmbeddingError
     │   ├── UnknownEmbedderError    no backend registered under that name
     │   ├── EmbedderUnavailableError the backend's package or model files are missing
@@ -130,7 +130,12 @@ class ModelMismatchError(IndexStateError):
 
 
 class IndexCorruptError(IndexStateError):
-    pass
+    """``damaged``: SQLite found the file corrupt (deepfield moves it aside and rebuilds the
+    index from the pages); False for a file it cannot use for another reason."""
+
+    def __init__(self, message: str, hint: str | None = None, *, damaged: bool = False) -> None:
+        super().__init__(message, hint)
+        self.damaged = damaged
 
 
 class EmbeddingError(DeepfieldError):

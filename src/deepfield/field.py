@@ -8,8 +8,8 @@ catalogue) current. Removal moves a page into ``archive/`` (restorable); nothing
 
 from __future__ import annotations
 
-import contextlib
 import os
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,19 +19,19 @@ from .domains.atomic import Filters
 from .embed.base import Embedder
 from .errors import (
     EmbeddingError,
-    IndexCorruptError,
+    IndexStateError,
     InvalidNameError,
     InvalidPageError,
     PageNotFoundError,
 )
-from .freshness import Freshness
+from .field_index import IndexHolder
 from .fsutil import field_lock, read_no_follow, remove_stale_temp_files
 from .index import DocRow, FieldIndex, SyncReport
-from .index.db import KEYWORD_ONLY_CODE, index_filename
+from .index.health import healing
 from .index.vectors import embed_pending
 from .listing import refresh_listing
 from .manage.activation import record_activation
-from .manage.hooks import after_write, before_write, review_default
+from .manage.hooks import WritePlan, after_write, before_write, review_default
 from .manage.supersede import superseded_note
 from .page import (
     INTRO_FILE,
@@ -45,7 +45,7 @@ from .page import (
     slugify,
 )
 from .read import PageView, find_section, outline, render_outline
-from .scan import scan_field, source_files
+from .scan import SourceFile, scan_field, source_files
 from .search import SearchResponse, search_fields
 from .writer import (
     ARCHIVE_DIR,
@@ -55,6 +55,7 @@ from .writer import (
     WrittenPage,
     archive_file,
     archived_pages,
+    identical_page,
     refuse_special,
     restore_file,
 )
@@ -65,7 +66,7 @@ AUTO_EMBED_SECONDS = 3.0
 """Time a search may spend embedding new chunks before answering (the rest stays pending)."""
 
 
-class Field:
+class Field(IndexHolder):
     """One field on disk. Obtain it from :meth:`deepfield.Store.field` or :func:`open_field`."""
 
     def __init__(
@@ -79,9 +80,7 @@ class Field:
         self.path = Path(path)
         self.name = name or self.path.name
         self.embedder = embedder
-        self._index_dir = Path(index_dir) if index_dir is not None else None
-        self._index: FieldIndex | None = None
-        self._fresh = Freshness()
+        self._init_index(Path(index_dir) if index_dir is not None else None)
         self._batch_depth = 0
         self.review_on_write = review_default()
         """Compare new pages with similar ones and queue suspicious pairs (manage/review.py)."""
@@ -93,20 +92,6 @@ class Field:
 
     # ------------------------------------------------------------------ index
 
-    def index_handle(self) -> FieldIndex:
-        """The field's index (opened on first use; its file lives in the field folder)."""
-        if self._index is None:
-            index_dir = self._index_dir
-            if index_dir is None and not os.access(self.path, os.W_OK):
-                index_dir = _cache_dir_for(self.path)
-            self._index = FieldIndex(self.path, self.embedder, index_dir)
-        return self._index
-
-    def close(self) -> None:
-        if self._index is not None:
-            self._index.close()
-            self._index = None
-
     def index(
         self,
         *,
@@ -116,15 +101,21 @@ class Field:
         embed_progress: Callable[[int], None] | None = None,
     ) -> SyncReport:
         """Bring the index up to date with the folder (and compute all pending vectors)."""
-        scan = scan_field(self.path)
+
+        def run() -> SyncReport:
+            scan = scan_field(self.path)
+            report = self.index_handle().sync(
+                scan.files, verify=verify, embed_budget=None if embed else 0.0,
+                progress=progress, embed_progress=embed_progress,
+            )
+            report.warnings = scan.warnings + report.warnings
+            self._listing(report, explicit=True)
+            self._fresh.synced(self.path, None, scan.inodes)
+            return report
+
         remove_stale_temp_files(self.path)
-        report = self.index_handle().sync(
-            scan.files, verify=verify, embed_budget=None if embed else 0.0,
-            progress=progress, embed_progress=embed_progress,
-        )
-        report.warnings = scan.warnings + report.warnings
-        self._listing(report, explicit=True)
-        self._fresh.synced(self.path, None, scan.inodes)
+        report = healing([self], run)
+        report.warnings = self.take_notices() + report.warnings
         return report
 
     def embed(
@@ -136,13 +127,13 @@ class Field:
     ) -> tuple[int, int]:
         """Compute pending vectors (chunks first, then whole pages unless ``pages=False``)
         within ``budget`` seconds (None: all); returns the counts."""
-        index = self.index_handle()
-        if index.embedder is None:
-            return 0, 0
-        return embed_pending(
-            index.conn, index.embedder, self.path, budget_seconds=budget,
-            include_pages=pages, progress=progress,
-        )
+        def run(index: FieldIndex) -> tuple[int, int]:
+            if index.embedder is None:
+                return 0, 0
+            return embed_pending(index.conn, index.embedder, self.path, budget_seconds=budget,
+                                 include_pages=pages, progress=progress)
+
+        return self.with_index(run)
 
     def reindex(self, **options: Any) -> SyncReport:
         """Drop every index row and rebuild from the Markdown alone."""
@@ -150,30 +141,16 @@ class Field:
         return self.index(**options)
 
     def clear_index(self) -> None:
-        """Drop every index row. An index file SQLite cannot open (truncated, overwritten) is
-        deleted instead: it is derived data, and this is how a user gets out of that state."""
-        try:
-            index = self.index_handle()
-        except IndexCorruptError:
-            self._delete_index_file()
-            index = self.index_handle()
-        index.clear()
+        """Drop every index row. A damaged index file (overwritten, truncated) is moved
+        aside instead (field_index.py): it is derived data, and reindex always works."""
+        self.with_index(lambda index: index.clear())
 
-    def _delete_index_file(self) -> None:
-        code = self.embedder.model_code if self.embedder else KEYWORD_ONLY_CODE
-        folder = self._index_dir
-        if folder is None and not os.access(self.path, os.W_OK):
-            folder = _cache_dir_for(self.path)
-        path = (folder or self.path) / index_filename(code)
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            with contextlib.suppress(FileNotFoundError):
-                Path(f"{path}{suffix}").unlink()
-
-    def ensure_synced(self, *, embed: bool = True) -> SyncReport:
-        """Sync cheaply before a search: every file, or only the pages that changed
-        (deepfield.freshness says which). New chunks are embedded for up to
+    def _sync_changes(self, embed: bool) -> SyncReport:
+        """ensure_synced (field_index.py) without the healing: every file, or only the pages
+        that changed (deepfield.freshness says which). New chunks are embedded for up to
         AUTO_EMBED_SECONDS; if the embedder fails (an endpoint down), the text is still
         indexed and the failure becomes a warning."""
+        self.index_handle()  # a replaced index file resets what was synced
         check = self._fresh.check(self.path)
         if check is None:
             return SyncReport()
@@ -202,7 +179,7 @@ class Field:
 
     def warnings(self) -> list[str]:
         """Everything currently wrong with the folder or its pages (layout, YAML, encoding)."""
-        return scan_field(self.path).warnings + self.index_handle().stored_warnings()
+        return scan_field(self.path).warnings + self.with_index(lambda i: i.stored_warnings())
 
     # ------------------------------------------------------------------ pages
 
@@ -214,7 +191,7 @@ class Field:
     def pages(self) -> list[DocRow]:
         """Every page (as indexed), sorted by filename."""
         self.ensure_synced(embed=False)
-        return self.index_handle().docs()
+        return self.with_index(lambda index: index.docs())
 
     def resolve(self, ref: str) -> str:
         """The filename of the page named ``ref``: a filename, a stem or a (prefix of a) uuid."""
@@ -227,7 +204,7 @@ class Field:
             return candidate
         if len(ref) >= 8 and all(c in "0123456789abcdef-" for c in ref.lower()):
             self.ensure_synced(embed=False)
-            docs = self.index_handle().docs_by_uuid(ref.lower())
+            docs = self.with_index(lambda index: index.docs_by_uuid(ref.lower()))
             if len(docs) == 1:
                 return docs[0].filename
             if len(docs) > 1:
@@ -314,15 +291,36 @@ class Field:
                 "fix the YAML between the '---' lines, or remove the block",
             )
         stem = check_name(name) if name else None
-        with field_lock(self.path):
-            plan = before_write(
-                self, page, stem, self.review_on_write if review is None else review)
-            result = PageWriter(self.path, self.name, self.index_handle(),
-                                batch=self._batch_depth > 0).write(page, stem, split=split)
+        reviewed = self.review_on_write if review is None else review
+
+        def attempt() -> tuple[WriteResult, WritePlan]:
+            # Nothing is written until PageWriter stores the page: a damaged index found
+            # before that is healed and the whole write runs again.
+            draft = page.copy()
+            with field_lock(self.path):
+                same = None if stem or draft.uuid else identical_page(self.path, draft)
+                if same is not None:
+                    return WriteResult(self.name, [same]), WritePlan()
+                plan = before_write(self, draft, stem, reviewed)
+                return PageWriter(self.path, self.name, self.index_handle(),
+                                  batch=self._batch_depth > 0).write(draft, stem,
+                                                                     split=split), plan
+
+        result, plan = healing([self], attempt)
         # Read again at the next sync: cheap, and sure even where a replaced file's new inode
         # is the number an earlier one freed (pages it links are replaced, so listed anew).
         self._fresh.changed(p.filename for p in result.pages)
-        after_write(self, result, plan)
+        # The page file is the write: what fails after it is stored is a warning, never an
+        # error (a caller retrying an "error" would write the page twice).
+        failures = [result.index_error] if result.index_error is not None else []
+        result.index_error = None
+        try:
+            after_write(self, result, plan)
+        except (sqlite3.Error, IndexStateError, OSError) as exc:
+            failures.append(exc)
+        for failure in failures:
+            self.index_failed(failure, "the page is saved")
+        result.warnings[:0] = [f"{self.name}/{n}" for n in self.take_notices()]
         return result
 
     @contextmanager
@@ -381,8 +379,7 @@ class Field:
             filename = self.resolve(ref)
             refuse_special(filename, "archive pages; edit index.md in place")
             where = archive_file(self.path, filename)
-            self._listing(self.index_handle().sync_names([], {filename}))
-        self._fresh.changed([filename])
+            self._after_move({filename}, [])
         return where
 
     def archived(self) -> list[str]:
@@ -392,10 +389,17 @@ class Field:
         """Bring an archived page back to the field root; returns its filename."""
         with field_lock(self.path):
             target = restore_file(self.path, self.name, name, as_name)
-            restored = source_files(self.path, {target})
-            self._listing(self.index_handle().sync_names(restored, {target}))
-        self._fresh.changed([target])
+            self._after_move({target}, source_files(self.path, {target}))
         return target
+
+    def _after_move(self, names: set[str], files: list[SourceFile]) -> None:
+        """Index a page moved into or out of the folder; the move is done, so an index that
+        fails now leaves a notice (take_notices), not an error."""
+        self._fresh.changed(names)
+        try:
+            self._listing(self.index_handle().sync_names(files, names))
+        except (sqlite3.Error, IndexStateError, OSError) as exc:
+            self.index_failed(exc, "the page was moved")
 
     # ------------------------------------------------------------------ search
 
@@ -414,16 +418,6 @@ class Field:
         return search_fields([self], query, k=k, mode=mode, unit=unit,
                              include_superseded=include_superseded, activation=activation,
                              where=where)
-
-
-def _cache_dir_for(path: Path) -> Path:
-    import hashlib
-
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "deepfield"
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    folder = base / "indexes" / f"{path.name}-{digest}"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def open_field(path: str | Path, embedder: Embedder | None = None) -> Field:

@@ -54,6 +54,10 @@ class Store:
     def fields(self) -> list[Field]:
         return [self.field(name) for name in self.field_names()]
 
+    def opened(self) -> list[Field]:
+        """The fields this Store has opened so far."""
+        return list(self._fields.values())
+
     def field(self, name: str) -> Field:
         """The field called ``name``; raises UnknownFieldError if there is none."""
         require_text(name, "a field name", InvalidNameError)

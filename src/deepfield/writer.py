@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import sqlite3
 import time
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidNameError, InvalidPageError, PageConflictError, PageNotFoundError
+from .errors import (
+    IndexStateError,
+    InvalidNameError,
+    InvalidPageError,
+    PageConflictError,
+    PageNotFoundError,
+)
 from .fsutil import atomic_write, create_new, move_new, write_together
 from .index import FieldIndex
 from .listing import refresh_listing
@@ -61,6 +68,8 @@ class WriteResult:
     field: str
     pages: list[WrittenPage]
     warnings: list[str] = dc_field(default_factory=list)
+    index_error: BaseException | None = dc_field(default=None, repr=False, compare=False)
+    """What went wrong indexing pages already stored (Field.write turns it into a warning)."""
 
     @property
     def filenames(self) -> list[str]:
@@ -144,9 +153,13 @@ class PageWriter:
         old_parts = self._old_parts(existing_name, existing) if split else []
         written = self._store(page, title, base, existing_name, old_parts, touched, split)
         touched |= {w.filename for w in written}
-        report = index.sync_names(source_files(self.path, touched), touched)
-        if not self.batch:
-            refresh_listing(self.path, self.name, index, report)
+        try:
+            report = index.sync_names(source_files(self.path, touched), touched)
+            if not self.batch:
+                refresh_listing(self.path, self.name, index, report)
+        except (sqlite3.Error, IndexStateError, OSError) as exc:
+            # The pages are stored: that is the write. The caller reports this as a warning.
+            return WriteResult(self.name, written, [], index_error=exc)
         return WriteResult(self.name, written, report.warnings)
 
     def _store(
@@ -265,6 +278,35 @@ class PageWriter:
 
     def _free_names(self, stem: str, count: int, reusable: set[str] | None = None) -> list[str]:
         return free_names(self.path, stem, count, reusable)
+
+
+SAME_PAGE_CANDIDATES = 50
+"""Pages named like a new page (stem.md, stem-2.md …) compared with it before it is added."""
+
+
+def identical_page(folder: Path, page: Page) -> WrittenPage | None:
+    """An existing page that already holds ``page`` (a new page, without a uuid or name),
+    else None: adding the same title and text twice (a retry after an error, a script run
+    again) leaves one page, reported ``unchanged``, instead of making ``stem-2.md``."""
+    title = derive_title(page)
+    stem = _stem_for(title, page)
+    for attempt in range(1, SAME_PAGE_CANDIDATES + 1):
+        name = f"{stem}.md" if attempt == 1 else f"{stem}-{attempt}.md"
+        path = folder / name
+        try:
+            current = path.read_text("utf-8")
+        except FileNotFoundError:
+            return None  # names are taken in order: no later one can hold it
+        except (OSError, UnicodeDecodeError):
+            continue
+        stored = Page.parse(current)
+        if stored.frontmatter_error or stored.body != page.body or not stored.uuid:
+            continue
+        wanted = dict(page.frontmatter or {})
+        wanted.setdefault("title", title)
+        if all(stored.get(key) == value for key, value in wanted.items()):
+            return WrittenPage(name, stored.uuid, title, "unchanged", len(current.encode()))
+    return None
 
 
 def free_names(folder: Path, stem: str, count: int = 1,

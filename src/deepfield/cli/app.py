@@ -59,6 +59,9 @@ class Settings:
 
     def close(self) -> None:
         if self._store is not None:
+            for fld in self._store.opened():  # what healing said that no command printed
+                for notice in fld.take_notices():
+                    warn(f"{fld.name}/{notice}")
             self._store.close()
             self._store = None
 

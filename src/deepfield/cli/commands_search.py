@@ -47,14 +47,15 @@ def _index_fields(fields: list[Field], *, rebuild: bool, embed: bool, verify: bo
                           not as_json) as tick:
             report = fld.index(verify=verify, embed=False, progress=tick)
         if embed:
-            pending = fld.index_handle().pending_vectors()
+            pending = fld.with_index(lambda index: index.pending_vectors())
             with progress_bar(f"embedding {fld.name}", pending, not as_json) as tick:
                 chunks, pages = fld.embed(progress=tick)
             report.chunks_embedded, report.pages_embedded = chunks, pages
-        report.pending_vectors = fld.index_handle().pending_vectors()
-        warnings = fld.warnings()
+        report.pending_vectors = fld.with_index(lambda index: index.pending_vectors())
+        # The report's own warnings (a healed index says so there) and every stored one.
+        warnings = list(dict.fromkeys([*report.warnings, *fld.warnings()]))
         warned = warned or bool(warnings)
-        stats = fld.index_handle().stats()
+        stats = fld.with_index(lambda index: index.stats())
         reports.append({
             "field": fld.name, "added": report.added, "updated": report.updated,
             "removed": report.removed, "unchanged": report.unchanged,
