@@ -82,6 +82,7 @@ class Field(IndexHolder):
         self.embedder = embedder
         self._init_index(Path(index_dir) if index_dir is not None else None)
         self._batch_depth = 0
+        self._debris_checked = False
         self.review_on_write = review_default()
         """Compare new pages with similar ones and queue suspicious pairs (manage/review.py)."""
         self.record_reads = True
@@ -298,6 +299,9 @@ class Field(IndexHolder):
             # before that is healed and the whole write runs again.
             draft = page.copy()
             with field_lock(self.path):
+                if not self._debris_checked:  # temp files of killed writers (debris.py)
+                    remove_stale_temp_files(self.path)
+                    self._debris_checked = True
                 same = None if stem or draft.uuid else identical_page(self.path, draft)
                 if same is not None:
                     return WriteResult(self.name, [same]), WritePlan()

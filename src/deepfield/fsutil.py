@@ -12,9 +12,10 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from .debris import PREFIX, clean, hold
 
 try:
     import fcntl
@@ -22,15 +23,17 @@ except ImportError:  # pragma: no cover - Windows: writes stay atomic, just not 
     fcntl = None  # type: ignore[assignment]
 
 
-TEMP_PREFIX = ".deepfield-"
+TEMP_PREFIX = PREFIX
 TEMP_SUFFIX = ".tmp"
-STALE_TEMP_SECONDS = 3600
 
 
-def _temp_in(directory: Path, data: bytes, durable: bool = True) -> Path:
+def _temp_in(directory: Path, data: bytes, durable: bool = True) -> tuple[Path, int]:
+    """A temporary file holding ``data`` and the descriptor that keeps it held (debris.py):
+    close the descriptor once the file is renamed into place or removed."""
     fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=directory)
     try:
-        with os.fdopen(fd, "wb") as handle:
+        hold(fd)
+        with os.fdopen(fd, "wb", closefd=False) as handle:
             handle.write(data)
             handle.flush()
             if durable:
@@ -38,8 +41,9 @@ def _temp_in(directory: Path, data: bytes, durable: bool = True) -> Path:
     except BaseException:
         with contextlib.suppress(OSError):
             Path(name).unlink()
+        os.close(fd)
         raise
-    return Path(name)
+    return Path(name), fd
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -65,7 +69,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
 
     ``durable=False`` skips the fsyncs, for derived files (listing.md) that are rebuilt from
     the pages anyway: still never torn, but a power cut may leave the previous version."""
-    temp = _temp_in(path.parent, data, durable)
+    temp, fd = _temp_in(path.parent, data, durable)
     try:
         os.chmod(temp, 0o644)
         os.replace(temp, path)
@@ -73,6 +77,8 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         with contextlib.suppress(OSError):
             temp.unlink()
         raise
+    finally:
+        os.close(fd)
     if durable:
         _fsync_dir(path.parent)
 
@@ -108,9 +114,12 @@ def write_together(files: list[tuple[Path, bytes, bool]]) -> list[bool]:
     one after the other in microseconds, and the folder is synced once. Returns, per file,
     whether it was written (False: a create-only name was taken meanwhile)."""
     temps: list[Path] = []
+    held: list[int] = []
     try:
         for path, data, _create in files:
-            temps.append(_temp_in(path.parent, data))
+            temp, fd = _temp_in(path.parent, data)
+            temps.append(temp)
+            held.append(fd)
         done: list[bool] = []
         for temp, (path, _data, create) in zip(temps, files, strict=True):
             os.chmod(temp, 0o644)
@@ -123,6 +132,8 @@ def write_together(files: list[tuple[Path, bytes, bool]]) -> list[bool]:
         for temp in temps:
             with contextlib.suppress(OSError):
                 temp.unlink()
+        for fd in held:
+            os.close(fd)
     if files:
         _fsync_dir(files[0][0].parent)
     return done
@@ -160,16 +171,6 @@ def field_lock(directory: Path) -> Iterator[None]:
 
 
 def remove_stale_temp_files(directory: Path) -> int:
-    """Delete our own temporary files left by a killed writer (older than an hour).
-
-    Only names deepfield itself creates are touched; a writer that is still running finishes
-    long before its temporary file is an hour old.
-    """
-    removed = 0
-    cutoff = time.time() - STALE_TEMP_SECONDS
-    for path in directory.glob(f"{TEMP_PREFIX}*{TEMP_SUFFIX}"):
-        with contextlib.suppress(OSError):
-            if path.is_file() and path.stat().st_mtime < cutoff:
-                path.unlink()
-                removed += 1
-    return removed
+    """Delete the temporary files of writers that died (killed mid-write): those no live
+    process holds (debris.py), whatever their age."""
+    return len(clean(directory))

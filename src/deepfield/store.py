@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import CONFIG_FILE, EmbeddingConfig, StoreConfig, load_config, render_config
+from .debris import clean
 from .domains.atomic import Filters
 from .embed.base import NO_EMBEDDER, Embedder, create_embedder
 from .errors import (
@@ -179,6 +180,7 @@ def open(
         if not any(p.is_dir() for p in root.iterdir()):
             raise StoreNotFoundError(f"{root} is not a deepfield store (no {CONFIG_FILE})")
     config = load_config(root)
+    clean(root, unpack=True)  # folders of unpacks that were killed (debris.py)
     chosen = build_embedder(config.embedding) if embedder == "config" else embedder
     if isinstance(chosen, str):
         chosen = build_embedder(EmbeddingConfig(chosen))

@@ -25,6 +25,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..debris import UNPACK_PREFIX, clean, hold
 from ..errors import ArchiveError, FieldExistsError, NothingToPackError, UnsafeArchiveError
 from ..fsutil import TEMP_PREFIX, TEMP_SUFFIX
 from ..page import SPECIAL_FILES, is_debris, is_valid_name, slugify
@@ -197,8 +198,9 @@ def pack_folder(
     if not any(_is_page(name) for name, _ in members):
         raise NothingToPackError(f"{folder.name} has no pages to pack")
     out.parent.mkdir(parents=True, exist_ok=True)
+    clean(out.parent)  # what a killed pack left beside its output
     fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=out.parent)
-    os.close(fd)
+    hold(fd)  # work in progress until fd is closed (debris.py); its snapshot goes with it
     temp = Path(temp_name)
     snapshot: Path | None = None
     packed: list[str] = []
@@ -229,6 +231,7 @@ def pack_folder(
             if leftover is not None:
                 with contextlib.suppress(OSError):
                     leftover.unlink()
+        os.close(fd)
     pages = sum(1 for name in packed if _is_page(name))
     return PackResult(
         path=out, sha256=sha256_file(out), files=len(packed) + (snapshot is not None),
@@ -256,8 +259,11 @@ def extract_checked(
         )
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}unpack-", dir=parent))
+    clean(parent, unpack=True)  # folders of unpacks that were killed
+    staging = Path(tempfile.mkdtemp(prefix=UNPACK_PREFIX, dir=parent))
+    holder = os.open(staging, os.O_RDONLY)
     try:
+        hold(holder)  # work in progress until closed (debris.py)
         with open_checked(zip_path, pin=pin, limits=limits) as (archive, infos, digest):
             if not any(_is_page(i.filename) for i in infos if not i.is_dir()):
                 raise ArchiveError(f"{zip_path.name} holds no pages",
@@ -285,6 +291,8 @@ def extract_checked(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        os.close(holder)  # before anyone takes the new field's own lock (fsutil.field_lock)
     names = [i.filename for i in infos if not i.is_dir()]
     return UnpackResult(
         path=target, sha256=digest, files=len(names),
