@@ -16,6 +16,7 @@ The tree::
     │   ├── PageNotFoundError       no page with that filename or uuid
     │   ├── InvalidPageError        not UTF-8, binary, empty or too large
     │   ├── PageConflictError       a uuid already used by another page
+    │   │   └── DuplicateUuidError  one uuid on several pages: which one is meant is unclear
     │   ├── SectionNotFoundError    ``read --section`` named no (or an ambiguous) heading
     │   ├── SupersessionCycleError  a ``supersedes`` link that would close a loop
     │   ├── ReviewItemError         ``deepfield review`` named no (or a resolved) item
@@ -102,6 +103,13 @@ class InvalidPageError(PageError):
 class PageConflictError(PageError):
     default_hint = (
         "keep the stored page's uuid to replace it, or drop the uuid to create a new page"
+    )
+
+
+class DuplicateUuidError(PageConflictError):
+    default_hint = (
+        "name the page by its filename, and give one of the pages a new uuid (delete its "
+        "`uuid:` line; the next write of it adds a fresh one)"
     )
 
 

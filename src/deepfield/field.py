@@ -18,6 +18,7 @@ from typing import Any
 from .domains.atomic import Filters
 from .embed.base import Embedder
 from .errors import (
+    DuplicateUuidError,
     EmbeddingError,
     IndexStateError,
     InvalidNameError,
@@ -109,7 +110,7 @@ class Field(IndexHolder):
                 scan.files, verify=verify, embed_budget=None if embed else 0.0,
                 progress=progress, embed_progress=embed_progress,
             )
-            report.warnings = scan.warnings + report.warnings
+            report.warnings = scan.warnings + report.warnings + self.index_handle().uuid_warnings()
             self._listing(report, explicit=True)
             self._fresh.synced(self.path, None, scan.inodes)
             return report
@@ -179,8 +180,10 @@ class Field(IndexHolder):
         self._fresh.changed(names)
 
     def warnings(self) -> list[str]:
-        """Everything currently wrong with the folder or its pages (layout, YAML, encoding)."""
-        return scan_field(self.path).warnings + self.with_index(lambda i: i.stored_warnings())
+        """Everything currently wrong with the folder or its pages (layout, YAML, encoding,
+        one uuid on several pages)."""
+        return scan_field(self.path).warnings + self.with_index(
+            lambda index: index.stored_warnings() + index.uuid_warnings())
 
     # ------------------------------------------------------------------ pages
 
@@ -208,6 +211,10 @@ class Field(IndexHolder):
             docs = self.with_index(lambda index: index.docs_by_uuid(ref.lower()))
             if len(docs) == 1:
                 return docs[0].filename
+            if len(docs) > 1 and all((d.uuid or "").lower() == ref.lower() for d in docs):
+                raise DuplicateUuidError(
+                    f"uuid {ref} belongs to {len(docs)} pages in {self.name}: "
+                    + ", ".join(d.filename for d in docs))
             if len(docs) > 1:
                 names = ", ".join(d.filename for d in docs)
                 raise PageNotFoundError(

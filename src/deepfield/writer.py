@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import (
+    DuplicateUuidError,
     IndexStateError,
     InvalidNameError,
     InvalidPageError,
@@ -125,7 +126,13 @@ class PageWriter:
                         f"uuid {page.uuid} already belongs to {owners[0]} in {self.name}"
                     )
         elif page.uuid:
-            matches = [d for d in index.docs_by_uuid(page.uuid) if d.uuid == page.uuid]
+            wanted = page.uuid.lower()
+            matches = [d for d in index.docs_by_uuid(page.uuid)
+                       if (d.uuid or "").lower() == wanted]
+            if len(matches) > 1:  # replacing one would leave the other: which is meant?
+                raise DuplicateUuidError(
+                    f"uuid {page.uuid} belongs to {len(matches)} pages in {self.name}: "
+                    f"{', '.join(d.filename for d in matches)}; not written")
             if matches:
                 existing_name = matches[0].filename
         existing = None

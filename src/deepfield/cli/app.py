@@ -22,6 +22,7 @@ from ..llm import ChatModel, build_llm, load_llm_config
 from ..llm.config import Role
 from ..store import Store, build_embedder
 from ..store import open as open_store
+from .terminal import CleanStream, clean, cleaned_output
 
 DEFAULT_STORE = "memory"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -170,6 +171,8 @@ def app(ctx: click.Context, store_path: Path, embedder_name: str | None) -> None
     Start with `deepfield demo`, or `deepfield init` then `deepfield new FIELD`.
     """
     ctx.obj = Settings(store_path, embedder_name, _env_options())
+    # Page text printed to a terminal loses its control characters (terminal.py); --json not.
+    ctx.with_resource(cleaned_output(lambda: _json_errors["on"]))
     ctx.call_on_close(ctx.obj.close)
 
 
@@ -230,7 +233,7 @@ def emit_error(kind: str, message: str, hint: str) -> None:
 def say_error(message: str, hint: str = "") -> None:
     """The one line on stderr every failure prints: ``error: what went wrong (what to do)``."""
     line = f"error: {message}" + (f" ({hint})" if hint else "")
-    click.echo(" ".join(line.split()), err=True)
+    click.echo(clean(" ".join(line.split())), err=True)
 
 
 def read_input(source: str) -> bytes:
@@ -252,9 +255,10 @@ def progress_bar(label: str, total: int, enabled: bool) -> Iterator[Callable[[in
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    with Progress(
+    stderr = sys.stderr.inner if isinstance(sys.stderr, CleanStream) else sys.stderr
+    with Progress(  # rich draws with cursor movements: the real stream, not the cleaned one
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-        TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+        TimeRemainingColumn(), console=Console(file=stderr), transient=True,
     ) as bar:
         task = bar.add_task(label, total=total)
         yield lambda n: bar.advance(task, n)

@@ -22,6 +22,7 @@ from .app import (
     settings,
     warn,
 )
+from .terminal import secho
 
 
 def _chosen_fields(env: Settings, names: tuple[str, ...]) -> list[Field]:
@@ -115,14 +116,14 @@ def _print_response(response: SearchResponse) -> None:
         click.echo("no results")
         return
     for rank, hit in enumerate(response.results, start=1):
-        click.secho(f"{rank:2}. {hit.field}/{hit.filename}", bold=True, nl=False)
+        secho(f"{rank:2}. {hit.field}/{hit.filename}", bold=True, nl=False)
         click.echo(f"  score {hit.score:.3f}")
         line = f"    {hit.title}" + (f" — {hit.summary}" if hit.summary else "")
         click.echo(line)
         where = f"§ {hit.heading} · " if hit.heading else ""
         span = f"line {hit.line_start}" if hit.line_start == hit.line_end else \
             f"lines {hit.line_start}-{hit.line_end}"
-        click.secho(f"    {where}{span}", dim=True)
+        secho(f"    {where}{span}", dim=True)
         click.echo(f"    {hit.snippet}")
 
 

@@ -256,6 +256,20 @@ class FieldIndex:
         )
         return [_doc(r) for r in rows]
 
+    def duplicate_uuids(self) -> list[tuple[str, list[str]]]:
+        """(uuid, filenames) of every uuid that more than one page carries (a copied page
+        that kept its frontmatter): a uuid must name one page."""
+        rows = self.conn.execute(
+            "SELECT lower(uuid), group_concat(filename, char(10)) FROM df_docs "
+            "WHERE uuid IS NOT NULL AND uuid != '' GROUP BY lower(uuid) HAVING count(*) > 1 "
+            "ORDER BY 1")
+        return [(uuid, sorted(names.split("\n"))) for uuid, names in rows]
+
+    def uuid_warnings(self) -> list[str]:
+        return [f"{', '.join(names)}: all carry uuid {uuid}, which must name one page; give "
+                "all but one a new uuid (delete its `uuid:` line)"
+                for uuid, names in self.duplicate_uuids()]
+
     def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         wanted = list(dict.fromkeys(ids))
         found: dict[int, ChunkRow] = {}

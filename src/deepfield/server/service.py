@@ -160,8 +160,11 @@ class Service:
         writes only ever take spec names."""
         if "/" in filename or "\\" in filename or not filename.endswith(".md"):
             raise InvalidNameError(f"{filename!r} is not a page filename")
-        if not can_be_a_file_name(filename):
-            raise PageNotFoundError(f"no page {filename[:60]!r}… in field {field.name}")
+        if not can_be_a_file_name(filename):  # a NUL, or longer than any file name
+            if existing:
+                raise PageNotFoundError(f"no page {filename[:60]!r}… in field {field.name}")
+            raise InvalidNameError(f"{filename[:60]!r}… is not a page filename (a NUL "
+                                   "character, or over 255 bytes)")
         try:
             check_name(filename)
         except InvalidNameError:
