@@ -276,10 +276,12 @@ class Field(IndexHolder):
 
     def write(
         self, content: str | bytes | Page, *, name: str | None = None, review: bool | None = None,
-        split: bool = True,
+        split: bool = True, keep_previous: bool = True,
     ) -> WriteResult:
         """Store a page; see the module docstring for what is filled in and checked. Pages over
-        8 KB are split into linked parts unless ``split`` is False.
+        8 KB are split into linked parts unless ``split`` is False. A page of that ``name``
+        is replaced, its previous version kept in ``archive/`` unless ``keep_previous`` is
+        False (``WrittenPage.previous`` says where).
 
         A ``supersedes`` key links the old page (cycles are refused); a new page that looks
         like a duplicate or contradiction of another is queued for review unless ``review``
@@ -313,9 +315,10 @@ class Field(IndexHolder):
                 if same is not None:
                     return WriteResult(self.name, [same]), WritePlan()
                 plan = before_write(self, draft, stem, reviewed)
-                return PageWriter(self.path, self.name, self.index_handle(),
-                                  batch=self._batch_depth > 0).write(draft, stem,
-                                                                     split=split), plan
+                writer = PageWriter(self.path, self.name, self.index_handle(),
+                                    batch=self._batch_depth > 0)
+                return writer.write(draft, stem, split=split,
+                                    keep_previous=keep_previous), plan
 
         result, plan = healing([self], attempt)
         # Read again at the next sync: cheap, and sure even where a replaced file's new inode

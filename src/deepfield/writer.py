@@ -56,11 +56,13 @@ class WrittenPage:
     title: str
     action: str  # "created" | "updated" | "unchanged"
     bytes: int
+    previous: str | None = None
+    """Where the replaced version went (``archive/…``) when a page was replaced by name."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "filename": self.filename, "uuid": self.uuid, "title": self.title,
-            "action": self.action, "bytes": self.bytes,
+            "action": self.action, "bytes": self.bytes, "previous": self.previous,
         }
 
 
@@ -95,11 +97,15 @@ class PageWriter:
         self.batch = batch
         """Inside Field.batch(): the index was synced when the batch began, and listing.md is
         rewritten once when it ends, so a write costs O(1) instead of O(pages)."""
+        self.keep_previous = False
 
-    def write(self, page: Page, stem: str | None, *, split: bool = True) -> WriteResult:
+    def write(self, page: Page, stem: str | None, *, split: bool = True,
+              keep_previous: bool = False) -> WriteResult:
         """Store ``page`` (the caller holds the field lock); over 8 KB it is split into linked
         parts unless ``split`` is False (the spec's PUT stores the page it is given, whole,
-        and touches no other file)."""
+        and touches no other file). ``keep_previous``: a page replaced by name (``stem``)
+        leaves its previous version in ``archive/`` (nothing is ever deleted)."""
+        self.keep_previous = keep_previous and stem is not None
         if not page.body.strip() and not page.frontmatter:
             raise InvalidPageError("the page is empty (no text, and no frontmatter values)",
                                    "send the page's Markdown")
@@ -212,6 +218,8 @@ class PageWriter:
             # part, leaves no page with some of its parts new and others missing.
             planned = [self._prepare(name, part, part.title or title, name in reusable)
                        for name, part in parts]
+            planned = [(self._keep(done) if data is not None and not create else done, data,
+                        create) for done, data, create in planned]
             writes = [(self.path / done.filename, data, create)
                       for done, data, create in planned if data is not None]
             landed = write_together(writes)
@@ -275,6 +283,7 @@ class PageWriter:
         if data is None:
             return done
         if not create:
+            done = self._keep(done)
             atomic_write(path, data)
             return done
         if not create_new(path, data):  # someone outside deepfield took it meanwhile
@@ -282,6 +291,13 @@ class PageWriter:
             if not create_new(self.path / filename, data):
                 raise InvalidPageError(f"could not create a new file for {title!r}")
         return WrittenPage(filename, page.uuid or "", title, "created", len(data))
+
+    def _keep(self, done: WrittenPage) -> WrittenPage:
+        """Before a page is replaced (``keep_previous``): its current version into archive/."""
+        if not self.keep_previous:
+            return done
+        where = archive_copy(self.path, done.filename)
+        return WrittenPage(done.filename, done.uuid, done.title, done.action, done.bytes, where)
 
     def _free_names(self, stem: str, count: int, reusable: set[str] | None = None) -> list[str]:
         return free_names(self.path, stem, count, reusable)
@@ -347,6 +363,21 @@ def archive_file(folder: Path, filename: str) -> str:
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     counter = 1
     while not move_new(folder / filename, target):
+        counter += 1
+        target = archive / f"{filename[:-3]}--archived-{stamp}-{counter}.md"
+    return f"{ARCHIVE_DIR}/{target.name}"
+
+
+def archive_copy(folder: Path, filename: str) -> str:
+    """A copy of a page in ``archive/`` under a free name (the page stays); returns its path
+    in the archive."""
+    archive = folder / ARCHIVE_DIR
+    archive.mkdir(exist_ok=True)
+    data = (folder / filename).read_bytes()
+    target = archive / filename
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    counter = 1
+    while not create_new(target, data):
         counter += 1
         target = archive / f"{filename[:-3]}--archived-{stamp}-{counter}.md"
     return f"{ARCHIVE_DIR}/{target.name}"

@@ -131,8 +131,63 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
+GLOBAL_OPTIONS = ("--store", "--embedder")
+"""The group's options that take a value; accepted after the command too (``deepfield
+search wok --store notes``), where people write them."""
+OPTION_HINTS = {"--limit": "-k", "-n": "-k", "--top": "-k", "--top-k": "-k", "--count": "-k"}
+"""Options people reach for that have another name here: suggested when the command has it."""
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """``args`` with the group's own options moved in front of the command (after ``--``,
+    everything stays where it is)."""
+    position = 0
+    while position < len(args):  # past the group's options, to the command's name
+        arg = args[position]
+        if arg in GLOBAL_OPTIONS:
+            position += 2
+        elif arg.startswith("-") and arg != "--":
+            position += 1
+        else:
+            break
+    head, tail, moved = args[:position], [], []
+    rest = args[position:]
+    index = 0
+    while index < len(rest):
+        arg = rest[index]
+        if arg == "--":
+            tail += rest[index:]
+            break
+        if arg in GLOBAL_OPTIONS and index + 1 < len(rest):
+            moved += rest[index:index + 2]
+            index += 2
+            continue
+        if arg.split("=", 1)[0] in GLOBAL_OPTIONS and "=" in arg:
+            moved.append(arg)
+        else:
+            tail.append(arg)
+        index += 1
+    return head + moved + tail
+
+
 class LazyGroup(click.Group):
     """A click group that imports a command's module when the command is asked for."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(args))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.NoSuchOption as exc:
+            better = OPTION_HINTS.get(exc.option_name)
+            command = exc.ctx.command if exc.ctx is not None else None
+            if better and command is not None and any(
+                    better in param.opts for param in command.params):
+                hinted = click.NoSuchOption(exc.option_name, ctx=exc.ctx)
+                hinted.possibilities = [better]  # click keeps only look-alike names
+                raise hinted from None
+            raise
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         for module in COMMAND_MODULES.get(cmd_name, ()):

@@ -198,7 +198,7 @@ def _write(field: Field, filename: str, body: bytes, request: Request) -> tuple[
             {"filename": INTRO_FILE, "action": "updated" if existed else "created"}]}
     # The spec's PUT replaces the one file with the page sent, whatever its size (pages MAY
     # exceed 8 KB): no split into parts.
-    result = field.write(body, name=filename[:-3], split=False)
+    result = field.write(body, name=filename[:-3], split=False, keep_previous=False)
     return (204 if existed else 201), result.to_json()
 
 
