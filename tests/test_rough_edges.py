@@ -289,7 +289,8 @@ def test_the_readme_example_is_safe_to_rerun(tmp_path: Path, monkeypatch: pytest
 
 def test_store_after_the_command_and_k_hints(keyword_store: deepfield.Store,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    keyword_store.create_field("n", exist_ok=True).add("Woks", "Carbon fibre woks heat unevenly.", review=False)
+    fld = keyword_store.create_field("n", exist_ok=True)
+    fld.add("Woks", "Carbon fibre woks heat unevenly.", review=False)
 
     def run(*args: str) -> tuple[int, str, str]:
         try:

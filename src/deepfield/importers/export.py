@@ -49,7 +49,8 @@ class ExportReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "field": self.field, "target": self.target, "pages": self.pages,
-            "intro": self.intro, "attachments": self.attachments, "replaced": self.replaced, "files": self.files,
+            "intro": self.intro, "attachments": self.attachments, "replaced": self.replaced,
+            "files": self.files,
             "skipped": self.skipped, "warnings": self.warnings,
         }
 
