@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .archive import ARCHIVE_DIR, archive_file, archived_pages, restore_file
 from .domains.atomic import Filters
 from .embed.base import Embedder
 from .errors import (
@@ -27,9 +28,8 @@ from .errors import (
 )
 from .field_index import IndexHolder
 from .fsutil import field_lock, read_no_follow, remove_stale_temp_files
-from .index import DocRow, FieldIndex, SyncReport
+from .index import DocRow, SyncReport
 from .index.health import healing
-from .index.vectors import embed_pending
 from .listing import refresh_listing
 from .manage.activation import record_activation
 from .manage.hooks import WritePlan, after_write, before_write, review_default
@@ -49,16 +49,12 @@ from .read import PageView, find_section, outline, render_outline
 from .scan import SourceFile, scan_field, source_files
 from .search import SearchResponse, search_fields
 from .writer import (
-    ARCHIVE_DIR,
     MAX_WRITE_BYTES,
     PageWriter,
     WriteResult,
     WrittenPage,
-    archive_file,
-    archived_pages,
     identical_page,
     refuse_special,
-    restore_file,
 )
 
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
@@ -120,32 +116,10 @@ class Field(IndexHolder):
         report.warnings = self.take_notices() + report.warnings
         return report
 
-    def embed(
-        self,
-        *,
-        budget: float | None = None,
-        pages: bool = True,
-        progress: Callable[[int], None] | None = None,
-    ) -> tuple[int, int]:
-        """Compute pending vectors (chunks first, then whole pages unless ``pages=False``)
-        within ``budget`` seconds (None: all); returns the counts."""
-        def run(index: FieldIndex) -> tuple[int, int]:
-            if index.embedder is None:
-                return 0, 0
-            return embed_pending(index.conn, index.embedder, self.path, budget_seconds=budget,
-                                 include_pages=pages, progress=progress)
-
-        return self.with_index(run)
-
     def reindex(self, **options: Any) -> SyncReport:
         """Drop every index row and rebuild from the Markdown alone."""
         self.clear_index()
         return self.index(**options)
-
-    def clear_index(self) -> None:
-        """Drop every index row. A damaged index file (overwritten, truncated) is moved
-        aside instead (field_index.py): it is derived data, and reindex always works."""
-        self.with_index(lambda index: index.clear())
 
     def _sync_changes(self, embed: bool) -> SyncReport:
         """ensure_synced (field_index.py) without the healing: every file, or only the pages
@@ -178,12 +152,6 @@ class Field(IndexHolder):
         in place): the next :meth:`ensure_synced` reads the ``names`` (file names at the
         field's root), or checks every file whatever its rate limit says."""
         self._fresh.changed(names)
-
-    def warnings(self) -> list[str]:
-        """Everything currently wrong with the folder or its pages (layout, YAML, encoding,
-        one uuid on several pages)."""
-        return scan_field(self.path).warnings + self.with_index(
-            lambda index: index.stored_warnings() + index.uuid_warnings())
 
     # ------------------------------------------------------------------ pages
 

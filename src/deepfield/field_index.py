@@ -25,7 +25,9 @@ from .errors import DeepfieldError, IndexCorruptError
 from .freshness import Freshness
 from .index import FieldIndex, SyncReport
 from .index.db import KEYWORD_ONLY_CODE, index_filename
-from .index.health import CORRUPT_MARK, file_id, healing, is_corruption, quarantine
+from .index.health import CORRUPT_MARK, damage, file_id, healing, is_corruption, quarantine
+from .index.vectors import embed_pending
+from .scan import scan_field
 
 T = TypeVar("T")
 REPLACED_CHECK_S = 0.5
@@ -107,6 +109,34 @@ class IndexHolder:
         self._notices.append(f"{self.index_path().name}: not updated ({exc}); {done}, and the "
                              "next search or `deepfield index` indexes it")
 
+    def embed(
+        self,
+        *,
+        budget: float | None = None,
+        pages: bool = True,
+        progress: Callable[[int], None] | None = None,
+    ) -> tuple[int, int]:
+        """Compute pending vectors (chunks first, then whole pages unless ``pages=False``)
+        within ``budget`` seconds (None: all); returns the counts."""
+        def run(index: FieldIndex) -> tuple[int, int]:
+            if index.embedder is None:
+                return 0, 0
+            return embed_pending(index.conn, index.embedder, self.path, budget_seconds=budget,
+                                 include_pages=pages, progress=progress)
+
+        return self.with_index(run)
+
+    def clear_index(self) -> None:
+        """Drop every index row. A damaged index file (overwritten, truncated) is moved
+        aside instead (field_index.py): it is derived data, and reindex always works."""
+        self.with_index(lambda index: index.clear())
+
+    def warnings(self) -> list[str]:
+        """Everything currently wrong with the folder or its pages (layout, YAML, encoding,
+        one uuid on several pages)."""
+        return scan_field(self.path).warnings + self.with_index(
+            lambda index: index.stored_warnings() + index.uuid_warnings())
+
     def with_index(self, fn: Callable[[FieldIndex], T]) -> T:
         """``fn(index)``, healing a damaged index first if it turns out to be one."""
         return healing([self], lambda: fn(self.index_handle()))
@@ -116,7 +146,7 @@ class IndexHolder:
         another field's): check this field's index first and return False if it is sound."""
         if probe:
             try:
-                sound = self.index_handle().damage() is None
+                sound = damage(self.index_handle().conn) is None
             except IndexCorruptError as failed:
                 sound = not failed.damaged
             if sound:

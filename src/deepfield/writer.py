@@ -12,21 +12,20 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import sqlite3
-import time
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
 
+from .archive import archive_copy, archive_file
 from .errors import (
     DuplicateUuidError,
     IndexStateError,
     InvalidNameError,
     InvalidPageError,
     PageConflictError,
-    PageNotFoundError,
 )
-from .fsutil import atomic_write, create_new, move_new, write_together
+from .fsutil import atomic_write, create_new, write_together
 from .index import FieldIndex
 from .listing import refresh_listing
 from .page import (
@@ -34,7 +33,6 @@ from .page import (
     PAGE_LIMIT_BYTES,
     SPECIAL_FILES,
     Page,
-    check_name,
     derive_title,
     is_valid_name,
     new_uuid,
@@ -44,7 +42,6 @@ from .page import (
 from .scan import scan_field, source_files
 from .split import split_page
 
-ARCHIVE_DIR = "archive"
 MAX_WRITE_BYTES = 16 << 20
 """Largest page text accepted by ``write`` (it is split into 8 KB parts)."""
 
@@ -355,60 +352,8 @@ def refuse_special(name: str, hint: str) -> None:
         raise InvalidNameError(f"{filename} is not a page name: it is the field's {what}", hint)
 
 
-def archive_file(folder: Path, filename: str) -> str:
-    """Move a page into ``archive/`` under a free name; returns its path in the archive."""
-    archive = folder / ARCHIVE_DIR
-    archive.mkdir(exist_ok=True)
-    target = archive / filename
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    counter = 1
-    while not move_new(folder / filename, target):
-        counter += 1
-        target = archive / f"{filename[:-3]}--archived-{stamp}-{counter}.md"
-    return f"{ARCHIVE_DIR}/{target.name}"
 
 
-def archive_copy(folder: Path, filename: str) -> str:
-    """A copy of a page in ``archive/`` under a free name (the page stays); returns its path
-    in the archive."""
-    archive = folder / ARCHIVE_DIR
-    archive.mkdir(exist_ok=True)
-    data = (folder / filename).read_bytes()
-    target = archive / filename
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    counter = 1
-    while not create_new(target, data):
-        counter += 1
-        target = archive / f"{filename[:-3]}--archived-{stamp}-{counter}.md"
-    return f"{ARCHIVE_DIR}/{target.name}"
-
-
-def archived_pages(folder: Path) -> list[str]:
-    """Filenames of the pages in a field's ``archive/``, sorted."""
-    archive = folder / ARCHIVE_DIR
-    if not archive.is_dir():
-        return []
-    return sorted(p.name for p in archive.iterdir() if p.suffix == ".md" and p.is_file())
-
-
-def restore_file(folder: Path, field_name: str, name: str, as_name: str | None) -> str:
-    """Move an archived page back to the field root (under ``as_name`` if given, else its
-    original name, never over an existing page); returns its filename."""
-    archived = Path(name if name.endswith(".md") else f"{name}.md").name  # never a path
-    source = folder / ARCHIVE_DIR / archived
-    if not source.is_file():
-        raise PageNotFoundError(
-            f"no archived page {name!r} in {field_name}",
-            "list archived pages with `deepfield ls FIELD --archived`",
-        )
-    original = archived.split("--archived-")[0].removesuffix(".md") + ".md"
-    target = f"{check_name(as_name)}.md" if as_name else original
-    if not move_new(source, folder / target):
-        raise PageConflictError(
-            f"a page named {target} already exists in {field_name}",
-            "restore it under another name with --as NAME",
-        )
-    return target
 
 
 def _stem_for(title: str, page: Page) -> str:

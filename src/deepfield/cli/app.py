@@ -170,6 +170,18 @@ def hoist_global_options(args: list[str]) -> list[str]:
     return head + moved + tail
 
 
+class _HintedOption(click.NoSuchOption):
+    """"No such option" suggesting the option that does it here (click suggests only names
+    that look alike)."""
+
+    def __init__(self, name: str, better: str, ctx: click.Context | None) -> None:
+        super().__init__(name, ctx=ctx)
+        self.better = better
+
+    def format_message(self) -> str:
+        return f"{self.message} Did you mean '{self.better}'?"
+
+
 class LazyGroup(click.Group):
     """A click group that imports a command's module when the command is asked for."""
 
@@ -184,9 +196,7 @@ class LazyGroup(click.Group):
             command = exc.ctx.command if exc.ctx is not None else None
             if better and command is not None and any(
                     better in param.opts for param in command.params):
-                hinted = click.NoSuchOption(exc.option_name, ctx=exc.ctx)
-                hinted.possibilities = [better]  # click keeps only look-alike names
-                raise hinted from None
+                raise _HintedOption(exc.option_name, better, exc.ctx) from None
             raise
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:

@@ -30,7 +30,7 @@ from .db import (
     transaction,
 )
 from .dense import DenseIndex
-from .health import damage, file_id, is_corruption
+from .health import file_id, is_corruption
 from .keyword import TermCounts, bm25_search
 from .latent import LatentIndex, latent_stamp
 from .sync import NOT_A_PAGE, SyncReport, sync_files
@@ -141,9 +141,6 @@ class FieldIndex:
         aside as damaged, or deleted, by this or another process)."""
         return file_id(self.path) != self.file_id
 
-    def damage(self) -> str | None:
-        """What SQLite finds wrong with the file (None: nothing); reads all of it."""
-        return damage(self.conn)
 
     # ------------------------------------------------------------------ maintenance
 
@@ -256,19 +253,16 @@ class FieldIndex:
         )
         return [_doc(r) for r in rows]
 
-    def duplicate_uuids(self) -> list[tuple[str, list[str]]]:
-        """(uuid, filenames) of every uuid that more than one page carries (a copied page
-        that kept its frontmatter): a uuid must name one page."""
+    def uuid_warnings(self) -> list[str]:
+        """One warning per uuid that several pages carry (a copied page that kept its
+        frontmatter): a uuid must name one page."""
         rows = self.conn.execute(
             "SELECT lower(uuid), group_concat(filename, char(10)) FROM df_docs "
             "WHERE uuid IS NOT NULL AND uuid != '' GROUP BY lower(uuid) HAVING count(*) > 1 "
             "ORDER BY 1")
-        return [(uuid, sorted(names.split("\n"))) for uuid, names in rows]
-
-    def uuid_warnings(self) -> list[str]:
-        return [f"{', '.join(names)}: all carry uuid {uuid}, which must name one page; give "
-                "all but one a new uuid (delete its `uuid:` line)"
-                for uuid, names in self.duplicate_uuids()]
+        return [f"{', '.join(sorted(names.split(chr(10))))}: all carry uuid {uuid}, which must "
+                "name one page; give all but one a new uuid (delete its `uuid:` line)"
+                for uuid, names in rows]
 
     def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         wanted = list(dict.fromkeys(ids))

@@ -20,12 +20,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from ..archive import archive_file
 from ..errors import DeepfieldError, InvalidNameError, PageNotFoundError
 from ..field import Field
 from ..fsutil import atomic_write, read_no_follow
 from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
-from ..writer import archive_file
 from .app import deny_read, deny_write, error_response
 from .service import Service
 
