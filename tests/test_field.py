@@ -125,7 +125,8 @@ def test_large_page_is_split_and_rewrite_is_idempotent(field: deepfield.Field) -
     assert {p.uuid for p in again.pages} == uuids
     shorter = field.write("# Report\n\nNow short.\n", name="report")
     assert shorter.filenames == ["report.md"]
-    assert sorted(field.archived()) == sorted(names[1:])  # old parts archived, not deleted
+    # Old parts archived, not deleted; part 1's previous version too (replaced by name).
+    assert sorted(field.archived()) == sorted(names)
     assert not (field.path / names[1]).exists()
 
 
