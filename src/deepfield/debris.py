@@ -6,8 +6,10 @@ deepfield's temporary files and folders all have ``.deepfield-`` names: page wri
 the store). The process that makes one holds an exclusive ``flock`` on it until it is renamed
 into place or removed, and the kernel drops that lock when the process dies, however it dies
 (``kill -9`` included). So the next command that touches the place removes every such name
-nobody holds: no live process owns it. Age alone decides nothing; a grace of a few seconds
-only covers the instant between creating a name and locking it.
+nobody holds: no live process owns it; age decides nothing. A cleaner removes a name while
+it holds its lock, and a maker checks, once it holds the lock on what it made, that the name
+is still there (making another if not), so the instant between creating a name and locking
+it is safe too.
 """
 
 from __future__ import annotations
@@ -15,8 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import time
-from collections.abc import Iterator
+import tempfile
 from pathlib import Path
 
 try:
@@ -26,87 +27,111 @@ except ImportError:  # pragma: no cover - Windows: nothing is held, nothing is c
 
 PREFIX = ".deepfield-"
 UNPACK_PREFIX = f"{PREFIX}unpack-"
-GRACE_S = 5.0
-"""Newer debris is left alone: its maker may not have locked it yet."""
 
 
 def hold(fd: int) -> None:
     """Lock the file (or folder) open as ``fd`` for this process: it is work in progress
-    until ``fd`` is closed (or the process dies)."""
+    until ``fd`` is closed (or the process dies). Waits while a cleaner looks at it."""
     if fcntl is not None:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX)
 
 
-@contextlib.contextmanager
-def claimed(path: Path) -> Iterator[None]:
-    """Hold ``path`` (a file or folder just made) while the block runs."""
-    fd = os.open(path, os.O_RDONLY)
+def _still_named(fd: int, path: str) -> bool:
+    """Whether ``path`` still names the file open as ``fd`` (a cleaner may have removed the
+    name between its creation and our lock)."""
     try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def new_temp_file(folder: Path, suffix: str = ".tmp") -> tuple[int, Path]:
+    """A new ``.deepfield-*`` file in ``folder``, held (see :func:`hold`): close the
+    descriptor once it is renamed into place or removed."""
+    while True:
+        fd, name = tempfile.mkstemp(prefix=PREFIX, suffix=suffix, dir=folder)
         hold(fd)
-        yield
-    finally:
+        if _still_named(fd, name):
+            return fd, Path(name)
+        os.close(fd)  # a cleaner took it in the instant before the lock: make another
+
+
+def new_temp_dir(folder: Path, prefix: str = UNPACK_PREFIX) -> tuple[int, Path]:
+    """A new ``.deepfield-*`` folder in ``folder``, held like :func:`new_temp_file`."""
+    while True:
+        name = tempfile.mkdtemp(prefix=prefix, dir=folder)
+        try:
+            fd = os.open(name, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        hold(fd)
+        if _still_named(fd, name):
+            return fd, Path(name)
         os.close(fd)
 
 
-def owned(path: Path) -> bool:
-    """Whether a live process holds ``path`` (True too when that cannot be told)."""
+def _take(path: Path) -> int | None:
+    """An open descriptor holding ``path``'s lock when no live process holds it (the caller
+    removes the debris, then closes it), else None."""
     if fcntl is None:  # pragma: no cover
-        return True
+        return None
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except FileNotFoundError:
-        return False
     except OSError:
-        return True
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # also drops the lock just taken
+    except OSError:  # held by a live process (or cannot be told): leave it
+        os.close(fd)
+        return None
+    return fd
+
+
+def owned(path: Path) -> bool:
+    """Whether a live process holds ``path``."""
+    fd = _take(path)
+    if fd is None:
+        return path.exists()
+    os.close(fd)
     return False
 
 
-def _owner(folder: Path, name: str) -> Path:
-    """The name whose lock says whether ``name`` is in use: a pack's index snapshot
-    (``.deepfield-X.sqlite3`` and its journals) belongs to ``.deepfield-X.tmp``."""
-    key = name[len(PREFIX):].split(".", 1)[0]
-    holder = folder / f"{PREFIX}{key}.tmp"
-    return holder if holder.name != name and holder.exists() else folder / name
-
-
-def clean(folder: Path, *, unpack: bool = False, now: float | None = None) -> list[str]:
+def clean(folder: Path, *, unpack: bool = False) -> list[str]:
     """Remove the ``.deepfield-*`` debris in ``folder`` that no live process holds; with
-    ``unpack``, folders of killed unpacks too. Returns the names removed."""
-    moment = time.time() if now is None else now
+    ``unpack``, folders of killed unpacks too. Returns the names removed. A pack's index
+    snapshot (``.deepfield-X.sqlite3`` and its journals) goes with its ``.deepfield-X.tmp``."""
     removed: list[str] = []
     try:
-        entries = list(os.scandir(folder))
+        names = sorted(os.listdir(folder))
     except OSError:
         return removed
-    for entry in entries:
-        name = entry.name
+    for name in names:
         if not name.startswith(PREFIX):
             continue
-        is_dir = entry.is_dir(follow_symlinks=False)
+        path = folder / name
+        if path.is_symlink():
+            continue
+        is_dir = path.is_dir()
         if is_dir and not (unpack and name.startswith(UNPACK_PREFIX)):
             continue
-        if not is_dir and not entry.is_file(follow_symlinks=False):
+        key = name[len(PREFIX):].split(".", 1)[0]
+        owner = folder / f"{PREFIX}{key}.tmp"
+        if not is_dir and owner.name != name and owner.exists():
+            continue  # it goes (or stays) with its owner
+        fd = _take(path)
+        if fd is None:
             continue
-        try:
-            if moment - entry.stat(follow_symlinks=False).st_mtime < GRACE_S:
+        try:  # removed while the lock is held: a maker waiting for it finds the name gone
+            if is_dir:
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                for other in names:
+                    if other == name or (other.startswith(f"{PREFIX}{key}.") and not is_dir):
+                        with contextlib.suppress(OSError):
+                            (folder / other).unlink()
+                            removed.append(other)
                 continue
-        except OSError:
-            continue
-        path = Path(entry.path)
-        if owned(path if is_dir else _owner(folder, name)):
-            continue
-        if is_dir:
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                path.unlink()
-        removed.append(name)
+            removed.append(name)
+        finally:
+            os.close(fd)
     return removed

@@ -21,6 +21,7 @@ from .embed.base import Embedder
 from .errors import (
     DuplicateUuidError,
     EmbeddingError,
+    IndexCorruptError,
     IndexStateError,
     InvalidNameError,
     InvalidPageError,
@@ -29,7 +30,7 @@ from .errors import (
 from .field_index import IndexHolder
 from .fsutil import field_lock, read_no_follow, remove_stale_temp_files
 from .index import DocRow, SyncReport
-from .index.health import healing
+from .index.health import damage, healing
 from .listing import refresh_listing
 from .manage.activation import record_activation
 from .manage.hooks import WritePlan, after_write, before_write, review_default
@@ -98,10 +99,14 @@ class Field(IndexHolder):
         progress: Callable[[int], None] | None = None,
         embed_progress: Callable[[int], None] | None = None,
     ) -> SyncReport:
-        """Bring the index up to date with the folder (and compute all pending vectors)."""
+        """Bring the index up to date with the folder (and compute all pending vectors).
+        ``verify`` re-hashes every page and also has SQLite check the whole index file, so
+        damage no search has met yet is found, and healed, here."""
 
         def run() -> SyncReport:
             scan = scan_field(self.path)
+            if verify and (problem := damage(self.index_handle().conn, thorough=False)):
+                raise IndexCorruptError(f"{problem}", damaged=True)
             report = self.index_handle().sync(
                 scan.files, verify=verify, embed_budget=None if embed else 0.0,
                 progress=progress, embed_progress=embed_progress,

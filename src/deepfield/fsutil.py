@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .debris import PREFIX, clean, hold
+from .debris import PREFIX, clean, new_temp_file
 
 try:
     import fcntl
@@ -30,9 +29,9 @@ TEMP_SUFFIX = ".tmp"
 def _temp_in(directory: Path, data: bytes, durable: bool = True) -> tuple[Path, int]:
     """A temporary file holding ``data`` and the descriptor that keeps it held (debris.py):
     close the descriptor once the file is renamed into place or removed."""
-    fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=directory)
+    fd, path = new_temp_file(directory, TEMP_SUFFIX)
+    name = str(path)
     try:
-        hold(fd)
         with os.fdopen(fd, "wb", closefd=False) as handle:
             handle.write(data)
             handle.flush()

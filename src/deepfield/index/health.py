@@ -52,14 +52,18 @@ def is_corruption(exc: BaseException) -> bool:
     return "malformed" in text or "not a database" in text or "corrupt" in text
 
 
-def damage(conn: sqlite3.Connection) -> str | None:
-    """What is wrong with an open index (None: nothing found). Reads every page of the file,
-    so it runs only after an operation failed, to learn which of several indexes it was."""
+def damage(conn: sqlite3.Connection, *, thorough: bool = True) -> str | None:
+    """What is wrong with an open index (None: nothing found). SQLite's ``quick_check`` reads
+    every page of the file; ``thorough`` adds FTS5's own check of the keyword index, which
+    tokenizes every chunk again (it runs only after an operation failed, to learn which of
+    several indexes it was)."""
     try:
         rows = conn.execute("PRAGMA quick_check").fetchall()
         if rows != [("ok",)]:
             return "; ".join(str(r[0]) for r in rows[:3])
-        conn.execute("INSERT INTO df_chunks_fts(df_chunks_fts) VALUES ('integrity-check')")
+        if thorough:
+            conn.execute(
+                "INSERT INTO df_chunks_fts(df_chunks_fts) VALUES ('integrity-check')")
     except sqlite3.DatabaseError as exc:
         if is_corruption(exc):
             return str(exc)

@@ -20,14 +20,13 @@ import datetime as dt
 import os
 import shutil
 import sqlite3
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..debris import UNPACK_PREFIX, clean, hold
+from ..debris import UNPACK_PREFIX, clean, new_temp_dir, new_temp_file
 from ..errors import ArchiveError, FieldExistsError, NothingToPackError, UnsafeArchiveError
-from ..fsutil import TEMP_PREFIX, TEMP_SUFFIX
+from ..fsutil import TEMP_SUFFIX
 from ..page import SPECIAL_FILES, is_debris, is_valid_name, slugify
 from ..scan import OWN_SUBDIRS
 from .zipsafe import (
@@ -199,9 +198,8 @@ def pack_folder(
         raise NothingToPackError(f"{folder.name} has no pages to pack")
     out.parent.mkdir(parents=True, exist_ok=True)
     clean(out.parent)  # what a killed pack left beside its output
-    fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=out.parent)
-    hold(fd)  # work in progress until fd is closed (debris.py); its snapshot goes with it
-    temp = Path(temp_name)
+    # Held until fd is closed (debris.py): work in progress, its index snapshot with it.
+    fd, temp = new_temp_file(out.parent, TEMP_SUFFIX)
     snapshot: Path | None = None
     packed: list[str] = []
     try:
@@ -260,10 +258,8 @@ def extract_checked(
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
     clean(parent, unpack=True)  # folders of unpacks that were killed
-    staging = Path(tempfile.mkdtemp(prefix=UNPACK_PREFIX, dir=parent))
-    holder = os.open(staging, os.O_RDONLY)
+    holder, staging = new_temp_dir(parent, UNPACK_PREFIX)  # held until closed (debris.py)
     try:
-        hold(holder)  # work in progress until closed (debris.py)
         with open_checked(zip_path, pin=pin, limits=limits) as (archive, infos, digest):
             if not any(_is_page(i.filename) for i in infos if not i.is_dir()):
                 raise ArchiveError(f"{zip_path.name} holds no pages",
