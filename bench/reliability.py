@@ -8,7 +8,8 @@ behind as debris.
 Every trial runs real processes on a keyword-only store (no model: what is measured is the
 file and index handling, which is the same with one):
 
-* **kill -9** (``--kills`` per kind, at a random moment after the process is ready, seeded):
+* **kill -9** (``--kills`` per kind, at a seeded random moment of the process's work: after
+  it is ready, or once its temporary files appear, or in the second half of its usual run):
   a writer adding pages (an *acknowledged* page is one whose write returned and was printed);
   a rewriter alternating a page over 8 KB between two versions (split into linked parts);
   ``deepfield reindex``; ``deepfield unpack`` of a 5 MB zip; ``deepfield pack --with-index``.
@@ -43,6 +44,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +131,34 @@ def _killed(command: list[str], duration: float, rng: random.Random) -> bool:
     proc = subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     time.sleep(rng.uniform(0.5, 0.98) * duration)
+    running = proc.poll() is None
+    if running:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    return running
+
+
+def _work(command: list[str], started: Callable[[], bool]) -> float:
+    """Seconds ``command`` works once ``started()`` (its temporary files appeared) holds."""
+    proc = subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    while not started() and proc.poll() is None:
+        time.sleep(0.002)
+    begun = time.monotonic()
+    if proc.wait(timeout=600) != 0:
+        raise RuntimeError(f"{command} failed")
+    return time.monotonic() - begun
+
+
+def _killed_working(command: list[str], started: Callable[[], bool], work: float,
+                    rng: random.Random) -> bool:
+    """Kill -9 ``command`` at a random moment of its work (after ``started()``); True if
+    the kill came while it worked."""
+    proc = subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    while not started() and proc.poll() is None:
+        time.sleep(0.002)
+    time.sleep(rng.uniform(0.0, 0.9) * work)
     running = proc.poll() is None
     if running:
         os.kill(proc.pid, signal.SIGKILL)
@@ -240,10 +270,15 @@ def kill_unpack(root: Path, kills: int, rng: random.Random) -> dict[str, Any]:
     _field_of(store, 120)
     zipped = pack_folder(store / "crash", root / "crash.memoryfield.zip").path
     partial = left = after = hit = 0
-    duration = _duration([*CLI, "--store", str(store), "unpack", str(zipped), "--as", "first"])
+
+    def staging() -> bool:
+        return any(n.startswith(".deepfield-unpack-") for n in os.listdir(store))
+
+    work = _work([*CLI, "--store", str(store), "unpack", str(zipped), "--as", "first"],
+                 staging)
     for run in range(kills):
-        hit += _killed([*CLI, "--store", str(store), "unpack", str(zipped), "--as",
-                        f"copy-{run}"], duration, rng)
+        hit += _killed_working([*CLI, "--store", str(store), "unpack", str(zipped), "--as",
+                                f"copy-{run}"], staging, work, rng)
         left += len(debris(store))
         target = store / f"copy-{run}"
         if target.exists() and len(list(target.glob("page-*.md"))) != 120:
@@ -251,7 +286,7 @@ def kill_unpack(root: Path, kills: int, rng: random.Random) -> dict[str, Any]:
         deepfield.open(store).close()  # the next command
         after += len(debris(store))
     return _row("kill -9 during unpack (5 MB zip)", kills, 0, partial, left, after,
-                f"{hit} killed while running")
+                f"{hit} killed while writing")
 
 
 def kill_pack(root: Path, kills: int, rng: random.Random) -> dict[str, Any]:
@@ -265,10 +300,13 @@ def kill_pack(root: Path, kills: int, rng: random.Random) -> dict[str, Any]:
         return [*CLI, "--store", str(store), "pack", "crash", "--with-index", "-o",
                 str(out / f"crash-{run}.memoryfield.zip")]
 
-    duration = _duration(command("first"))
+    def writing() -> bool:
+        return any(n.startswith(".deepfield-") for n in os.listdir(out))
+
+    work = _work(command("first"), writing)
     for run in range(kills):
         target = out / f"crash-{run}.memoryfield.zip"
-        hit += _killed(command(run), duration, rng)
+        hit += _killed_working(command(run), writing, work, rng)
         left += len(debris(out))
         if target.exists():
             with zipfile.ZipFile(target) as archive:
@@ -277,7 +315,7 @@ def kill_pack(root: Path, kills: int, rng: random.Random) -> dict[str, Any]:
             pack_folder(opened.field("crash").path, out / "next.memoryfield.zip", force=True)
         after += len(debris(out))
     return _row("kill -9 during pack --with-index", kills, 0, partial, left, after,
-                f"{hit} killed while running")
+                f"{hit} killed while writing")
 
 
 # ---------------------------------------------------------------------- concurrency
@@ -402,8 +440,8 @@ def render(rows: list[dict[str, Any]], seconds: float, command: str) -> str:
     lines = [
         "## Reliability",
         "",
-        f"`{command}` ({seconds:.0f} s; keyword-only store, real processes, kill -9 at a "
-        "seeded random moment). Lost: an acknowledged write missing or different, or a page "
+        f"`{command}` ({seconds:.0f} s on 2 busy cores; keyword-only store, real processes, "
+        "kill -9 at a seeded random moment of each command's work). Lost: an acknowledged write missing or different, or a page "
         "changed that was not written. Partial: a page that does not parse, a split page "
         "with parts of two versions, a search missing pages after the trial, a 5xx or a "
         "traceback. Debris: `.deepfield-*` files and folders right after the kill, and "
@@ -422,7 +460,7 @@ def render(rows: list[dict[str, Any]], seconds: float, command: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--kills", type=int, default=8, help="kill -9 runs per kind")
+    parser.add_argument("--kills", type=int, default=12, help="kill -9 runs per kind")
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--writes", type=int, default=40, help="pages per concurrent writer")
     parser.add_argument("--clients", type=int, default=8)

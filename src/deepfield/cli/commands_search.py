@@ -84,7 +84,8 @@ def _index_fields(fields: list[Field], *, rebuild: bool, embed: bool, verify: bo
 @click.option("--embed/--no-embed", default=True, show_default=True,
               help="Compute vectors now (keyword search works without them).")
 @click.option("--quick", is_flag=True,
-              help="Trust file size and mtime instead of re-hashing every page.")
+              help="Trust file size and mtime instead of re-hashing every page (and skip "
+              "SQLite's check of the index file, which heals a damaged one).")
 @click.option("--strict", is_flag=True, help="Exit non-zero when any page has a warning.")
 @json_option
 @click.pass_context
