@@ -441,11 +441,11 @@ def render(rows: list[dict[str, Any]], seconds: float, command: str) -> str:
         "## Reliability",
         "",
         f"`{command}` ({seconds:.0f} s on 2 busy cores; keyword-only store, real processes, "
-        "kill -9 at a seeded random moment of each command's work). Lost: an acknowledged write missing or different, or a page "
-        "changed that was not written. Partial: a page that does not parse, a split page "
-        "with parts of two versions, a search missing pages after the trial, a 5xx or a "
-        "traceback. Debris: `.deepfield-*` files and folders right after the kill, and "
-        "after the next command that touches the place.",
+        "kill -9 at a seeded random moment of each command's work). Lost: an acknowledged "
+        "write missing or different, or a page changed that was not written. Partial: a page "
+        "that does not parse, a split page with parts of two versions, a search missing "
+        "pages after the trial, a 5xx or a traceback. Debris: `.deepfield-*` files and "
+        "folders right after the kill, and after the next command that touches the place.",
         "",
         "| trial | runs | lost | partial | debris after kill | debris after next command |"
         " notes |",
