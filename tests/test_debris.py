@@ -158,3 +158,47 @@ def test_deepfields_own_temporaries_are_held_while_in_use(kstore: Path, tmp_path
     monkeypatch.setattr(fsutil.os, "replace", watching_replace)
     fsutil.atomic_write(kstore / "notes" / "woks.md", b"# Woks\n\nRewritten.\n")
     assert held == [True]
+
+
+TORN = textwrap.dedent(
+    """
+    import os, signal, sys, deepfield
+    field = deepfield.open(sys.argv[1], embedder=None).field("notes")
+    real = os.replace
+
+    def replace_then_die(source, target):  # killed right after the first part lands
+        real(source, target)
+        if os.path.basename(str(target)).startswith("big"):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    os.replace = replace_then_die
+    field.write(sys.argv[2], name="big", review=False)
+    """
+)
+
+
+def _big(letter: str) -> str:
+    return "# Big\n\n" + "\n\n".join(f"{letter}{j} " + letter * 300 for j in range(60)) + "\n"
+
+
+def _versions(folder: Path) -> set[str]:
+    found: set[str] = set()
+    for path in folder.glob("big*.md"):
+        found |= {line[0] for line in path.read_text().splitlines()
+                  if line[:1] in ("A", "B") and line[1:2].isdigit()}
+    return found
+
+
+def test_a_split_page_killed_among_its_renames_is_finished(kstore: Path) -> None:
+    folder = kstore / "notes"
+    with deepfield.open(kstore) as store:
+        store.field("notes").write(_big("A"), name="big", review=False)
+    done = subprocess.run([sys.executable, "-c", TORN, str(kstore), _big("B")], timeout=120,
+                          check=False)
+    assert done.returncode == -signal.SIGKILL
+    assert _versions(folder) == {"A", "B"}  # torn: one part new, the others old
+    assert list(folder.glob(".deepfield-*.renames"))
+    with deepfield.open(kstore) as store:
+        store.field("notes").index()  # the next command that touches the field
+    assert _versions(folder) == {"B"}  # finished: the whole page is the new version
+    assert debris.clean(folder) == [] and not list(folder.glob(".deepfield-*"))

@@ -15,6 +15,7 @@ it is safe too.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -27,6 +28,8 @@ except ImportError:  # pragma: no cover - Windows: nothing is held, nothing is c
 
 PREFIX = ".deepfield-"
 UNPACK_PREFIX = f"{PREFIX}unpack-"
+JOURNAL_SUFFIX = ".renames"
+"""A split page's renames to come (fsutil.write_together): ``[[temp, target, create], …]``."""
 
 
 def hold(fd: int) -> None:
@@ -85,6 +88,40 @@ def _take(path: Path) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def finish_renames(folder: Path) -> list[str]:
+    """Complete the renames of every journal whose writer died (none holds it): each part
+    still in its temporary file takes its place, so a split page killed among its renames
+    ends whole and new. Returns the targets completed. The caller holds the folder's
+    writer lock, so no live writer is among its renames."""
+    finished: list[str] = []
+    for journal in sorted(folder.glob(f"{PREFIX}*{JOURNAL_SUFFIX}")):
+        fd = _take(journal)
+        if fd is None:
+            continue
+        try:
+            try:
+                plan = json.loads(journal.read_text("utf-8"))
+            except (OSError, ValueError):
+                plan = []  # cut short while written: no rename had begun
+            for temp_name, target_name, create in plan if isinstance(plan, list) else []:
+                temp, target = folder / Path(temp_name).name, folder / Path(target_name).name
+                if not temp.exists():
+                    continue
+                if create:
+                    with contextlib.suppress(FileExistsError):
+                        os.link(temp, target)
+                    temp.unlink()
+                else:
+                    os.replace(temp, target)
+                finished.append(target.name)
+            journal.unlink()
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return finished
 
 
 def owned(path: Path) -> bool:

@@ -116,7 +116,8 @@ class Field(IndexHolder):
             self._fresh.synced(self.path, None, scan.inodes)
             return report
 
-        remove_stale_temp_files(self.path)
+        with field_lock(self.path):  # no live writer is among a split page's renames
+            remove_stale_temp_files(self.path)
         report = healing([self], run)
         report.warnings = self.take_notices() + report.warnings
         return report

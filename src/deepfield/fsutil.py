@@ -10,11 +10,12 @@ writers of one field across processes so derived files (``listing.md``) stay com
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from .debris import PREFIX, clean, new_temp_file
+from .debris import JOURNAL_SUFFIX, PREFIX, clean, finish_renames, new_temp_file
 
 try:
     import fcntl
@@ -106,29 +107,39 @@ def _link_new(temp: Path, path: Path) -> bool:
 
 
 def write_together(files: list[tuple[Path, bytes, bool]]) -> list[bool]:
-    """Write several files of one folder as nearly at once as a file system allows (the parts
-    of a split page). Every file is first written and flushed to a temporary file — the slow
-    part, when an interruption leaves nothing behind — and only then is each renamed over its
-    target, or linked to a name that must not exist yet (``True`` in the tuple: create only),
-    one after the other in microseconds, and the folder is synced once. Returns, per file,
+    """Write several files of one folder as one (the parts of a split page). Every file is
+    first written and flushed to a temporary file — the slow part, when an interruption
+    leaves nothing behind — then a journal of the renames to come is written and flushed, and
+    only then is each renamed over its target, or linked to a name that must not exist yet
+    (``True`` in the tuple: create only), and the folder is synced once. A writer killed
+    among the renames leaves the journal, and the next writer of the folder finishes them
+    (``finish_renames``): the page is then all new, never half old. Returns, per file,
     whether it was written (False: a create-only name was taken meanwhile)."""
     temps: list[Path] = []
     held: list[int] = []
+    journal: Path | None = None
     try:
         for path, data, _create in files:
             temp, fd = _temp_in(path.parent, data)
+            os.chmod(temp, 0o644)
             temps.append(temp)
             held.append(fd)
+        if len(files) > 1:
+            plan = [[t.name, p.name, c] for t, (p, _d, c) in zip(temps, files, strict=True)]
+            fd, journal = new_temp_file(files[0][0].parent, JOURNAL_SUFFIX)
+            held.append(fd)
+            os.write(fd, json.dumps(plan).encode())
+            os.fsync(fd)
+            _fsync_dir(journal.parent)
         done: list[bool] = []
         for temp, (path, _data, create) in zip(temps, files, strict=True):
-            os.chmod(temp, 0o644)
             if create:
                 done.append(_link_new(temp, path))
             else:
                 os.replace(temp, path)
                 done.append(True)
     finally:
-        for temp in temps:
+        for temp in [*temps, *([journal] if journal else [])]:
             with contextlib.suppress(OSError):
                 temp.unlink()
         for fd in held:
@@ -170,6 +181,8 @@ def field_lock(directory: Path) -> Iterator[None]:
 
 
 def remove_stale_temp_files(directory: Path) -> int:
-    """Delete the temporary files of writers that died (killed mid-write): those no live
-    process holds (debris.py), whatever their age."""
+    """Finish the renames of a split page whose writer died among them (``write_together``),
+    then delete the temporary files of writers that died (killed mid-write): those no live
+    process holds (debris.py), whatever their age. Call it holding the field lock."""
+    finish_renames(directory)
     return len(clean(directory))
