@@ -22,8 +22,9 @@ file and index handling, which is the same with one):
 
 Lost: an acknowledged write whose page is missing or different, or a page that existed before
 and changed without being written. Partial: a page that does not parse, a split page whose
-parts come from different versions, a search that misses pages after the trial, or a server
-error (5xx, a traceback). Debris: ``.deepfield-*`` files and folders left right after the
+parts come from different versions once the next command ran (one killed among its renames
+is finished by it), a search that misses pages after the trial, or a server error (5xx, a
+traceback). Debris: ``.deepfield-*`` files and folders left right after the
 kill, and what is still there after the next command that touches the place.
 
 Writes bench/out/reliability.json and the ``reliability`` section of docs/BENCHMARKS.md.
@@ -214,27 +215,34 @@ def kill_rewriter(root: Path, kills: int, rng: random.Random) -> dict[str, Any]:
     with deepfield.open(store) as opened:
         opened.field("crash").write("# Big\n\n" + "\n\n".join(
             f"A{j} " + "A" * 300 for j in range(60)), name="big", review=False)
-    partial = left = after = 0
+    partial = left = after = torn = 0
+
+    def mixed() -> int:
+        """1 if the page's parts are not all of one version (or one does not parse)."""
+        versions: set[str] = set()
+        broken = 0
+        for path in sorted(folder.glob("big*.md")):
+            page = Page.parse(path.read_text())
+            found = set(re.findall(r"^([AB])\d+ ", page.body, re.MULTILINE))
+            broken += page.frontmatter_error is not None or not found
+            versions |= found
+        return int(broken > 0 or len(versions) != 1)
+
     for _run in range(kills):
         proc = subprocess.Popen([PY, "-c", REWRITER, str(store)], env=ENV,
                                 stdout=subprocess.PIPE, text=True)
         _ready(proc)
         _kill(proc, rng.uniform(0.05, 1.5))
         left += len(debris(folder))
-        versions: set[str] = set()
-        for path in sorted(folder.glob("big*.md")):
-            page = Page.parse(path.read_text())
-            found = set(re.findall(r"^([AB])\d+ ", page.body, re.MULTILINE))
-            partial += page.frontmatter_error is not None or not found
-            versions |= found
-        partial += len(versions) != 1  # parts of two versions: a torn page
-        with deepfield.open(store) as opened:
+        torn += mixed()
+        with deepfield.open(store) as opened:  # the next command: finishes what was cut
             fld = opened.field("crash")
             fld.index()
-            partial += not fld.search("big", mode="bm25").results
+            partial += mixed() + (not fld.search("big", mode="bm25").results)
         after += len(debris(folder))
     return _row("kill -9 while rewriting a page split in parts", kills, 0, partial, left, after,
-                "parts checked to come from one version")
+                f"parts checked to come from one version; {torn} killed among the renames, "
+                "finished by the next command")
 
 
 def _field_of(store: Path, pages: int) -> Path:
@@ -443,8 +451,8 @@ def render(rows: list[dict[str, Any]], seconds: float, command: str) -> str:
         f"`{command}` ({seconds:.0f} s on 2 busy cores; keyword-only store, real processes, "
         "kill -9 at a seeded random moment of each command's work). Lost: an acknowledged "
         "write missing or different, or a page changed that was not written. Partial: a page "
-        "that does not parse, a split page with parts of two versions, a search missing "
-        "pages after the trial, a 5xx or a traceback. Debris: `.deepfield-*` files and "
+        "that does not parse, a split page with parts of two versions once the next command "
+        "ran, a search missing pages after the trial, a 5xx or a traceback. Debris: `.deepfield-*` files and "
         "folders right after the kill, and after the next command that touches the place.",
         "",
         "| trial | runs | lost | partial | debris after kill | debris after next command |"
