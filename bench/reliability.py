@@ -452,8 +452,9 @@ def render(rows: list[dict[str, Any]], seconds: float, command: str) -> str:
         "kill -9 at a seeded random moment of each command's work). Lost: an acknowledged "
         "write missing or different, or a page changed that was not written. Partial: a page "
         "that does not parse, a split page with parts of two versions once the next command "
-        "ran, a search missing pages after the trial, a 5xx or a traceback. Debris: `.deepfield-*` files and "
-        "folders right after the kill, and after the next command that touches the place.",
+        "ran, a search missing pages after the trial, a 5xx or a traceback. Debris: "
+        "`.deepfield-*` files and folders right after the kill, and after the next command "
+        "that touches the place.",
         "",
         "| trial | runs | lost | partial | debris after kill | debris after next command |"
         " notes |",
