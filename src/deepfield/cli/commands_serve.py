@@ -250,8 +250,8 @@ def mcp_cmd(ctx: click.Context, store: Path | None, transport: str, host: str, p
             server.run("stdio")
             return
         asgi: Any = server.streamable_http_app(streamable_http_path=mcp_path, host=host)
-        if users:
-            asgi = BasicAuthMiddleware(asgi, Auth(dict(users)))
+        # Logins are read again when deepfield.toml changes (`deepfield passwd` while it runs).
+        asgi = BasicAuthMiddleware(asgi, Auth.for_store(opened.root))
         sock = _bind(host, port)
         url = _url(sock, host, mcp_path, tls)
         if as_json:
@@ -276,7 +276,11 @@ def mcp_cmd(ctx: click.Context, store: Path | None, transport: str, host: str, p
 def passwd_cmd(ctx: click.Context, user: str, password_stdin: bool, print_only: bool,
                as_json: bool) -> None:
     """Set USER's password for `deepfield serve` / `deepfield mcp` (salted scrypt hash in the
-    store's deepfield.toml, [server.users]). Prompts unless --password-stdin."""
+    store's deepfield.toml, [server.users]). Prompts unless --password-stdin.
+
+    Servers already running pick up the change within 2 seconds: once a store has a user,
+    every write needs a login.
+    """
     from ..server.auth import hash_password, save_user
 
     if password_stdin:

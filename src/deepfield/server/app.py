@@ -158,7 +158,8 @@ def create_app(
     llm_config: LLMConfig | None = None,
     extra_routes: list[BaseRoute] | None = None,
 ) -> Starlette:
-    """The ASGI app for ``store``. ``auth`` defaults to the users in its deepfield.toml,
+    """The ASGI app for ``store``. ``auth`` defaults to the users in its deepfield.toml (a
+    change to that file counts within a second),
     ``llm_config`` to its ``[llm]`` table (no table: offline research and memorizing)."""
     from importlib.metadata import PackageNotFoundError, version
 
@@ -166,8 +167,8 @@ def create_app(
     from .routes_deepfield import routes as deepfield_routes
     from .routes_spec import routes as spec_routes
 
-    if auth is None:
-        auth = Auth(dict(store.config.server.users), store.config.server.private)
+    if auth is None:  # read again when deepfield.toml changes (`deepfield passwd`)
+        auth = Auth.for_store(store.root)
     routes: list[BaseRoute] = [
         Route("/", list_fields, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
