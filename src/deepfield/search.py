@@ -22,6 +22,7 @@ from .domains.atomic import Filters
 from .domains.filtering import filtered_retrieve
 from .errors import DeepfieldError, EmbeddingError
 from .fusion import convex, max_normalized
+from .index.health import heals_fields
 from .index.keyword import query_terms
 from .manage.activation import rerank
 
@@ -163,6 +164,7 @@ def check_mode(mode: str, unit: str, k: int) -> None:
         raise DeepfieldError(f"k must be at least 1, not {k}")
 
 
+@heals_fields
 def search_fields(
     fields: Sequence[Field],
     query: str,

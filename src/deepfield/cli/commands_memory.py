@@ -10,6 +10,7 @@ import click
 
 from ..context import build_context
 from ..domains.levels import LEVELS
+from ..fence import fence_research
 from ..memorize import remember
 from ..research import research
 from ..sessions import FORMATS
@@ -92,7 +93,8 @@ def research_command(ctx: click.Context, question: str, fields: tuple[str, ...],
     if not chosen:
         raise click.UsageError("the store has no fields; create one with `deepfield new`")
     llm = env.llm("researcher", offline=offline)
-    result = research(chosen, question, llm=llm, max_rounds=max_rounds, budget=budget)
+    result = fence_research(research(chosen, question, llm=llm, max_rounds=max_rounds,
+                                     budget=budget), [f.name for f in chosen])
     if as_json:
         print_json(result.to_json())
         return

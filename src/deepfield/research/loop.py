@@ -23,6 +23,7 @@ from ..errors import (
     PageNotFoundError,
 )
 from ..field import Field
+from ..index.health import heals_fields
 from ..index.keyword import query_terms
 from ..llm.base import ChatModel, Usage
 from ..manage.supersede import is_superseded
@@ -131,6 +132,7 @@ class ResearchResult:
         }
 
 
+@heals_fields
 def research(
     fields: Sequence[Field] | Field,
     question: str,
