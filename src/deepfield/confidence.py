@@ -152,8 +152,9 @@ def signals(question: str, lines: Sequence[Line]) -> Signals:
     said = [(_speaker(line.text), f"{line.title}\n{line.text}".lower()) for line in top]
     speakers = {who for who, _text in said if who}
     subject = [e for e in entities if e.lower() in speakers]
+    named = {e: re.compile(rf"\b{re.escape(e.lower())}\b") for e in entities}
     missing = tuple(e for e in entities
-                    if not any(e.lower() == who or e.lower() in text for who, text in said))
+                    if not any(e.lower() == who or named[e].search(text) for who, text in said))
     stems = {_stem(w) for w in words}
     total = about = 0.0
     support = -1.0
@@ -165,7 +166,7 @@ def signals(question: str, lines: Sequence[Line]) -> Signals:
         if subject:
             tied = who in {e.lower() for e in subject}
         else:
-            tied = not entities or any(e.lower() in lowered for e in entities)
+            tied = not entities or any(named[e].search(lowered) for e in entities)
         if not tied:
             if who:
                 others[who] = others.get(who, 0.0) + weight
@@ -189,25 +190,26 @@ def classify(found: Signals, thresholds: Thresholds = DEFAULT) -> tuple[str, str
     if found.entities_missing:
         return "none", f"no result mentions {_join(found.entities_missing)}"
     subject = _join(found.subject)
-    theirs = f"{subject}'s" if found.by_speaker else f"about {subject}"
+    theirs = f"said by {subject}" if found.by_speaker else f"about {subject}"
     percent = f"{found.subject_share:.0%}"
     if found.subject and found.subject_share < thresholds.none_share:
-        others = f" (they are {_join(found.others)}'s)" if found.by_speaker and found.others \
+        others = f"; the others are {_join(found.others)}'s" if found.by_speaker and found.others \
             else ""
         return "none", (f"only {percent} of the best results' weight is in lines {theirs}"
                         f"{others}")
+    where = f" {theirs}" if found.subject else ""
     if found.words and found.support == 0:
-        where = f" {theirs}" if found.subject else ""
         return "none", f"no line{where} holds any of: {', '.join(found.words)}"
     if (found.subject_share >= thresholds.high_share
             and found.support >= thresholds.high_support):
-        where = f", {percent} of them in lines {theirs}" if found.subject else ""
         held = "every question word" if not found.words_missing else \
-            f"all but {', '.join(found.words_missing)}"
-        return "high", f"the best lines hold {held}{where}"
+            f"all question words but {', '.join(found.words_missing)}"
+        if not found.subject:
+            return "high", f"a line holds {held}"
+        return "high", (f"{percent} of the best results' weight is in lines {theirs}, one of "
+                        f"which holds {held}")
     if found.subject_share < thresholds.high_share:
         return "low", f"{percent} of the best results' weight is in lines {theirs}"
-    where = f" {theirs}" if found.subject else ""
     return "low", f"the best line{where} lacks: {', '.join(found.words_missing)}"
 
 
