@@ -267,6 +267,15 @@ def main() -> int:
         "gold evidence turn",
         "",
         body,
+        "",
+    ] + [
+        f"- {system}: \"none\" on {f['loo']['none_adversarial']:.1%} of unanswerable and "
+        f"{f['loo']['none_answerable']:.1%} of answerable questions held out (a best-score "
+        f"threshold: {f['score_baseline']['loo'][0]:.1%} and "
+        f"{f['score_baseline']['loo'][1]:.1%}); \"high\" on "
+        f"{f['loo']['high_answerable']:.1%} of answerable and "
+        f"{f['loo']['high_adversarial']:.1%} of unanswerable ones."
+        for system, f in figures.items()
     ])
     print(text)
     print(json.dumps(figures, indent=1), file=sys.stderr)

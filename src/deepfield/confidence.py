@@ -67,12 +67,12 @@ class Thresholds:
 
 RESEARCH = Thresholds(none_share=0.65, high_share=0.8)
 """For research evidence. Tuned on LoCoMo dev by bench/confidence.py: none_share maximises
-none on unanswerable (category 5) minus none on answerable questions (0.713 - 0.184; the same
-0.65 in every leave-one-conversation-out fold); high_share is the lowest giving high to at most
-2% of unanswerable questions (0.004 in-sample, 0.021 held out)."""
+none on unanswerable (category 5) minus none on answerable questions (0.713 and 0.192; 0.65 in
+every leave-one-conversation-out fold, so the same held out); high_share is the lowest giving
+high to at most 2% of unanswerable questions (0.004 in-sample, 0.021 held out)."""
 SEARCH = Thresholds(none_share=0.6, high_share=0.9)
-"""For search results, tuned the same way (none 0.624 / 0.253, identical held out; high on
-0.013 of unanswerable questions, 0.017 held out)."""
+"""For search results, tuned the same way (none on 0.624 of unanswerable and 0.264 of answerable
+questions, the same held out; high on 0.013 of unanswerable ones, 0.017 held out)."""
 DEFAULT = RESEARCH
 
 
