@@ -127,6 +127,11 @@ def test_research_shows_evidence_best_first_and_no_scaffolding(
     assert order[0] == "z-decision.md"  # the answer's page, last by name
     # The JSON lists the evidence in the order the text shows it.
     assert _cited(result.context) == _listed(result.to_json())
+    # A page named in the question is read directly: its body lines, never its frontmatter.
+    named = research([corpus], "what does battery-history-part-3 say about gaskets?",
+                     budget=300, record=False)
+    read = [e for e in named.ranked if e.queries == ["battery-history-part-3"]]
+    assert read and all(is_evidence(e.text) and ":" not in e.text[:8] for e in read)
     # Over budget the lowest-value lines go: a tighter packing keeps the best lines.
     tighter = result.repack(120)
     kept = {e.key for e in tighter.evidence}

@@ -32,7 +32,7 @@ from ..tokens import count_tokens, truncate_to_tokens
 from . import gam, offline
 from . import latent as latent_tools
 from .evidence import BREADTH_SENTENCES, Evidence, EvidencePool, Packed, pack_evidence
-from .reading import is_evidence
+from .reading import evidence_lines
 
 MIN_BUDGET = 50
 """Fewer tokens than this cannot hold a page header and one line of evidence."""
@@ -95,8 +95,7 @@ class ResearchResult:
     spread: float = field(default=SPREAD["other"], repr=False)
 
     @property
-    def confidence(self) -> Confidence:
-        """How far the best evidence supports an answer (deepfield.confidence)."""
+    def confidence(self) -> Confidence:  # how far the best evidence supports an answer
         return assess(self.question, [Line(e.text, e.score, e.title) for e in self.ranked],
                       RESEARCH)
 
@@ -268,9 +267,7 @@ class _Session:
             doc = fld.index_handle().doc_by_filename(filename)
             title = doc.title if doc else filename
             new = 0
-            start = self.pool.pages.body_start(fld.name, filename)
-            body = [(i, line.strip()) for i, line in enumerate(lines[start - 1:], start)
-                    if is_evidence(line)]
+            body = evidence_lines(lines, self.pool.pages.body_start(fld.name, filename))
             picked = [b for b in body if set(query_terms(b[1])) & terms] or body
             for line_number, text in picked[:PAGE_ID_LINES]:
                 key = (fld.name, filename, line_number, text)

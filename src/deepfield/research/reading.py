@@ -55,6 +55,12 @@ def is_evidence(text: str) -> bool:
     return any(not w.isdigit() and w.lower() not in _NAVIGATION for w in _WORD.findall(rest))
 
 
+def evidence_lines(lines: Sequence[str], start: int) -> list[tuple[int, str]]:
+    """(line number, text) of the lines from line ``start`` on (1-based) that are evidence."""
+    return [(number, line.strip()) for number, line in enumerate(lines[start - 1:], start)
+            if is_evidence(line)]
+
+
 class Located(Protocol):
     """An evidence line: where it is (``research.evidence.Evidence`` is one)."""
 
