@@ -144,8 +144,11 @@ class MemoryFiles:
         return page
 
     def _write(self, page: Page, stem: str | None) -> None:
+        # The memory tool edits files in place, many times a session, as PUT does: like PUT it
+        # keeps no archive copy of each edit (a deleted file is still archived, never lost).
         try:
-            self.field.write(page, name=stem, split=False, review=self.review)
+            self.field.write(page, name=stem, split=False, review=self.review,
+                             keep_previous=False)
         except DeepfieldError as exc:
             raise MemoryOpError(f"The memory could not be written: {exc.message}") from None
 
