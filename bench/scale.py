@@ -135,7 +135,7 @@ def build_lance(field: Field, rebuild: bool) -> dict[str, Any]:
     if table is not None and not rebuild and table.count_rows() == chunks \
             and {i.name for i in table.list_indices()} >= {"text_idx", "vector_idx"}:
         log(f"  LanceDB dataset of {chunks:,} chunks is cached ({backend.uri})")
-        return {"cached": True, "chunks": chunks}
+        return {"cached": True, "chunks": chunks, "bytes": _size(backend.uri)}
     backend.clear()
     log(f"  writing {chunks:,} chunks into LanceDB ({backend.uri})")
     started = time.perf_counter()
@@ -399,17 +399,26 @@ def render(results: dict[str, Any]) -> str:
              "deepfield's chunking, fake 384-d vectors (the tests' hashing FakeEmbedder); "
              f"{results['queries']} queries (half aimed at one page), k = 10, one result per "
              "page; retrieval time excludes query encoding.", ""]
-    lines += ["| where | vectors | chunks | build (write + BM25 + vectors) | ANN recall@10 |",
-              "|---|---|---|---|---|"]
+    lines += ["| where | vectors | chunks | build (write + BM25 + vectors) | dataset size | "
+              "ANN recall@10 |", "|---|---|---|---|---|---|"]
     for run in results["runs"]:
         build = run["build"]
-        parts = "cached" if build.get("cached") else (
+        parts = "cached (built earlier; `--rebuild` times it)" if build.get("cached") else (
             f"{build['total_s']:.0f} s ({build['write_s']:.0f} + {build.get('fts_s') or 0:.0f}"
             f" + {build.get('ann_s') or 0:.0f} s)")
+        size = build.get("bytes") or run.get("replica_copy", {}).get("bytes")
+        sized = f"{size / 1e6:,.0f} MB ({size / run['chunks'] / 1e3:.1f} KB a chunk)" \
+            if size and run["chunks"] else "–"
         recall = run["recall"]
         lines.append(f"| {run['where']} | {run['vectors']} | {run['chunks']:,} | {parts} | "
-                     f"{recall['recall_at_10']:.3f}"
+                     f"{sized} | {recall['recall_at_10']:.3f}"
                      f"{'' if recall['vector_index'] else ' (exact: no ANN index)'} |")
+    for run in results["runs"]:
+        if "replica_copy" in run:
+            copy = run["replica_copy"]
+            lines += ["", f"A served replica's copy of the {run['chunks']:,}-chunk dataset in "
+                      f"the bucket (bucket/dataset_cache.py): {copy['files']} files, "
+                      f"{copy['bytes'] / 1e6:,.0f} MB fetched in {copy['seconds']:.1f} s."]
     lines += ["", "Searches (`search_fields`, retrieval only). In the bucket: `bucket` reads the "
               "dataset in the bucket itself (a CLI process), `copy` a served replica's own copy "
               "of it (bucket/dataset_cache.py).", "",

@@ -269,6 +269,7 @@ def test_an_unreachable_bucket_is_one_line_and_leaves_no_trace(
     with pytest.raises(RemoteUnavailableError):  # a new page fails at its upload: undone
         notes.add("Fresh", "A page the bucket never took.")
     assert {p.name: p.read_bytes() for p in notes.path.glob("*.md")} == copy
+    assert not list(notes.path.glob("archive/*"))  # no kept "previous" of a write not made
     notes.state.refreshed = 0.0
     response = notes.search("version", mode="bm25")  # reads go on from the working copy
     assert response.results[0].snippet == "Version one."
@@ -341,8 +342,14 @@ def test_http_on_a_bucket_store_answers_races_with_the_current_version(two: Any)
                         headers={"If-Match": fresh.headers["etag"]}).status_code == 204
         assert b"Version four." in body(client, bucket, "team/notes/plan.md").encode()
         assert http.delete("/notes/plan.md").status_code == 204
-        assert keys(client, bucket, "team/notes/") == ["team/notes/",
-                                                       "team/notes/archive/plan.md"]
+        # The other replica's write by name kept version one in archive/ (as on disk); the
+        # DELETE archived version four beside it. PUT replaced without keeping (the spec's).
+        left = keys(client, bucket, "team/notes/")
+        assert len(left) == 3 and left[0] == "team/notes/" and \
+            "team/notes/archive/plan.md" in left and "team/notes/plan.md" not in left
+        archived = {body(client, bucket, k) for k in left[1:]}
+        assert len(archived) == 2 and any("Version one." in a for a in archived) and \
+            any("Version four." in a for a in archived)
 
 
 def test_a_conditional_write_on_a_local_field(field: deepfield.Field) -> None:

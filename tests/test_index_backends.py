@@ -214,3 +214,23 @@ def test_superseded_pages_are_hidden_on_both_backends(pair: Any) -> None:
         assert "battery-again.md" in names and "battery-decision.md" not in names, names
         shown = field.search("LiFePO4 cells", include_superseded=True).results
         assert "battery-decision.md" in [h.filename for h in shown]
+
+
+def test_a_damaged_catalogue_of_a_lancedb_field_heals(tmp_path: Path) -> None:
+    """The SQLite catalogue under a LanceDB field is healed as any index (field_index.py):
+    moved aside, rebuilt from the pages, and searches answer from the dataset as before."""
+    from .test_heal import damage
+
+    store = make_store(tmp_path, "lancedb")
+    field = store.field("notes")
+    for number in range(40):
+        field.add(f"Filler {number}", f"Filler page {number} about gaskets and rain {number}.")
+    expected = [h.filename for h in field.search("valve stuck", k=3).results]
+    index_file = field.index_path()
+    store.close()
+    damage(index_file)
+    with deepfield.open(tmp_path, embedder=FakeEmbedder()) as again:
+        response = again.field("notes").search("valve stuck", k=3)
+        assert [h.filename for h in response.results] == expected
+        assert any("damaged" in w for w in response.warnings), response.warnings
+        assert isinstance(again.field("notes").search_backend(), LanceBackend)

@@ -1,13 +1,14 @@
 """The Field side of the index backend interface (deepfield.index.backend): which backend
 answers a field's searches, where its derived data lives, and keeping it in step with the
-field's SQLite index. A mixin of :class:`deepfield.Field`, apart from field.py's pages."""
+field's SQLite index. The part of :class:`deepfield.Field` between its index (field_index.py)
+and its pages (field.py)."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
+from .field_index import IndexHolder
 from .index.backend import (
     BackendContext,
     IndexBackend,
@@ -16,26 +17,14 @@ from .index.backend import (
     create_index_backend,
 )
 
-if TYPE_CHECKING:
-    from .embed.base import Embedder
-    from .index import FieldIndex
 
-
-class FieldBackends:
+class FieldBackends(IndexHolder):
     """What a field needs to pick and feed its index backend."""
 
-    name: str
-    embedder: Embedder | None
     index_backend: str
     """The index backend that answers searches (deepfield.index.backend; the SQLite index is
     always kept too: it is the catalogue of pages)."""
     _backends: dict[bool, IndexBackend]
-
-    def index_handle(self) -> FieldIndex:
-        raise NotImplementedError
-
-    def _index_folder(self) -> Path:
-        raise NotImplementedError
 
     def search_backend(self, *, catalogue: bool = False) -> IndexBackend:
         """What answers this field's searches: its ``index_backend``, or (``catalogue``) the
@@ -52,7 +41,7 @@ class FieldBackends:
     def backend_context(self) -> BackendContext:
         """Where this field's index backend keeps its derived data: beside the SQLite index."""
         return BackendContext(self.name, self.index_handle, self.embedder,
-                              os.fspath(self._index_folder() / ".deepfield"))
+                              os.fspath(self.index_path().parent / ".deepfield"))
 
     def _refresh_backend(self, embed_budget: float | None) -> None:
         """Bring a derived backend (not the SQLite index itself) in step with the index."""
@@ -67,3 +56,22 @@ class FieldBackends:
         for backend in self._backends.values():
             close_quietly(backend)
         self._backends.clear()
+
+    def close(self) -> None:
+        self.close_backends()
+        super().close()
+
+    def embed(
+        self,
+        *,
+        budget: float | None = None,
+        pages: bool = True,
+        progress: Callable[[int], None] | None = None,
+    ) -> tuple[int, int]:
+        done = super().embed(budget=budget, pages=pages, progress=progress)
+        self._refresh_backend(budget)
+        return done
+
+    def clear_index(self) -> None:
+        super().clear_index()
+        self._clear_backend()

@@ -24,9 +24,11 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..archive import ARCHIVE_DIR
 from ..errors import (
     InvalidPageError,
     PageNotFoundError,
@@ -38,7 +40,7 @@ from ..fsutil import atomic_write, check_expected
 from ..index.backend import BackendContext, SqliteBackend
 from ..page import INTRO_FILE, LISTING_FILE, Page, check_name, is_debris
 from ..scan import SourceFile
-from ..writer import ARCHIVE_DIR, WriteResult, refuse_special
+from ..writer import WriteResult, refuse_special
 from .objects import Got, ObjectConflictError
 
 if TYPE_CHECKING:
@@ -239,7 +241,7 @@ class BucketField(Field):
     # ------------------------------------------------------------------ writing
 
     def write(self, content: str | bytes | Page, *, name: str | None = None,
-              review: bool | None = None, split: bool = True,
+              review: bool | None = None, split: bool = True, keep_previous: bool = True,
               expected: bytes | None = None) -> WriteResult:
         if isinstance(content, Page):
             content = content.copy()
@@ -257,7 +259,7 @@ class BucketField(Field):
                 # ``expected`` is checked against the copy just refreshed, and the bucket
                 # then takes the write only over that same version (If-Match).
                 result = super().write(source, name=name, review=review, split=split,
-                                       expected=expected)
+                                       keep_previous=keep_previous, expected=expected)
                 try:
                     self._publish(result, known, before)
                     return result
@@ -273,16 +275,20 @@ class BucketField(Field):
                  before: set[str]) -> None:
         done: list[str] = []
         try:
-            for page in result.pages:
+            for number, page in enumerate(result.pages):
                 if page.action == "unchanged":
                     continue
                 self._put(page.filename, known.get(page.filename))
                 done.append(page.filename)
+                if page.previous:  # the replaced version, kept in archive/ as on disk
+                    result.pages[number] = replace(
+                        page, previous=self._keep_previous(page.previous, result.warnings))
             # Parts a rewrite no longer needs were archived in the working copy: likewise.
             for left in sorted((before & set(known)) - self._local_names()):
                 self._archive_object(left, known[left] or "", None)
         except ObjectConflictError as exc:
             undo = {p.filename for p in result.pages if p.filename not in done}
+            self._forget_previous(result, done)
             self.refresh_pages(undo | {exc.key.removeprefix(self.prefix)})
             self._resync(undo)
             raise _conflict(exc, self.prefix) from None
@@ -298,10 +304,32 @@ class BucketField(Field):
                     etag, _, _ = self.state.files[page.filename]
                     self.state.files[page.filename] = (etag, -1, -1)
             self.state.refreshed = 0.0
+            self._forget_previous(result, done)
             self._resync({p.filename for p in result.pages if p.filename not in done})
             raise
         finally:
             self.state.save()
+
+    def _forget_previous(self, result: WriteResult, done: list[str]) -> None:
+        """The working copy's archive/ copies of versions the failed write did not replace
+        in the bucket: they were never replaced, so they are not kept either."""
+        for page in result.pages:
+            if page.previous and page.filename not in done:
+                with contextlib.suppress(OSError):
+                    (self.path / page.previous).unlink()
+
+    def _keep_previous(self, archived: str, warnings: list[str]) -> str | None:
+        """Copy the working copy's ``archive/`` file of a replaced page into the bucket's
+        ``archive/``; where it went. The page itself is already written, so a failure here
+        is a warning, never an error (a retry would write the page twice)."""
+        try:
+            target, _ = self._put_archived(Path(archived).name,
+                                           (self.path / archived).read_bytes())
+        except (OSError, RemoteUnavailableError, InvalidPageError) as exc:
+            warnings.append(f"{self.name}/{archived}: the replaced version was not copied "
+                            f"to the bucket's {ARCHIVE_DIR}/ ({exc})")
+            return None
+        return f"{ARCHIVE_DIR}/{target}"
 
     def _put(self, name: str, etag: str | None) -> None:
         data = (self.path / name).read_bytes()
@@ -373,16 +401,7 @@ class BucketField(Field):
             if got is None:
                 return ""
             data, etag = got.data, got.etag
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        for counter in range(1, 1000):
-            target = name if counter == 1 else f"{name[:-3]}--archived-{stamp}-{counter}.md"
-            try:
-                copy = self.bucket.put(f"{self.prefix}{ARCHIVE_DIR}/{target}", data, create=True)
-                break
-            except ObjectConflictError:
-                continue
-        else:
-            raise InvalidPageError(f"no free name in {ARCHIVE_DIR}/ for {name}")
+        target, copy = self._put_archived(name, data)
         try:
             self.bucket.delete(self.prefix + name, if_match=etag)
         except ObjectConflictError:
@@ -390,6 +409,20 @@ class BucketField(Field):
                 self.bucket.delete(f"{self.prefix}{ARCHIVE_DIR}/{target}", if_match=copy)
             raise
         return f"{ARCHIVE_DIR}/{target}"
+
+    def _put_archived(self, name: str, data: bytes) -> tuple[str, str]:
+        """``data`` into the bucket's ``archive/`` as ``name`` or, when that is taken, a
+        free ``--archived-`` name; (the name, its ETag)."""
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        stem = name.split("--archived-")[0].removesuffix(".md")
+        for counter in range(1, 1000):
+            target = name if counter == 1 else f"{stem}--archived-{stamp}-{counter}.md"
+            try:
+                return target, self.bucket.put(f"{self.prefix}{ARCHIVE_DIR}/{target}", data,
+                                               create=True)
+            except ObjectConflictError:
+                continue
+        raise InvalidPageError(f"no free name in {ARCHIVE_DIR}/ for {name}")
 
     def archived(self) -> list[str]:
         objects, _ = self.bucket.list(f"{self.prefix}{ARCHIVE_DIR}/")

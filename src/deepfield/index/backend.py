@@ -129,9 +129,8 @@ class SqliteBackend(IndexBackend):
 
     @property
     def index(self) -> FieldIndex:
-        if self._index is None:
-            self._index = self.context.catalogue()
-        return self._index
+        # Asked each time: a damaged index is replaced by a new one (field_index.py).
+        return self._index if self._index is not None else self.context.catalogue()
 
     @property
     def catalogue(self) -> FieldIndex:

@@ -30,6 +30,9 @@ from .service import Service
 
 MARKDOWN = "text/markdown; charset=utf-8"
 MAX_K = 100
+WARNING_HEADER = "X-Deepfield-Warning"
+"""Set on a PUT's 201/204 when the page was stored but something after it was not (the
+index, listing.md) or the write has review notes: the same lines as the JSON ``warnings``."""
 
 
 def _service(request: Request) -> Service:
@@ -200,7 +203,8 @@ def _write(field: Field, filename: str, body: bytes, request: Request) -> tuple[
     # exceed 8 KB): no split into parts.
     # With If-Match the write is conditional on the version just checked (``expected``): a
     # page kept in a bucket may change between the check and the write (another replica).
-    result = field.write(body, name=filename[:-3], split=False, expected=expected)
+    result = field.write(body, name=filename[:-3], split=False, keep_previous=False,
+                         expected=expected)
     return (204 if existed else 201), result.to_json()
 
 
@@ -219,10 +223,19 @@ async def put_page(request: Request) -> Response:
         return error_response(412, "PreconditionFailed",
                               f"{filename} does not match If-Match", "GET it again, then retry",
                               {"ETag": result} if result else None)
-    location = {"Location": f"/{name}/{filename}"}
+    headers = {"Location": f"/{name}/{filename}"}
+    warnings = (result.get("warnings") or []) if isinstance(result, dict) else []
+    if warnings:  # the page is stored; what went wrong after that is a warning, not a 5xx
+        headers[WARNING_HEADER] = header_text(" | ".join(warnings))
     if status == 204:
-        return Response(status_code=204, headers=location)
-    return JSONResponse(result, status_code=201, headers=location)
+        return Response(status_code=204, headers=headers)
+    return JSONResponse(result, status_code=201, headers=headers)
+
+
+def header_text(text: str, limit: int = 1000) -> str:
+    """``text`` as one header line: printable ASCII only, at most ``limit`` characters."""
+    flat = "".join(c if " " <= c <= "~" else "?" for c in " ".join(text.split()))
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
 
 
 def _write_target(request: Request) -> tuple[Service, str, str] | Response:
