@@ -5,6 +5,7 @@ trace."""
 from __future__ import annotations
 
 import hashlib
+import http.server
 import os
 import socket
 import threading
@@ -279,6 +280,65 @@ def test_an_unreachable_bucket_is_one_line_and_leaves_no_trace(
     monkeypatch.setenv("AWS_ENDPOINT_URL", live)
     with pytest.raises(StoreNotFoundError, match="no store at s3://"):
         deepfield.open(f"s3://{bucket}/nothing-here")
+
+
+class _Denying(http.server.BaseHTTPRequestHandler):
+    """An S3 endpoint whose policy refuses these credentials everything: S3's own 403."""
+
+    def _deny(self) -> None:
+        data = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+                b"<Message>Access Denied</Message></Error>")
+        self.send_response(403)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = _deny  # noqa: N815 (http.server names)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_bucket_that_denies_access_is_one_line_and_leaves_no_trace(
+        two: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    first, _, _, bucket = two
+    notes = first.create_field("notes")
+    notes.add("Plan", "Version one.")
+    copy = {p.name: p.read_bytes() for p in notes.path.rglob("*.md")}
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Denying)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        cache = tmp_path / ".cache"
+        before = sorted(str(p) for p in cache.rglob("*"))
+        with pytest.raises(RemoteUnavailableError, match="AccessDenied") as caught:
+            deepfield.open(f"s3://{bucket}/team")
+        assert "\n" not in str(caught.value)
+        assert sorted(str(p) for p in cache.rglob("*")) == before  # no working copy made
+        code, out, err = run_main(capsys, "--store", f"s3://{bucket}/team", "search", "plan")
+        assert (code, out) == (1, "")
+        assert err.startswith("error: cannot ") and "AccessDenied" in err
+        assert err.count("\n") == 1
+        # Access revoked under a store opened before: writes fail whole, the working copy
+        # and its index keep what the bucket holds, reads go on from the copy.
+        denied = Bucket(f"s3://{bucket}/team")
+        notes.bucket = denied
+        with pytest.raises(RemoteUnavailableError, match="AccessDenied"):
+            notes.write("---\ntitle: Plan\n---\nVersion two.\n", name="plan")
+        with pytest.raises(RemoteUnavailableError, match="AccessDenied"):
+            notes.add("Fresh", "A page the bucket never took.")
+        assert {p.name: p.read_bytes() for p in notes.path.rglob("*.md")} == copy
+        notes.state.refreshed = 0.0
+        response = notes.search("version", mode="bm25")
+        assert response.results[0].snippet == "Version one."
+        assert any("AccessDenied" in w for w in response.warnings), response.warnings
+        denied.close()
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_access_denied_and_missing_buckets_read_as_one_line(s3: Any) -> None:  # noqa: F811
