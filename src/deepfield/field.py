@@ -27,8 +27,9 @@ from .errors import (
 from .freshness import Freshness
 from .fsutil import field_lock, read_no_follow, remove_stale_temp_files
 from .index import DocRow, FieldIndex, SyncReport
+from .index.budget import SEARCH_BUDGET_S, Deadline
 from .index.db import KEYWORD_ONLY_CODE, index_filename
-from .index.vectors import embed_pending
+from .index.vectors import EmbedReport, embed_pending
 from .listing import refresh_listing
 from .manage.activation import record_activation
 from .manage.hooks import after_write, before_write, review_default
@@ -61,8 +62,9 @@ from .writer import (
 
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
 
-AUTO_EMBED_SECONDS = 3.0
-"""Time a search may spend embedding new chunks before answering (the rest stays pending)."""
+AUTO_EMBED_SECONDS = SEARCH_BUDGET_S
+"""A search's budget (index/budget.py): it answers within it, embedding new chunks meanwhile
+as far as the time allows; the rest stays pending and is found by keywords only."""
 
 
 class Field:
@@ -87,6 +89,12 @@ class Field:
         """Compare new pages with similar ones and queue suspicious pairs (manage/review.py)."""
         self.record_reads = True
         """Log an activation event for every read (manage/activation.py)."""
+        self.page_vectors = "mean"
+        """How page vectors are made (index/vectors.py PAGE_VECTORS; ``[index]`` in
+        deepfield.toml)."""
+        self.fast = False
+        """Fast mode: `index` computes keyword entries and chunk vectors only; latent terms
+        wait for `deepfield index --no-fast` or a server's backfill."""
 
     def __repr__(self) -> str:
         return f"Field({self.name!r}, {str(self.path)!r})"
@@ -115,33 +123,44 @@ class Field:
         progress: Callable[[int], None] | None = None,
         embed_progress: Callable[[int], None] | None = None,
     ) -> SyncReport:
-        """Bring the index up to date with the folder (and compute all pending vectors)."""
+        """Bring the index up to date with the folder and (``embed``) compute what is
+        pending: chunk vectors, page vectors and, unless the field is in fast mode, latent
+        terms."""
         scan = scan_field(self.path)
         remove_stale_temp_files(self.path)
-        report = self.index_handle().sync(
-            scan.files, verify=verify, embed_budget=None if embed else 0.0,
-            progress=progress, embed_progress=embed_progress,
-        )
+        report = self.index_handle().sync(scan.files, verify=verify, progress=progress)
         report.warnings = scan.warnings + report.warnings
         self._listing(report, explicit=True)
         self._fresh.synced(self.path, None, scan.inodes)
+        if embed and self.embedder is not None:
+            done = self.embed(progress=embed_progress)
+            report.chunks_embedded, report.pages_embedded = done.chunks, done.pages
+            report.warnings += done.warnings
+            report.pending_vectors = self.index_handle().pending_vectors()
         return report
 
     def embed(
         self,
         *,
         budget: float | None = None,
+        deadline: Deadline | None = None,
         pages: bool = True,
+        latent: bool | None = None,
+        threads: int | None = None,
         progress: Callable[[int], None] | None = None,
-    ) -> tuple[int, int]:
-        """Compute pending vectors (chunks first, then whole pages unless ``pages=False``)
-        within ``budget`` seconds (None: all); returns the counts."""
+    ) -> EmbedReport:
+        """Compute pending vectors: chunks first, then (``pages``) page vectors and latent
+        terms (``latent``, default: unless the field is in fast mode), within ``budget``
+        seconds or before ``deadline`` (neither: all of it). ``threads`` caps the model's
+        CPU threads (1 for work a search waits for)."""
         index = self.index_handle()
         if index.embedder is None:
-            return 0, 0
+            return EmbedReport()
         return embed_pending(
-            index.conn, index.embedder, self.path, budget_seconds=budget,
-            include_pages=pages, progress=progress,
+            index.conn, index.embedder, self.path,
+            deadline=deadline or Deadline(budget), pages=pages,
+            latent=not self.fast if latent is None else latent,
+            page_vectors=self.page_vectors, threads=threads, progress=progress,
         )
 
     def reindex(self, **options: Any) -> SyncReport:
@@ -169,11 +188,13 @@ class Field:
             with contextlib.suppress(FileNotFoundError):
                 Path(f"{path}{suffix}").unlink()
 
-    def ensure_synced(self, *, embed: bool = True) -> SyncReport:
+    def ensure_synced(self, *, embed: bool = True,
+                      deadline: Deadline | None = None) -> SyncReport:
         """Sync cheaply before a search: every file, or only the pages that changed
-        (deepfield.freshness says which). New chunks are embedded for up to
-        AUTO_EMBED_SECONDS; if the embedder fails (an endpoint down), the text is still
-        indexed and the failure becomes a warning."""
+        (deepfield.freshness says which). New chunks are embedded, on one thread, until
+        ``deadline`` (default: AUTO_EMBED_SECONDS from now); the rest stays pending. If the
+        embedder fails (an endpoint down), the text is still indexed and the failure becomes
+        a warning."""
         check = self._fresh.check(self.path)
         if check is None:
             return SyncReport()
@@ -187,9 +208,14 @@ class Field:
             inodes = scan.inodes
         if embed and index.pending_chunk_vectors():
             try:
-                report.chunks_embedded, _ = self.embed(budget=AUTO_EMBED_SECONDS, pages=False)
+                done = self.embed(
+                    deadline=deadline or Deadline(AUTO_EMBED_SECONDS, strict=True),
+                    pages=False, threads=1)
             except EmbeddingError as exc:
                 report.warnings.append(f"new chunks could not be embedded: {exc.message}")
+            else:
+                report.chunks_embedded = done.chunks
+                report.warnings += done.warnings
         self._listing(report)
         self._fresh.synced(self.path, check, inodes)
         return report

@@ -21,6 +21,7 @@ from .domains.atomic import Filters
 from .domains.filtering import filtered_retrieve
 from .errors import DeepfieldError, EmbeddingError
 from .fusion import convex, max_normalized
+from .index.budget import Deadline
 from .index.keyword import query_terms
 from .manage.activation import rerank
 
@@ -187,12 +188,13 @@ def search_fields(
         mode = "hybrid" if fields and all(f.embedder is not None for f in fields) else "bm25"
     check_mode(mode, unit, k)
     started = time.perf_counter()
+    deadline = Deadline.for_search(time.monotonic())  # shared by every field searched
     warnings: list[str] = []
     pending = 0
     indexes = []
     for fld in fields:
         if sync:
-            report = fld.ensure_synced(embed=mode != "bm25")
+            report = fld.ensure_synced(embed=mode != "bm25", deadline=deadline)
             warnings.extend(f"{fld.name}/{w}" for w in report.warnings)
         index = fld.index_handle()
         if mode != "bm25" and index.embedder is None:

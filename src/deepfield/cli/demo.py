@@ -22,7 +22,8 @@ from ..memorize import remember
 from ..page import INTRO_FILE
 from ..research import research
 from ..store import init
-from .app import print_json, progress_bar
+from .app import print_json
+from .indexing import index_field
 
 DEMO_FIELD = "aurora"
 QUERIES = [
@@ -70,18 +71,15 @@ def run_demo(directory: Path, embedder_name: str | None, *, as_json: bool) -> No
     for page in written:
         say(f"     {page['action']:9} {page['filename']} ({page['bytes']:,} bytes)")
 
-    t0 = time.perf_counter()
-    report = field.index(embed=False)
-    pending = field.index_handle().pending_vectors()
-    with progress_bar("embedding", pending, not as_json) as tick:
-        chunks, pages = field.embed(progress=tick)
-    stats = field.index_handle().stats()
-    log["index"] = stats | {"seconds": round(time.perf_counter() - t0, 2),
-                            "chunks_embedded": chunks, "pages_embedded": pages,
-                            "warnings": report.warnings}
-    say(f"3. indexed {stats['pages']} pages as {stats['chunks']} chunks, "
-        f"{chunks} chunk and {pages} page vectors computed in "
-        f"{time.perf_counter() - t0:.1f} s -> {stats['index']}")
+    run = index_field(field, show=not as_json)
+    if run.interrupted:
+        raise KeyboardInterrupt
+    log["index"] = run.document
+    stats, encoding = run.document, run.document["encoding"]
+    say(f"3. indexed {stats['pages']} pages as {stats['chunks']} chunks: "
+        f"{stats['chunks_embedded']} chunk vectors, {stats['pages_embedded']} page vectors, "
+        f"{stats['latent_terms']} chunks' latent terms ({encoding['passes']} encoder passes, "
+        f"{encoding['tokens']:,} tokens) in {stats['seconds']:.1f} s -> {stats['index']}")
 
     log["searches"] = []
     say("4. search (stubs: page, score, heading path, snippet)")

@@ -63,7 +63,7 @@ def sync_field(fld: Field, changed: list[str], embed: bool = True) -> WatchEvent
                        warnings=list(report.warnings))
     if embed and fld.index_handle().embedder is not None:
         try:
-            event.chunks_embedded, _ = fld.embed(budget=EMBED_BUDGET, pages=False)
+            event.chunks_embedded = fld.embed(budget=EMBED_BUDGET, pages=False).chunks
         except EmbeddingError as exc:
             event.warnings.append(f"new chunks could not be embedded: {exc.message}")
     event.seconds = time.perf_counter() - started

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..embed.base import Embedder, Kind, LatentTerms, Vectors
+from ..embed.meter import EncodeMeter
 from ..errors import EmbeddingError
 from ..field import AUTO_EMBED_SECONDS, Field
 from .watching import FolderWatcher
@@ -74,15 +75,25 @@ class SharedEmbedder(Embedder):
             return vectors
 
     def embed(self, texts: Sequence[str], kind: Kind = "document",
-              progress: Callable[[int], None] | None = None) -> Vectors:
+              progress: Callable[[int], None] | None = None, *, purpose: str | None = None,
+              threads: int | None = None) -> Vectors:
         with self._lock:
-            vectors = self.inner.embed(texts, kind, progress)
+            vectors = self.inner.embed(texts, kind, progress, purpose=purpose, threads=threads)
             self._loaded = True
             return vectors
 
     def embed_latent(self, texts: list[str]) -> list[LatentTerms]:
         with self._lock:
             return self.inner.embed_latent(texts)
+
+    def latent_terms(self, texts: Sequence[str], *, purpose: str = "chunk_sparse",
+                     threads: int | None = None) -> list[LatentTerms]:
+        with self._lock:
+            return self.inner.latent_terms(texts, purpose=purpose, threads=threads)
+
+    @property
+    def meter(self) -> EncodeMeter:
+        return self.inner.meter
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()

@@ -119,6 +119,7 @@ class Service:
                 path = self.store.field(name).path  # raises UnknownFieldError
                 slot = FieldSlot(path, name, self.embedder, self.readers, self._background,
                                  self.activity, self._watcher)
+                slot.writer.page_vectors = self.store.config.index.page_vectors
                 self._watcher.add(path, slot.pages_changed)
                 self._slots[name] = slot
             return slot
