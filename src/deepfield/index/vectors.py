@@ -151,7 +151,8 @@ def _embed_chunks(conn: sqlite3.Connection, embedder: Embedder, deadline: Deadli
             break
         rows, texts = rows[:take], texts[:take]
         started = time.perf_counter()
-        vectors, refused = _encode(embedder, texts, threads)
+        empty = {i for i, row in enumerate(rows) if not encodable(row[2])}
+        vectors, refused = _encode(embedder, texts, threads, empty=empty)
         deadline.observe(embedder, rate_key, sum(map(len, texts)), time.perf_counter() - started)
         with transaction(conn):
             if vectors is not None:
@@ -177,12 +178,15 @@ def _embed_chunks(conn: sqlite3.Connection, embedder: Embedder, deadline: Deadli
 
 
 def _encode(embedder: Embedder, texts: list[str], threads: int | None,
-            purpose: str = "chunk_dense") -> tuple[Vectors | None, set[int]]:
-    """Vectors of ``texts`` and the positions the model could not encode (left out: no word
-    character, or refused by the backend). A refused batch is split to find the culprits."""
+            purpose: str = "chunk_dense", empty: set[int] | None = None,
+            ) -> tuple[Vectors | None, set[int]]:
+    """Vectors of ``texts`` and the positions the model could not encode, left out: those in
+    ``empty`` (default: texts without a word character) and those the backend refused (a
+    refused batch is split to find them)."""
     import numpy as np
 
-    refused = {i for i, text in enumerate(texts) if not encodable(text)}
+    refused = set(empty) if empty is not None else {
+        i for i, text in enumerate(texts) if not encodable(text)}
     wanted = [i for i in range(len(texts)) if i not in refused]
     found: dict[int, Any] = {}
     queue = [wanted] if wanted else []

