@@ -82,9 +82,10 @@ for kind, texts, seconds in RECORD:
     entry["calls"] += 1
     entry["texts"] += len(texts)
     entry["engine_s"] += seconds
-    entry["tokens"] += sum(model.token_count(t, kind == "query") - (3 if kind == "sparse" else 0)
-                           for t in texts)
-batches = [[kind, texts] for kind, texts, _ in RECORD if kind != "query"] if STEP.get("keep") else []
+    entry["tokens"] += sum(model.token_count(t, kind == "query")
+                           - (3 if kind == "sparse" else 0) for t in texts)
+keep = STEP.get("keep")
+batches = [[kind, texts] for kind, texts, _ in RECORD if kind != "query"] if keep else []
 json.dump({"wall_s": wall, "cpu_s": cpu, "kinds": kinds, "batches": batches},
           open(STEP["out"], "w"))
 '''
@@ -281,9 +282,9 @@ def main() -> int:
         work = Path(tmp)
         if "locomo" in parts:
             lines += ["### LoCoMo dev, imported and indexed with the default embedder", ""]
-            lines += part_locomo(sides, cpus, work, only, out) + [""]
+            lines += [*part_locomo(sides, cpus, work, only, out), ""]
         if "ceiling" in parts:
-            lines += part_ceiling(REPO / "src", cpus, work, out) + [""]
+            lines += [*part_ceiling(REPO / "src", cpus, work, out), ""]
         cli_rows = ["| step | side | other core | wall s | CPU s | tokens encoded |",
                     "|---|---|---|---|---|---|"]
         if "demo" in parts:
@@ -298,15 +299,17 @@ def main() -> int:
                                  ["--store", "{root}", "import", "locomo", "{data}", "--only",
                                   "conv-26", "--json"])
         if len(cli_rows) > 2:
-            lines += cli_rows + [""]
+            lines += [*cli_rows, ""]
     out["load_end"] = os.getloadavg()
     out["seconds"] = time.perf_counter() - started
+    command = "python bench/indexing.py" + (
+        "" if args.conversations == len(CONVERSATIONS) else
+        f" --conversations {args.conversations}")
     head = [
         "## Indexing: encoder passes, A/B against the baseline commit",
         "",
-        f"`python bench/indexing.py{'' if args.conversations == 5 else f' --conversations {args.conversations}'}`"
-        f" · {time.strftime('%Y-%m-%d')} · Python {platform.python_version()} · baseline "
-        f"{args.baseline} · pinned to CPUs {cpus} of {len(available)} · load average "
+        f"`{command}` · {time.strftime('%Y-%m-%d')} · Python {platform.python_version()} · "
+        f"baseline {args.baseline} · pinned to CPUs {cpus} of {len(available)} · load average "
         f"{load_start[0]:.2f} at the start, {out['load_end'][0]:.2f} at the end · "
         f"conversations {', '.join(only)}.",
         "",

@@ -168,6 +168,7 @@ def search_fields(
     activation: bool = True,
     where: Filters | None = None,
     parallel: bool = True,
+    started: float | None = None,
 ) -> SearchResponse:
     """Search ``fields`` together; see :meth:`deepfield.Field.search`.
 
@@ -178,6 +179,10 @@ def search_fields(
     pages in use get a small boost (deepfield.manage.activation) unless ``activation=False``.
     ``where`` keeps only pages whose frontmatter matches (kind, category, concept), applied
     before candidates are cut so k results come back whenever they exist.
+    The search answers within SEARCH_BUDGET_S (index/budget.py) of ``started`` (a
+    time.monotonic() value; default: now), embedding new chunks meanwhile as far as the time
+    allows; the rest is pending and reported.
+
     ``parallel``: a hybrid search runs its BM25 leg on a second thread while the vectors are
     scored. That shortens one search on an idle machine; a server with a process per core
     passes False, as the extra thread only competes with the other searches for the CPU.
@@ -188,7 +193,8 @@ def search_fields(
         mode = "hybrid" if fields and all(f.embedder is not None for f in fields) else "bm25"
     check_mode(mode, unit, k)
     started = time.perf_counter()
-    deadline = Deadline.for_search(time.monotonic())  # shared by every field searched
+    # Shared by every field searched.
+    deadline = Deadline.for_search(time.monotonic() if started is None else started)
     warnings: list[str] = []
     pending = 0
     indexes = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,18 @@ from .app import (
     warn,
 )
 from .indexing import fast_option, finish_interrupted, index_fields, runs_json
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux; elsewhere 0)."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            since_boot = float(uptime.read().split()[0])
+        return max(0.0, since_boot - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _chosen_fields(env: Settings, names: tuple[str, ...]) -> list[Field]:
@@ -195,9 +208,12 @@ def search_cmd(ctx: click.Context, query: str | None, fields: tuple[str, ...], k
         return
     if not query or not query.strip():
         raise click.UsageError("give a QUERY (or --batch FILE)")
+    # The budget counts from the start of this process: a one-shot search answers within it,
+    # start-up included, and leaves what it could not embed to the next `deepfield index`.
     response = search_fields(chosen, query, k=k, mode=mode, unit=unit,
                              include_superseded=include_superseded,
-                             where=Filters.of(kinds, categories, concepts))
+                             where=Filters.of(kinds, categories, concepts),
+                             started=time.monotonic() - process_age())
     if as_json:
         print_json(response.to_json(with_text=unit == "chunk"))
     else:

@@ -34,7 +34,7 @@ class IndexRun:
     interrupted: bool = False
 
 
-def _work_total(fld: Field) -> tuple[int, str]:
+def _work_total(fld: Field) -> int:
     """Units of embedding work pending (chunks to encode, for vectors and for terms)."""
     index = fld.index_handle()
     pending = index.pending()
@@ -43,7 +43,7 @@ def _work_total(fld: Field) -> tuple[int, str]:
         total += pending.latent_terms
     if fld.page_vectors == "whole":
         total += pending.page_vectors
-    return total, "chunks"
+    return total
 
 
 def index_field(fld: Field, *, rebuild: bool = False, verify: bool = True, embed: bool = True,
@@ -63,8 +63,7 @@ def index_field(fld: Field, *, rebuild: bool = False, verify: bool = True, embed
         with progress_bar(f"indexing {fld.name}", files, show) as tick:
             report = fld.index(verify=verify, embed=False, progress=tick)
         if embed and fld.embedder is not None:
-            total, unit = _work_total(fld)
-            with progress_bar(f"embedding {fld.name}", total, show) as tick:
+            with progress_bar(f"embedding {fld.name}", _work_total(fld), show) as tick:
                 done = fld.embed(progress=tick)
             chunks, pages, latent, lines = (done.chunks, done.pages, done.latent_chunks,
                                             done.latent_lines)
@@ -171,7 +170,8 @@ fast_option = click.option(
     "[index] fast in deepfield.toml, else off). --no-fast also computes what a fast run left.")
 
 
-def index_after_write(fields: list[Field], *, fast: bool | None, as_json: bool) -> list[dict[str, Any]]:
+def index_after_write(fields: list[Field], *, fast: bool | None,
+                      as_json: bool) -> list[dict[str, Any]]:
     """Index fields an import or remember just wrote (progress shown unless --json); on
     Ctrl-C, say what is pending and exit 130. Returns the fields' reports."""
     runs = []

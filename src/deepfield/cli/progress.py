@@ -20,7 +20,7 @@ LINE_EVERY_S = 5.0
 def _duration(seconds: float) -> str:
     if seconds != seconds or seconds == float("inf"):
         return "?"
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     if seconds < 60:
         return f"{seconds} s"
     if seconds < 3600:
@@ -33,7 +33,8 @@ class LineProgress:
 
     def __init__(self, label: str, total: int, unit: str, stream: IO[str],
                  every: float = LINE_EVERY_S) -> None:
-        self.label, self.total, self.unit, self.stream, self.every = label, total, unit, stream, every
+        self.label, self.total, self.unit = label, total, unit
+        self.stream, self.every = stream, every
         self.done = 0
         self.started = time.monotonic()
         self._next = self.started + every
@@ -97,7 +98,8 @@ def progress(label: str, total: int, *, bar: bool = True, unit: str = "items",
     class RateColumn(ProgressColumn):
         def render(self, task: Task) -> Any:
             speed = task.finished_speed or task.speed
-            return Text("" if speed is None else f"{speed:.1f} {unit}/s", style="progress.data.speed")
+            shown = "" if speed is None else f"{speed:.1f} {unit}/s"
+            return Text(shown, style="progress.data.speed")
 
     with Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),

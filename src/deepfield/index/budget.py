@@ -86,7 +86,7 @@ class Deadline:
 
 def rate_of(embedder: Embedder, kind: str) -> float:
     rates: dict[str, float] = embedder.__dict__.get(_RATES, {})
-    return rates.get(kind, FIRST_GUESS_S_PER_CHAR.get(kind, 5e-4))
+    return rates.get(kind, FIRST_GUESS_S_PER_CHAR.get(kind.split("/")[0], 5e-4))
 
 
 def measured(embedder: Embedder, kind: str) -> bool:

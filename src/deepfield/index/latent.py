@@ -83,6 +83,7 @@ def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder, deadline:
     """Latent terms of chunks that have a vector but no terms yet (newest pages first), then
     those of their record lines (LINE_TERMS says how)."""
     report = LatentReport()
+    rate_key = f"sparse/{threads or 0}"
     while not deadline.expired():
         rows = conn.execute(
             "SELECT c.id, c.doc_id, c.kind, c.line_start, c.line_end, c.body, d.sha256 "
@@ -92,7 +93,7 @@ def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder, deadline:
             "ORDER BY c.doc_id DESC, c.ord LIMIT ?", (LATENT_BATCH,)).fetchall()
         if not rows:
             break
-        rows = rows[:deadline.fit([len(row[5]) for row in rows], embedder, "sparse")]
+        rows = rows[:deadline.fit([len(row[5]) for row in rows], embedder, rate_key)]
         if not rows:
             break
         lines = _lines_to_encode(conn, rows) if LINE_TERMS == "encoded" else {}
@@ -101,7 +102,7 @@ def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder, deadline:
         started = time.perf_counter()
         terms = _encode(embedder, texts, "chunk_sparse", threads, report)
         line_terms = _encode(embedder, line_texts, "line_sparse", threads, report)
-        deadline.observe(embedder, "sparse", sum(map(len, texts + line_texts)),
+        deadline.observe(embedder, rate_key, sum(map(len, texts + line_texts)),
                          time.perf_counter() - started)
         sha_of = {row[1]: row[6] for row in rows}
         # Only where the text is still the one encoded: another process may have re-synced
