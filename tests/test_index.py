@@ -77,10 +77,11 @@ def test_spec_pages_table(field: deepfield.Field, embedder: FakeEmbedder,
     if page_vectors == "whole":  # the whole file, frontmatter included (the spec's wording)
         assert embedder.calls == [("document", 2), ("document", 1)]  # chunks, then the page
         expected = embedder.embed([text])[0]
-    else:  # the default: the normalised mean of the page's chunk vectors, no encoding
-        chunks = np.stack([np.frombuffer(blob, "<f4") for (blob,) in conn.execute(
-            "SELECT embedding FROM df_chunks")])
-        expected = chunks.mean(axis=0) / np.linalg.norm(chunks.mean(axis=0))
+    else:  # the default: the chunk vectors' mean weighted by length, normalised; no pass
+        rows = conn.execute("SELECT length(body), embedding FROM df_chunks").fetchall()
+        chunks = np.stack([np.frombuffer(blob, "<f4") for _, blob in rows])
+        mean = np.asarray([size for size, _ in rows], np.float32) @ chunks  # by length
+        expected = mean / np.linalg.norm(mean)
         assert embedder.calls == [("document", 2)]  # the two chunks, nothing more
     assert np.allclose(vector, expected)
 

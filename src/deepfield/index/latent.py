@@ -34,9 +34,6 @@ else:
     Ints = Any
 
 LATENT_BATCH = 32
-LINE_TERMS = "encoded"
-"""How record lines get their own terms: ``encoded`` (each line alone, one pass per line) or
-``pooled`` (from the terms of the windows around it, no pass; see pool_line_terms)."""
 
 
 def pack_terms(terms: LatentTerms) -> bytes:
@@ -80,8 +77,8 @@ class LatentReport:
 def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder, deadline: Deadline,
                          *, threads: int | None = None,
                          progress: Callable[[int], None] | None = None) -> LatentReport:
-    """Latent terms of chunks that have a vector but no terms yet (newest pages first), then
-    those of their record lines (LINE_TERMS says how)."""
+    """Latent terms of chunks that have a vector but no terms yet (newest pages first), and
+    of their record lines, each encoded alone."""
     report = LatentReport()
     rate_key = f"sparse/{threads or 0}"
     while not deadline.expired():
@@ -96,7 +93,10 @@ def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder, deadline:
         rows = rows[:deadline.fit([len(row[5]) for row in rows], embedder, rate_key)]
         if not rows:
             break
-        lines = _lines_to_encode(conn, rows) if LINE_TERMS == "encoded" else {}
+        # Each record line is encoded alone: a line's terms taken from the windows around it
+        # (no pass) lost 0.02 of multi-hop recall, more than no line terms at all
+        # (docs/DESIGN.md, "What indexing encodes").
+        lines = _lines_to_encode(conn, rows)
         texts = [row[5] for row in rows]
         line_texts = [line_text(text) for text in lines.values()]
         started = time.perf_counter()
@@ -118,9 +118,6 @@ def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder, deadline:
                 "WHERE EXISTS (SELECT 1 FROM df_docs WHERE id = ? AND sha256 = ?)",
                 [(key[0], key[1], pack_terms(t), key[0], sha_of[key[0]])
                  for key, t in zip(lines, line_terms, strict=True)])
-            if LINE_TERMS == "pooled":
-                for doc_id in sorted({row[1] for row in rows}):
-                    report.lines += pool_line_terms(conn, doc_id)
             bump_latent(conn)
         report.chunks += len(rows)
         report.lines += len(lines)
@@ -178,41 +175,6 @@ def _lines_to_encode(conn: sqlite3.Connection,
                 "SELECT line FROM df_latent_lines WHERE doc_id = ?", (doc_id,))}
         lines = {key: text for key, text in lines.items() if key not in have}
     return lines
-
-
-def pool_line_terms(conn: sqlite3.Connection, doc_id: int) -> int:
-    """Line terms of a page's record lines taken from the terms of the windows around them
-    (no encoding): a line is in the windows centred on it and on its neighbours, and only
-    the line itself is in all of them, so the features every such window has, at their
-    smallest weight, are the line's. Done once every record chunk of the page has terms;
-    returns the lines stored."""
-    import numpy as np
-
-    chunks = conn.execute(
-        "SELECT c.line_start, c.line_end, c.body, l.terms FROM df_chunks c "
-        "LEFT JOIN df_latent l ON l.chunk_id = c.id WHERE c.doc_id = ? AND c.kind = 'record'",
-        (doc_id,)).fetchall()
-    if not chunks or any(row[3] is None for row in chunks):
-        return 0
-    windows: dict[int, list[dict[int, float]]] = {}
-    for start, end, body, blob in chunks:
-        if len(body.split("\n")) != end - start + 1:
-            continue  # a piece of a line cut for length: not a window of whole lines
-        features, weights = unpack_terms(blob)
-        terms = dict(zip(features.tolist(), weights.astype(np.float32).tolist(), strict=True))
-        for line in range(start, end + 1):
-            windows.setdefault(line, []).append(terms)
-    stored = []
-    for line, around in windows.items():
-        shared = set(around[0]).intersection(*around[1:])
-        pooled = sorted(((min(t[f] for t in around), f) for f in shared), reverse=True)
-        features = np.asarray([f for _, f in pooled], np.int64)
-        weights = np.asarray([w for w, _ in pooled], np.float32)
-        stored.append((doc_id, line, pack_terms((features, weights))))
-    conn.execute("DELETE FROM df_latent_lines WHERE doc_id = ?", (doc_id,))
-    conn.executemany("INSERT INTO df_latent_lines(doc_id, line, terms) VALUES (?, ?, ?)",
-                     stored)
-    return len(stored)
 
 
 def bump_latent(conn: sqlite3.Connection) -> None:

