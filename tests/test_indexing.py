@@ -124,7 +124,7 @@ def test_a_deadline_never_starts_a_batch_that_would_not_fit() -> None:
     assert Deadline(10.0).fit([10] * 20, fresh, "document/1") == budget.FIRST_BATCH
 
 
-def test_fast_mode_defers_latent_terms_until_no_fast_or_the_backfill(tmp_path: Path) -> None:
+def test_fast_mode_defers_latent_terms_until_an_index_without_it(tmp_path: Path) -> None:
     root = tmp_path / "s"
     deepfield.init(root, EmbeddingConfig("fake-latent"))
     with (root / "deepfield.toml").open("a") as config:
