@@ -90,7 +90,10 @@ def index_field(fld: Field, *, rebuild: bool = False, verify: bool = True, embed
         "cpu_seconds": round(time.process_time() - cpu, 3),
         "index": stats["index"], "model_code": stats["model_code"], "pages": stats["pages"],
         "chunks": stats["chunks"], "unencodable_chunks": stats["unencodable_chunks"],
-        "warnings": (report.warnings if report else []) + warnings,
+        # Every page's warnings (what --strict fails on), as `deepfield index` always said,
+        # then what the encoder skipped.
+        "warnings": fld.warnings() if report else [],
+        "encoder_warnings": warnings,
         "interrupted": run.interrupted,
     }
     return run
@@ -138,7 +141,7 @@ def index_fields(fields: list[Field], *, rebuild: bool = False, verify: bool = T
         runs.append(run)
         if not as_json:
             click.echo(describe(run))
-            for warning in run.document["warnings"]:
+            for warning in run.document["warnings"] + run.document["encoder_warnings"]:
                 warn(f"{fld.name}/{warning}")
         if run.interrupted:
             break
