@@ -20,6 +20,7 @@ import deepfield
 from deepfield.cli.progress import LineProgress
 from deepfield.config import EmbeddingConfig
 from deepfield.embed.base import Kind, Vectors, register_embedder
+from deepfield.errors import EmbeddingInputError
 from deepfield.index import budget
 from deepfield.index.budget import Deadline
 
@@ -156,6 +157,11 @@ def test_a_text_the_model_cannot_encode_is_skipped_and_kept_for_keywords(
     assert fld.search("woks", mode="vector").results[0].filename == "short.md"
     again = fld.index()  # counted once, not retried forever
     assert not again.warnings and index.unencodable_chunks() == 2
+    embedder.max_words = 0  # an endpoint that refuses every text: the request is wrong
+    fld.add("More", "## One\n\nFirst part.\n\n## Two\n\nSecond part.")
+    with pytest.raises(EmbeddingInputError):
+        fld.index()
+    assert index.pending().chunk_vectors == 2  # nothing marked unencodable
 
 
 class _Interrupting(FakeEmbedder):

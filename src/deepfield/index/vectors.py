@@ -189,18 +189,22 @@ def _encode(embedder: Embedder, texts: list[str], threads: int | None,
         i for i, text in enumerate(texts) if not encodable(text)}
     wanted = [i for i in range(len(texts)) if i not in refused]
     found: dict[int, Any] = {}
+    last_refusal: BaseException | None = None
     queue = [wanted] if wanted else []
     while queue:
         group = queue.pop()
         try:
             vectors = embedder.embed([texts[i] for i in group], purpose=purpose, threads=threads)
-        except EmbeddingInputError:
+        except EmbeddingInputError as exc:
             if len(group) == 1:
                 refused.add(group[0])
             else:
                 queue += [group[: len(group) // 2], group[len(group) // 2 :]]
+            last_refusal = exc
             continue
         found.update(zip(group, vectors, strict=True))
+    if not found and len(wanted) > 1 and last_refusal is not None:
+        raise last_refusal  # every text refused alone: the request is wrong, not the texts
     if not found:
         return None, refused
     dim = len(next(iter(found.values())))
