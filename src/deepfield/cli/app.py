@@ -241,12 +241,13 @@ def read_input(source: str) -> bytes:
 
 
 @contextmanager
-def progress_bar(label: str, total: int, enabled: bool) -> Iterator[Callable[[int], None]]:
+def progress_bar(label: str, total: int, enabled: bool,
+                 unit: str = "items") -> Iterator[Callable[[int], None]]:
     """Progress on stderr (cli/progress.py): a rich bar on a terminal unless ``enabled`` is
     False (--json), else a line every few seconds."""
     from .progress import progress
 
-    with progress(label, total, bar=enabled) as tick:
+    with progress(label, total, bar=enabled, unit=unit) as tick:
         yield tick
 
 

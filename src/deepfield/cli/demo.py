@@ -111,6 +111,12 @@ def run_demo(directory: Path, embedder_name: str | None, *, as_json: bool) -> No
     say(f"6. remember a meeting: {remembered.action} {remembered.filename} "
         f"({remembered.memo_by} memo, {remembered.seconds * 1000:.0f} ms)")
     say(f"     memo: {remembered.memo[:300]}")
+    # As `deepfield remember` does: its page is embedded on every core now, rather than by
+    # the next search on one thread within its budget.
+    filed = index_field(field, verify=False, show=not as_json)
+    if filed.interrupted:
+        raise KeyboardInterrupt
+    log["remember"]["indexed"] = filed.document
     found = research([field], RESEARCH_QUESTION, budget=400)
     log["research"] = found.to_json()
     say(f"7. research: {RESEARCH_QUESTION}  ({len(found.rounds)} rounds, "

@@ -60,10 +60,11 @@ def index_field(fld: Field, *, rebuild: bool = False, verify: bool = True, embed
         if rebuild:
             fld.clear_index()
         files = len(list(fld.path.glob("*.md")))
-        with progress_bar(f"indexing {fld.name}", files, show) as tick:
+        with progress_bar(f"indexing {fld.name}", files, show, "pages") as tick:
             report = fld.index(verify=verify, embed=False, progress=tick)
         if embed and fld.embedder is not None:
-            with progress_bar(f"embedding {fld.name}", _work_total(fld), show) as tick:
+            with progress_bar(f"embedding {fld.name}", _work_total(fld), show,
+                              "chunks") as tick:
                 done = fld.embed(progress=tick)
             chunks, pages, latent, lines = (done.chunks, done.pages, done.latent_chunks,
                                             done.latent_lines)
