@@ -24,6 +24,7 @@ from .app import (
     warn,
 )
 from .indexing import fast_option, finish_interrupted, index_fields, runs_json
+from .terminal import secho
 
 
 def process_age() -> float:
@@ -72,7 +73,8 @@ def _index_fields(fields: list[Field], *, rebuild: bool, embed: bool, verify: bo
               help="Compute vectors now (keyword search works without them).")
 @fast_option
 @click.option("--quick", is_flag=True,
-              help="Trust file size and mtime instead of re-hashing every page.")
+              help="Trust file size and mtime instead of re-hashing every page (and skip "
+              "SQLite's check of the index file, which heals a damaged one).")
 @click.option("--strict", is_flag=True, help="Exit non-zero when any page has a warning.")
 @json_option
 @click.pass_context
@@ -108,15 +110,17 @@ def _print_response(response: SearchResponse) -> None:
     if not response.results:
         click.echo("no results")
         return
+    confidence = response.confidence
+    click.secho(f"confidence: {confidence.level} — {confidence.reason}", dim=True)
     for rank, hit in enumerate(response.results, start=1):
-        click.secho(f"{rank:2}. {hit.field}/{hit.filename}", bold=True, nl=False)
+        secho(f"{rank:2}. {hit.field}/{hit.filename}", bold=True, nl=False)
         click.echo(f"  score {hit.score:.3f}")
         line = f"    {hit.title}" + (f" — {hit.summary}" if hit.summary else "")
         click.echo(line)
         where = f"§ {hit.heading} · " if hit.heading else ""
         span = f"line {hit.line_start}" if hit.line_start == hit.line_end else \
             f"lines {hit.line_start}-{hit.line_end}"
-        click.secho(f"    {where}{span}", dim=True)
+        secho(f"    {where}{span}", dim=True)
         click.echo(f"    {hit.snippet}")
 
 
@@ -193,7 +197,11 @@ def search_cmd(ctx: click.Context, query: str | None, fields: tuple[str, ...], k
                mode: str | None,
                unit: str, batch: str | None, include_superseded: bool, kinds: tuple[str, ...],
                categories: tuple[str, ...], concepts: tuple[str, ...], as_json: bool) -> None:
-    """Search pages; results are stubs: filename, title, summary, score and best snippet."""
+    """Search pages; results are stubs: filename, title, summary, score and best snippet.
+
+    A first line (and "confidence" in --json) says how far the best snippets support an
+    answer: high, low or none, with the reason (see `deepfield research --help`).
+    """
     if any(not value.strip() for value in (*categories, *concepts)):
         raise click.UsageError("an empty --category or --concept would match every page; "
                                "give a name or leave the option out")

@@ -36,10 +36,9 @@ class IndexRun:
 
 def _work_total(fld: Field) -> int:
     """Units of embedding work pending (chunks to encode, for vectors and for terms)."""
-    index = fld.index_handle()
-    pending = index.pending()
+    pending = fld.with_index(lambda index: index.pending())
     total = pending.chunk_vectors
-    if not fld.fast and index.embedder is not None and index.embedder.has_latent:
+    if not fld.fast and fld.embedder is not None and fld.embedder.has_latent:
         total += pending.latent_terms
     if fld.page_vectors == "whole":
         total += pending.page_vectors
@@ -71,10 +70,9 @@ def index_field(fld: Field, *, rebuild: bool = False, verify: bool = True, embed
             skipped, warnings = done.skipped, done.warnings
     except KeyboardInterrupt:
         run.interrupted = True
-    index = fld.index_handle()
     spent = embedder.meter.since(before) if embedder is not None else {}
-    pending = index.pending()
-    stats = index.stats()
+    pending = fld.with_index(lambda index: index.pending())
+    stats = fld.with_index(lambda index: index.stats())
     run.document = {
         "field": fld.name,
         "added": report.added if report else 0,
@@ -91,9 +89,9 @@ def index_field(fld: Field, *, rebuild: bool = False, verify: bool = True, embed
         "cpu_seconds": round(time.process_time() - cpu, 3),
         "index": stats["index"], "model_code": stats["model_code"], "pages": stats["pages"],
         "chunks": stats["chunks"], "unencodable_chunks": stats["unencodable_chunks"],
-        # Every page's warnings (what --strict fails on), as `deepfield index` always said,
-        # then what the encoder skipped.
-        "warnings": fld.warnings() if report else [],
+        # The report's own warnings (a healed index says so there) and every page's (what
+        # --strict fails on), as `deepfield index` always said; then what the encoder skipped.
+        "warnings": list(dict.fromkeys([*report.warnings, *fld.warnings()])) if report else [],
         "encoder_warnings": warnings,
         "interrupted": run.interrupted,
     }
