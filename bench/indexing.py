@@ -392,7 +392,9 @@ def main() -> int:
     out["seconds"] = time.perf_counter() - started
     command = "python bench/indexing.py" + (
         "" if args.conversations == len(CONVERSATIONS) else
-        f" --conversations {args.conversations}")
+        f" --conversations {args.conversations}") + (
+        "" if args.parts == ",".join(PARTS) else f" --parts {args.parts}") + (
+        " --no-baseline" if args.no_baseline else "")
     head = [
         "## Indexing: encoder passes, A/B against the baseline commit",
         "",
