@@ -49,15 +49,24 @@ class ServerConfig:
 
 @dataclass(frozen=True)
 class IndexConfig:
-    """``[index]``: the index backend that serves a field's searches (deepfield.index.backend):
-    ``backend`` for every field (default sqlite), ``[index.fields]`` per field
-    (``big-field = "lancedb"``)."""
+    """``[index]``: how indexes are built (docs/DESIGN.md, "What indexing encodes"), and the
+    index backend that serves a field's searches (deepfield.index.backend): ``backend`` for
+    every field (default sqlite), ``[index.fields]`` per field (``big-field = "lancedb"``)."""
 
+    fast: bool = False
+    """Fast mode for huge imports: `deepfield index` stores keyword entries and chunk vectors
+    and leaves latent terms to `deepfield index --no-fast` or a server's backfill."""
+    page_vectors: str = "mean"
+    """A page's vector: ``mean`` of its chunk vectors (no encoding), its ``first`` chunk's,
+    or its ``whole`` file encoded (the spec's wording; one more pass per page)."""
     backend: str = DEFAULT_INDEX_BACKEND
     fields: dict[str, str] = field(default_factory=dict)
 
     def backend_for(self, field_name: str) -> str:
         return self.fields.get(field_name, self.backend)
+
+
+PAGE_VECTOR_MODES = ("mean", "first", "whole")
 
 
 @dataclass(frozen=True)
@@ -107,7 +116,15 @@ def _index_config(path: Path, data: dict[str, Any]) -> IndexConfig:
     names = [backend, *fields.values()]
     if not all(isinstance(name, str) and name for name in names):
         raise ConfigError(f"{path}: index backends are names, e.g. \"sqlite\" or \"lancedb\"")
-    return IndexConfig(backend, dict(fields))
+    fast = section.get("fast", False)
+    if not isinstance(fast, bool):
+        raise ConfigError(f"{path}: index.fast must be true or false")
+    page_vectors = section.get("page_vectors", "mean")
+    if page_vectors not in PAGE_VECTOR_MODES:
+        raise ConfigError(f"{path}: index.page_vectors must be one of "
+                          f"{', '.join(PAGE_VECTOR_MODES)}, not {page_vectors!r}")
+    return IndexConfig(fast=fast, page_vectors=page_vectors, backend=backend,
+                       fields=dict(fields))
 
 
 def _server_config(path: Path, data: dict[str, Any]) -> ServerConfig:
@@ -150,8 +167,13 @@ def render_config(config: StoreConfig) -> str:
     ]
     lines += [f"{key} = {_toml_value(value)}" for key, value in config.embedding.options.items()]
     if config.index != IndexConfig():
+        default = IndexConfig()
         lines += ["", "[index]", "# sqlite (default) | lancedb (pip install 'deepfield[scale]')",
                   f"backend = {_toml_value(config.index.backend)}"]
+        if config.index.fast != default.fast:
+            lines.append(f"fast = {'true' if config.index.fast else 'false'}")
+        if config.index.page_vectors != default.page_vectors:
+            lines.append(f"page_vectors = {_toml_value(config.index.page_vectors)}")
         if config.index.fields:
             lines += ["", "[index.fields]"]
             lines += [f"{name} = {_toml_value(value)}"

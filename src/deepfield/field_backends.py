@@ -16,6 +16,8 @@ from .index.backend import (
     close_quietly,
     create_index_backend,
 )
+from .index.budget import Deadline
+from .index.vectors import EmbedReport
 
 
 class FieldBackends(IndexHolder):
@@ -65,13 +67,25 @@ class FieldBackends(IndexHolder):
         self,
         *,
         budget: float | None = None,
+        deadline: Deadline | None = None,
         pages: bool = True,
+        latent: bool | None = None,
+        threads: int | None = None,
         progress: Callable[[int], None] | None = None,
-    ) -> tuple[int, int]:
-        done = super().embed(budget=budget, pages=pages, progress=progress)
-        self._refresh_backend(budget)
+    ) -> EmbedReport:
+        done = super().embed(budget=budget, deadline=deadline, pages=pages, latent=latent,
+                             threads=threads, progress=progress)
+        self._refresh_backend(backend_budget(budget, deadline))
         return done
 
     def clear_index(self) -> None:
         super().clear_index()
         self._clear_backend()
+
+
+def backend_budget(budget: float | None, deadline: Deadline | None) -> float | None:
+    """The seconds a derived backend may spend embedding what it writes: what is left of
+    ``deadline``, else ``budget`` (None: no limit)."""
+    if deadline is not None and deadline.limited:
+        return max(0.0, deadline.left())
+    return budget

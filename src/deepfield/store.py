@@ -76,8 +76,11 @@ class Store:
         """A new :class:`Field` object for the existing field ``name``, with its own index
         connection (servers keep one per concurrent searcher; ``embedder`` replaces the
         store's, e.g. by one shared between threads); :meth:`field` caches one."""
-        return Field(self.root / name, embedder or self.embedder, name=name,
-                     index_backend=self.config.index.backend_for(name))
+        field = Field(self.root / name, embedder or self.embedder, name=name,
+                      index_backend=self.config.index.backend_for(name))
+        field.fast = self.config.index.fast
+        field.page_vectors = self.config.index.page_vectors
+        return field
 
     def create_field(self, name: str, *, intro: str | None = None, exist_ok: bool = False) -> Field:
         """Create a field folder, with ``index.md`` holding ``intro`` when given."""

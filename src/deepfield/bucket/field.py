@@ -36,8 +36,11 @@ from ..errors import (
     WriteConflictError,
 )
 from ..field import Field
+from ..field_backends import backend_budget
 from ..fsutil import atomic_write, check_expected
 from ..index.backend import BackendContext, SqliteBackend
+from ..index.budget import Deadline
+from ..index.vectors import EmbedReport
 from ..page import INTRO_FILE, LISTING_FILE, Page, check_name, is_debris
 from ..scan import SourceFile
 from ..writer import WriteResult, refuse_special
@@ -182,7 +185,8 @@ class BucketField(Field):
 
     # ------------------------------------------------------------------ reading
 
-    def ensure_synced(self, *, embed: bool = True) -> SyncReport:
+    def ensure_synced(self, *, embed: bool = True,
+                      deadline: Deadline | None = None) -> SyncReport:
         """Refresh from the bucket when due, then sync as any field. A bucket that cannot be
         reached does not stop reads: they answer from this copy, with a warning."""
         problem = None
@@ -191,7 +195,7 @@ class BucketField(Field):
                 self.refresh_from_bucket()
             except RemoteUnavailableError as exc:
                 problem = f"{exc.message}; answering from this process's copy of the pages"
-        report = super().ensure_synced(embed=embed)
+        report = super().ensure_synced(embed=embed, deadline=deadline)
         if problem is not None:
             report.warnings.append(problem)
         return report
@@ -200,15 +204,17 @@ class BucketField(Field):
         self.refresh_from_bucket()
         return super().index(**options)
 
-    def embed(self, *, budget: float | None = None, pages: bool = True,
-              progress: Any = None) -> tuple[int, int]:
+    def embed(self, *, budget: float | None = None, deadline: Deadline | None = None,
+              pages: bool = True, latent: bool | None = None, threads: int | None = None,
+              progress: Callable[[int], None] | None = None) -> EmbedReport:
         """Vectors for the working copy's own index, which only a field on the SQLite backend
         searches; a ``lancedb`` field's vectors are computed once, by the indexer (this
         process, if it holds the lease: the shared dataset is then brought up to date)."""
         if self.index_backend != SqliteBackend.name:
-            self._refresh_backend(budget)
-            return 0, 0
-        return super().embed(budget=budget, pages=pages, progress=progress)
+            self._refresh_backend(backend_budget(budget, deadline))
+            return EmbedReport()
+        return super().embed(budget=budget, deadline=deadline, pages=pages, latent=latent,
+                             threads=threads, progress=progress)
 
     def _refresh_backend(self, embed_budget: float | None) -> None:
         """On a server the shared LanceDB dataset is written by the poller of the replica

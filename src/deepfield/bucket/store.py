@@ -135,8 +135,11 @@ class BucketStore(Store):
         from .field import BucketField
 
         (self.root / name).mkdir(exist_ok=True)
-        return BucketField(self, name, embedder or self.embedder,
-                           self.config.index.backend_for(name), self.state(name))
+        field = BucketField(self, name, embedder or self.embedder,
+                            self.config.index.backend_for(name), self.state(name))
+        field.fast = self.config.index.fast
+        field.page_vectors = self.config.index.page_vectors
+        return field
 
     def create_field(self, name: str, *, intro: str | None = None,
                      exist_ok: bool = False) -> BucketField:

@@ -294,8 +294,8 @@ class LanceBackend(IndexBackend):
         return list(zip(rows["key"].to_pylist(), scores.tolist(), strict=True))
 
     def _waiting(self, table: Any) -> set[int]:
-        """Keys of chunks written before their vector (zeros until then), once per version:
-        left out of the dense candidates."""
+        """Keys of chunks written before their vector (zeros until then) or whose text the
+        model could not encode, once per version: left out of the dense candidates."""
         with contextlib.suppress(*_QUERY_ERRORS):
             version = table.version
             if version != self._waiting_keys[0]:

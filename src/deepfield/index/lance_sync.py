@@ -22,7 +22,8 @@ from .backend import superseded
 from .db import bump_generation, transaction
 from .lance_table import LanceDataset, chunk_key, page_id
 from .sync import NOT_A_PAGE
-from .vectors import chunk_embedding_text
+from .text import chunk_embedding_text, encodable
+from .vectors import _encode
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -142,13 +143,17 @@ def _embed(catalogue: FieldIndex, embedder: Embedder, doc_ids: list[int],
             if deadline is not None and time.monotonic() >= deadline:
                 return done
             chunk = rows[first:first + 256]
-            vectors = embedder.embed([chunk_embedding_text(r[1], r[2]) for r in chunk])
+            # As index/vectors.py encodes chunks: a text the model cannot encode is stored
+            # as an empty vector (found by keywords only), never asked for again.
+            empty = {i for i, r in enumerate(chunk) if not encodable(r[2])}
+            vectors, refused = _encode(embedder, [chunk_embedding_text(r[1], r[2])
+                                                  for r in chunk], None, empty=empty)
             with transaction(conn):
                 conn.executemany(
                     "UPDATE df_chunks SET embedding = ? WHERE id = ? AND embedding IS NULL "
                     "AND context = ? AND body = ?",
-                    [(vec.tobytes(), r[0], r[1], r[2])
-                     for vec, r in zip(vectors, chunk, strict=True)])
+                    [(b"" if vectors is None or i in refused else vectors[i].tobytes(),
+                      r[0], r[1], r[2]) for i, r in enumerate(chunk)])
                 bump_generation(conn)
             done += len(chunk)
     return done
@@ -186,7 +191,7 @@ def _rows(catalogue: FieldIndex, batch: list[_Doc],
                       ord_, kind, heading, line_start, line_end, body,
                       f"{context}\n{body}\n{cjk}", doc.title, doc.uuid, doc.summary,
                       doc.frontmatter, doc.last_modified, doc.size, stale[doc_id],
-                      blob is not None)
+                      bool(blob))  # empty: a text the model could not encode, never searched
             for name, value in zip(columns, values, strict=True):
                 columns[name].append(value)
             blobs.append(blob)
@@ -194,7 +199,7 @@ def _rows(catalogue: FieldIndex, batch: list[_Doc],
     arrays: dict[str, Any] = dict(columns)
     if dim:
         zero = bytes(4 * dim)
-        flat = np.frombuffer(b"".join(b if b is not None else zero for b in blobs),
+        flat = np.frombuffer(b"".join(b if b else zero for b in blobs),
                              dtype=np.float32)
         arrays["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(flat), dim)
     if not dim:
