@@ -234,3 +234,23 @@ def test_a_damaged_catalogue_of_a_lancedb_field_heals(tmp_path: Path) -> None:
         assert [h.filename for h in response.results] == expected
         assert any("damaged" in w for w in response.warnings), response.warnings
         assert isinstance(again.field("notes").search_backend(), LanceBackend)
+
+
+def test_a_chunk_the_model_cannot_encode_on_lancedb(tmp_path: Path) -> None:
+    """A chunk without a word (index/vectors.py stores an empty vector for it) is written to
+    the dataset as never searched by vector, and its page is complete, not pending."""
+    store = make_store(tmp_path, "lancedb")
+    field = store.field("notes")
+    field.write("---\ntitle: Rule\n---\n# Rule\n\nA horizontal rule follows.\n\n"
+                "## —\n\n---- ==== ----\n\n*** … ***\n")
+    backend = field.search_backend()
+    assert isinstance(backend, LanceBackend)
+    response = field.search("horizontal rule", k=3)
+    assert response.results and response.results[0].filename == "rule.md"
+    field.index()
+    catalogue = field.index_handle().conn
+    assert catalogue.execute("SELECT count(*) FROM df_chunks WHERE embedding = x''")\
+        .fetchone()[0] >= 1  # the chunk the model could not encode
+    assert backend.pending_chunk_vectors() == 0
+    assert field.search("valve stuck", k=3, mode="vector").results
+    store.close()
