@@ -5,6 +5,7 @@ server app."""
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from starlette.testclient import TestClient
 
 import deepfield
+from deepfield import field_index
 from deepfield.config import EmbeddingConfig
 from deepfield.index import db
 from deepfield.server import create_app
@@ -81,6 +83,20 @@ def test_library_heals_and_reports_it(kstore: Path) -> None:
     with deepfield.open(kstore) as store:
         report = store.field("notes").reindex()
         assert report.added == len(PAGES)
+
+
+def test_a_field_folder_deleted_under_an_open_field_makes_no_index_elsewhere(
+        kstore: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replaced-file check used to reopen the index of a deleted folder in ~/.cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(field_index, "REPLACED_CHECK_S", 0.0)
+    with deepfield.open(kstore) as store:
+        fld = store.field("notes")
+        assert fld.search("Mombasa", k=1).results
+        shutil.rmtree(fld.path)
+        with pytest.raises(deepfield.UnknownFieldError, match="is gone"):
+            fld.index_handle()
+    assert not list((tmp_path / "cache").rglob("*.sqlite3"))
 
 
 def _served(store: deepfield.Store) -> TestClient:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from .embed.base import Embedder
-from .errors import DeepfieldError, IndexCorruptError
+from .errors import DeepfieldError, IndexCorruptError, UnknownFieldError
 from .freshness import Freshness
 from .index import FieldIndex, SyncReport
 from .index.budget import Deadline
@@ -70,6 +70,9 @@ class IndexHolder:
                 if index.replaced():
                     self._drop_index()
         if self._index is None:
+            if not self.path.is_dir():  # deleted under us: never make an index elsewhere
+                raise UnknownFieldError(f"the field folder {self.path} is gone",
+                                        "list fields with `deepfield ls`")
             path = self.index_path()
             self._seen_file = file_id(path)
             self._index = FieldIndex(self.path, self.embedder, path.parent)
