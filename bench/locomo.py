@@ -52,6 +52,7 @@ from evalkit.tuning import (
     ABLATIONS,
     RESEARCH_BUDGET,
     TUNABLES,
+    MemoisedSearches,
     ablate,
     figure_name,
     held_out,
@@ -87,6 +88,8 @@ class Context:
     tag: str
     search: list[SearchRun] = field(default_factory=list)
     budgets: list[BudgetRun] = field(default_factory=list)
+    memo: MemoisedSearches = field(default_factory=MemoisedSearches)
+    """Searches made by research sweeps (--loo, --ablations), made once."""
 
 
 Section = tuple[str, str, dict[str, Any]]
@@ -192,7 +195,8 @@ def loo_section(ctx: Context) -> Section:
     for tunable in TUNABLES:
         if tunable.system == "search" and hybrid is None:
             continue
-        scores = sweep(tunable, ctx.questions, ctx.fields, hybrid)
+        with ctx.memo:
+            scores = sweep(tunable, ctx.questions, ctx.fields, hybrid)
         for group, result in held_out(tunable, scores, ctx.questions):
             rows.append((tunable.target, figure_name(tunable, group), result))
             payload[f"{tunable.target} / {group}"] = result.__dict__
@@ -213,7 +217,8 @@ def ablation_section(ctx: Context) -> Section:
     payload: dict[str, Any] = {}
     for label, overrides in ABLATIONS:
         print(f"ablation: {label}", file=sys.stderr, flush=True)
-        found = ablate(overrides, ctx.fields, ctx.questions)
+        with ctx.memo:
+            found = ablate(overrides, ctx.fields, ctx.questions)
         table = means(((q, {"r": v}) for q, v in zip(ctx.questions, found, strict=True)), "r")
         payload[label] = {g: m.value for g, m in table.items()}
         constants = ", ".join(f"`{k.rsplit('.', 2)[-2]}.{k.rsplit('.', 1)[-1]} = {v!r}`"
@@ -260,10 +265,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", action="append", default=None, metavar="CONVERSATION")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
     parser.add_argument("--skip-budget", action="store_true", help="search tables only")
+    parser.add_argument("--skip-search", action="store_true", help="budget tables only")
     parser.add_argument("--loo", action="store_true",
                         help="also sweep the tuned constants (slow: a research pass per value)")
     parser.add_argument("--ablations", action="store_true",
                         help="also run the researcher variants of evalkit.tuning.ABLATIONS")
+    parser.add_argument("--extras-only", action="store_true",
+                        help="only the --loo / --ablations sections (no search or budget run)")
     parser.add_argument("--probe-pages", type=int, default=None,
                         help="force two-stage dense search probing this many pages per query")
     parser.add_argument("--llm-url", default=None)
@@ -294,13 +302,17 @@ def main(argv: list[str] | None = None) -> int:
             (f"--model {args.model}", bool(args.model)),
             (f"--probe-pages {args.probe_pages}", bool(args.probe_pages)),
             (f"--llm-model {args.llm_model}", bool(args.llm_model)),
-            ("--loo", args.loo), ("--ablations", args.ablations)) if on)
+            ("--loo", args.loo), ("--ablations", args.ablations),
+            ("--extras-only", args.extras_only)) if on)
     ctx = Context(args, dataset, store, Fields(store, dataset), questions, command, tag)
     systems = search_systems(ctx)
-    ctx.search = run_search(systems, questions)
-    sections: list[Section] = [("locomo-search" + tag, search_section(ctx),
-                                report.search_summary(ctx.search))]
-    if not args.skip_budget:
+    sections: list[Section] = []
+    if not args.extras_only and not args.skip_search:
+        ctx.search = run_search(systems, questions)
+        sections.append(("locomo-search" + tag, search_section(ctx),
+                         report.search_summary(ctx.search)))
+    plot: Path | None = None
+    if not args.skip_budget and not args.extras_only:
         plain = systems[0]
         assert isinstance(plain, PlainFTS5)
         ctx.budgets = run_budgets(budget_systems(ctx, plain), questions, PLOT_BUDGETS)
@@ -312,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
                         "evidence recall against context budget")
         except ImportError:
             print("no plot: matplotlib is missing (pip install -e '.[bench]')", file=sys.stderr)
-            plot = None  # type: ignore[assignment]
+            plot = None
     if args.loo:
         sections.append(loo_section(ctx))
     if args.ablations:
@@ -323,17 +335,18 @@ def main(argv: list[str] | None = None) -> int:
             sections.append(made)
     for _name, text, _payload in sections:
         print(text + "\n")
-    report.write_json(OUT / f"locomo{tag}.json", {
+    name = "locomo" + tag + ("-extras" if args.extras_only else "")
+    report.write_json(OUT / f"{name}.json", {
         "command": command, "dataset": dataset.describe(),
         "skipped": dict(dataset.skipped), "repairs": dict(dataset.repairs),
         **{name: payload for name, _text, payload in sections}})
     if args.no_write or args.only or args.limit:
         return 0
-    for name in REPLACED_SECTIONS:
-        report.drop_section(DOC, name)
-    for name, text, _payload in sections:
-        report.write_section(DOC, name, text)
-    if not args.skip_budget and plot is not None and not tag:
+    for replaced in REPLACED_SECTIONS:
+        report.drop_section(DOC, replaced)
+    for section, text, _payload in sections:
+        report.write_section(DOC, section, text)
+    if plot is not None and not tag:
         shutil.copyfile(plot, DOC.parent / "locomo-budget.png")
     return 0
 

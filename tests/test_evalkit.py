@@ -272,3 +272,26 @@ def test_page_turns_ignore_ids_quoted_inside_a_line(tmp_path: Path) -> None:
     turns = PageTurns(tmp_path)
     assert turns.turn_at("p.md", 4) == "D1:1" and turns.turn_at("p.md", 5) is None
     assert turns.line_of("D1:9") is None and turns.titles["p.md"] == "x"
+
+
+def test_research_sweeps_reuse_searches_and_restore_constants(
+        imported: tuple[Fields, Any]) -> None:
+    from evalkit.tuning import MemoisedSearches, Tunable, research_recall
+
+    from deepfield.research import latent, loop
+
+    fields, dataset = imported
+    original = loop.search_fields, latent.search
+    memo = MemoisedSearches()
+    prior = Tunable("deepfield.research.evidence.LENGTH_PRIOR", (), "research")
+    shipped = prior.get()
+    with memo:
+        first = research_recall(fields, dataset.questions)
+        made = len(memo.cache)
+        prior.set(0.0)
+        again = research_recall(fields, dataset.questions)
+        prior.set(shipped)
+        assert research_recall(fields, dataset.questions) == first
+    assert made > 0 and len(memo.cache) == made  # the later passes searched nothing new
+    assert len(again) == len(first) == len(dataset.questions)
+    assert (loop.search_fields, latent.search) == original

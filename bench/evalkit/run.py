@@ -41,11 +41,13 @@ def _progress(done: int, total: int, what: str) -> None:
         print(f"{what}: {done}/{total} questions", file=sys.stderr, flush=True)
 
 
-def run_search(systems: Sequence[SearchSystem], questions: Sequence[Question]) -> list[SearchRun]:
+def run_search(systems: Sequence[SearchSystem], questions: Sequence[Question],
+               sessions: int = SESSIONS_K) -> list[SearchRun]:
+    """``sessions`` 0: turn metrics only (session metrics then read 0)."""
     runs = [SearchRun(s.name, s.unit, s.credit) for s in systems]
     for done, question in enumerate(questions, 1):
         for system, run in zip(systems, runs, strict=True):
-            ranking = system.rank(question, TURNS_K, SESSIONS_K)
+            ranking = system.rank(question, TURNS_K, sessions)
             run.records.append((question, turn_scores(question, ranking)))
             run.seconds.append(ranking.seconds)
         _progress(done, len(questions), "search")

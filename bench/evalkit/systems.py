@@ -135,6 +135,8 @@ class DeepfieldSearch:
         seconds = time.perf_counter() - started
         pointed, neighbours = credit_hits(hits, turns)
         fld = self.fields.fields[question.conversation]
+        if not sessions:  # turns only (a sweep of a constant that pages do not use)
+            return Ranking(pointed, [], neighbours, seconds)
         pages = fld.search(question.question, k=sessions, mode=self.mode, unit="page",
                            activation=False).results
         numbers = [(h.frontmatter or {}).get("session") for h in pages]

@@ -13,6 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .data import CATEGORIES, Question
 from .metrics import HeldOut, leave_one_out
@@ -58,6 +59,42 @@ ABLATIONS: tuple[tuple[str, dict[str, object]], ...] = (
 one: what each part of the researcher buys."""
 
 
+class MemoisedSearches:
+    """Searches made inside research, answered from memory once made: the research constants
+    swept here (evidence scoring, which tools run) never change what a given search returns,
+    so every pass after the first costs only the researcher's own work."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple[object, ...], Any] = {}
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> MemoisedSearches:
+        from deepfield.research import latent, loop
+
+        def remember(module: Any, name: str, skip: int = 0) -> None:
+            original = getattr(module, name)
+
+            def memoised(fields: Any, *args: Any, **kwargs: Any) -> Any:
+                # ``skip``: leading arguments that are caches, not part of the search.
+                key = (name, tuple(f.name for f in fields), *args[skip:],
+                       *sorted(kwargs.items()))
+                if key not in self.cache:
+                    self.cache[key] = original(fields, *args, **kwargs)
+                return self.cache[key]
+
+            self._saved.append((module, name, original))
+            setattr(module, name, memoised)
+
+        remember(loop, "search_fields")
+        remember(latent, "search", skip=1)  # (fields, encoded terms, query, k, lines=)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for module, name, original in reversed(self._saved):
+            setattr(module, name, original)
+        self._saved.clear()
+
+
 def research_recall(fields: Fields, questions: Sequence[Question]) -> list[float]:
     """Evidence recall at RESEARCH_BUDGET of every question, as the researcher is now."""
     researcher = Researcher(fields, RESEARCH_BUDGET)
@@ -96,7 +133,7 @@ def sweep(tunable: Tunable, questions: Sequence[Question], fields: Fields,
             print(f"{tunable.target} = {value}", file=sys.stderr, flush=True)
             if tunable.system == "search":
                 assert search is not None
-                run = run_search([search], questions)[0]
+                run = run_search([search], questions, sessions=0)[0]
                 scores[value] = [float(s["turn R@10"] or 0.0) for _, s in run.records]
             else:
                 scores[value] = research_recall(fields, questions)
