@@ -13,7 +13,10 @@ nothing is queued for a path its default handler answers (``/v1/embeddings``: de
 vectors from :class:`tests.fakes.FakeEmbedder`; ``/v1/models``: a model list), and any other
 path gets an OpenAI-style 404. Every request is recorded in ``requests``. Chat completions are
 scripted the same way (``enqueue(path="/v1/chat/completions", json=chat_completion("hi"))``),
-or given a default with :meth:`FakeOpenAIServer.set_handler`.
+or given a default with :meth:`FakeOpenAIServer.set_handler`. A server that does not know a
+``response_format`` is played with :meth:`FakeOpenAIServer.refuse_formats` (it answers such
+requests with the error real servers send, before any scripted reply is used), and
+:meth:`FakeOpenAIServer.response_formats` lists what each chat request asked for.
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ class FakeOpenAIServer:
             EMBEDDINGS: self._embeddings,
             MODELS: lambda _request: Reply(json={"object": "list", "data": []}),
         }
+        self._refused: dict[str, tuple[int, str]] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
@@ -151,6 +155,26 @@ class FakeOpenAIServer:
         """Answer ``path`` with ``handler`` whenever nothing is queued for it."""
         self._handlers[path] = handler
 
+    def refuse_formats(self, *types: str, status: int = 400, message: str | None = None) -> None:
+        """Answer chat requests whose ``response_format`` type is one of ``types`` with
+        ``status`` and an OpenAI-style error, as servers that do not know it do (llama.cpp's
+        words by default: ``response_format type must be one of "text" or "json_object"``);
+        scripted replies wait for a request the server accepts."""
+        for kind in types:
+            text = message or (f'response_format type must be one of "text" or '
+                               f'"json_object", but got: {kind}' if kind != "json_object"
+                               else "'response_format.type' must be 'json_schema' or 'text'")
+            self._refused[kind] = (status, text)
+
+    def response_formats(self) -> list[str | None]:
+        """The ``response_format`` type of each chat request so far (None: none sent)."""
+        formats: list[str | None] = []
+        for request in self.requests_to(CHAT):
+            shape = request.json.get("response_format") if isinstance(request.json, dict) \
+                else None
+            formats.append(shape.get("type") if isinstance(shape, dict) else None)
+        return formats
+
     def pending(self, path: str = EMBEDDINGS) -> int:
         """Scripted replies not yet used for ``path``."""
         with self._lock:
@@ -165,6 +189,9 @@ class FakeOpenAIServer:
     def _answer(self, request: Request) -> Reply:
         with self._lock:
             self.requests.append(request)
+            refusal = self._refusal(request)
+            if refusal is not None:
+                return refusal
             queue = self._queues.get(request.path)
             scripted = queue.popleft() if queue else None
         # Handlers run outside the lock, so they may read server.requests themselves.
@@ -175,6 +202,17 @@ class FakeOpenAIServer:
             # default handler would have sent.
             return self._default(request, scripted)
         return scripted
+
+    def _refusal(self, request: Request) -> Reply | None:
+        if request.path != CHAT or not isinstance(request.json, dict):
+            return None
+        shape = request.json.get("response_format")
+        kind = shape.get("type") if isinstance(shape, dict) else None
+        if kind not in self._refused:
+            return None
+        status, message = self._refused[kind]
+        error = {"code": status, "message": message, "type": "invalid_request_error"}
+        return Reply(status, {"error": error})
 
     def _default(self, request: Request, scripted: Reply | None = None) -> Reply:
         handler = self._handlers.get(request.path)
@@ -281,6 +319,10 @@ def _handler_class(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
 @pytest.fixture
 def openai_server() -> Iterator[FakeOpenAIServer]:
-    """A started fake server, stopped after the test."""
+    """A started fake server, stopped after the test; the response formats chat clients
+    learnt it refuses are forgotten with it (a later test's server may get the same port)."""
+    from deepfield.llm.openai_chat import OpenAIChat
+
     with FakeOpenAIServer() as server:
         yield server
+    OpenAIChat.forget_formats()

@@ -11,11 +11,13 @@ import deepfield
 
 def test_all_is_complete_and_sorted() -> None:
     public = {name for name in dir(deepfield) if not name.startswith("_")}
-    modules = {"cli", "config", "context", "domains", "embed", "errors", "field", "freshness",
+    modules = {"archive", "cli", "confidence", "config", "context", "debris", "domains", "embed",
+               "errors", "fence", "field", "field_index", "freshness",
                "fsutil", "fusion", "httpjson", "importers", "index", "listing", "llm", "manage",
                "markdown", "memo", "memorize", "page", "portable", "qa", "read", "research",
                "salience", "scan", "search", "server", "sessions", "split", "store", "tokens",
                "writer"}
+    modules |= {"agentsetup", "integrations"}  # imported on demand (setup, framework adapters)
     assert set(deepfield.__all__) == (public - modules) | {"__version__"}
     assert deepfield.__all__ == sorted(deepfield.__all__)
 

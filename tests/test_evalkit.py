@@ -295,3 +295,22 @@ def test_research_sweeps_reuse_searches_and_restore_constants(
     assert made > 0 and len(memo.cache) == made  # the later passes searched nothing new
     assert len(again) == len(first) == len(dataset.questions)
     assert (loop.search_fields, latent.search) == original
+
+
+def test_confidence_bench_asks_what_the_evaluation_keeps(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import confidence
+
+    qa = [*conversation()["qa"],
+          {"question": "What did Ana name her finch?", "adversarial_answer": "Stripes",
+           "evidence": ["D1:2"], "category": 5},
+          {"question": "Unknown?", "answer": "x", "evidence": ["D1:1"], "category": 7}]
+    dataset = load(write(tmp_path, [conversation(qa=qa)]))
+    asked = confidence.questions(dataset)
+    assert [q["category"] for q in asked] == [4, 4, 1, 2, 5]
+    assert asked[-1]["gold"] == ["D1:2"] and dataset.skipped["of an unknown category"] == 1
+    monkeypatch.setattr(sys, "argv", ["confidence.py", "--data", str(tmp_path / "nope.json")])
+    assert confidence.main() == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: LoCoMo data file not found") and "\n" not in err

@@ -19,8 +19,9 @@ from deepfield.llm import (
     load_llm_config,
     parse_json_reply,
 )
+from deepfield.llm.base import STRING, Message, ReplySchema
 
-from .fake_openai import CHAT, FakeOpenAIServer, chat_completion
+from .fake_openai import CHAT, FakeOpenAIServer, Reply, chat_completion
 
 
 def model(server: FakeOpenAIServer, **options: object) -> OpenAIChat:
@@ -71,13 +72,87 @@ def test_request_shape_usage_and_json_mode(openai_server: FakeOpenAIServer) -> N
     assert request.headers["authorization"] == "Bearer k"
 
 
-def test_json_mode_dropped_when_the_server_rejects_it(openai_server: FakeOpenAIServer) -> None:
-    openai_server.enqueue(CHAT, status=400, json={"error": {"message": "response_format"}})
-    openai_server.enqueue(CHAT, json=chat_completion('{"ok": true}'))
+SCHEMA = ReplySchema.object("answer", memo=STRING, project={"type": ["string", "null"]})
+ASK: list[Message] = [{"role": "user", "content": "x"}]
+
+
+def answering(server: FakeOpenAIServer) -> FakeOpenAIServer:
+    """``server`` answering every chat request it accepts with a small JSON object."""
+    server.set_handler(CHAT, lambda _request: Reply(json=chat_completion('{"memo": "ok"}')))
+    return server
+
+
+def test_schema_is_sent_as_json_schema(openai_server: FakeOpenAIServer) -> None:
+    openai_server.enqueue(CHAT, json=chat_completion('{"memo": "m", "project": null}'))
+    value = complete_json(model(openai_server), ASK, Usage(), schema=SCHEMA)
+    assert value == {"memo": "m", "project": None}
+    sent = openai_server.requests_to(CHAT)[-1].json["response_format"]
+    assert sent == {"type": "json_schema", "json_schema": {
+        "name": "answer", "strict": True, "schema": {
+            "type": "object", "additionalProperties": False, "required": ["memo", "project"],
+            "properties": {"memo": {"type": "string"}, "project": {"type": ["string", "null"]}},
+        }}}
+
+
+def test_refused_schema_falls_back_to_json_object_once(openai_server: FakeOpenAIServer) -> None:
+    answering(openai_server).refuse_formats("json_schema")
     chat = model(openai_server)
-    assert chat.chat([{"role": "user", "content": "x"}], json_mode=True).text == '{"ok": true}'
-    assert not chat.json_mode_supported
+    assert chat.chat(ASK, schema=SCHEMA).text == '{"memo": "ok"}'
+    assert openai_server.response_formats() == ["json_schema", "json_object"]
+    assert chat.refused_formats == ["json_schema"]
+    # Remembered for the endpoint and model: another client of it starts one rung down …
+    model(openai_server).chat(ASK, schema=SCHEMA)
+    assert openai_server.response_formats()[2:] == ["json_object"]
+    # … while another model of the same server may know schemas.
+    OpenAIChat(url=openai_server.url, model="other", api_key="k").chat(ASK, schema=SCHEMA)
+    assert openai_server.response_formats()[3:] == ["json_schema", "json_object"]
+
+
+def test_both_json_formats_refused_falls_back_to_text(openai_server: FakeOpenAIServer) -> None:
+    answering(openai_server).refuse_formats("json_schema", "json_object")
+    chat = model(openai_server)
+    assert complete_json(chat, ASK, Usage(), schema=SCHEMA) == {"memo": "ok"}
+    assert openai_server.response_formats() == ["json_schema", "json_object", None]
     assert "response_format" not in openai_server.requests_to(CHAT)[-1].json
+    chat.chat(ASK, json_mode=True, schema=SCHEMA)
+    assert openai_server.response_formats()[3:] == [None]
+    assert chat.describe()["refused_formats"] == ["json_schema", "json_object"]
+
+
+def test_only_json_object_refused_keeps_schemas(openai_server: FakeOpenAIServer) -> None:
+    # LM Studio's way: json_schema or nothing. A plain JSON-mode call learns that json_object
+    # is refused; schema calls still send their schema.
+    answering(openai_server).refuse_formats("json_object")
+    chat = model(openai_server)
+    chat.chat(ASK, json_mode=True)
+    chat.chat(ASK, schema=SCHEMA)
+    assert openai_server.response_formats() == ["json_object", None, "json_schema"]
+
+
+def test_a_500_naming_response_format_is_a_refusal(openai_server: FakeOpenAIServer) -> None:
+    # Older llama.cpp builds threw a server error (500) for a type they did not know.
+    answering(openai_server).refuse_formats("json_schema", status=500)
+    chat = model(openai_server, max_retries=1)
+    chat.chat(ASK, schema=SCHEMA)
+    assert openai_server.response_formats() == ["json_schema", "json_schema", "json_object"]
+    assert chat.refused_formats == ["json_schema"]
+
+
+def test_a_400_for_another_reason_fails_and_teaches_nothing(
+        openai_server: FakeOpenAIServer) -> None:
+    for _ in range(3):
+        openai_server.enqueue(CHAT, status=400, json={"error": {
+            "message": "this model's maximum context length is 8192 tokens"}})
+    chat = model(openai_server)
+    with pytest.raises(LLMServiceError, match="maximum context length"):
+        chat.chat(ASK, schema=SCHEMA)
+    assert openai_server.response_formats() == ["json_schema", "json_object", None]
+    assert chat.refused_formats == []
+
+
+def test_plain_requests_send_no_response_format(openai_server: FakeOpenAIServer) -> None:
+    model(answering(openai_server)).chat(ASK)
+    assert openai_server.response_formats() == [None]
 
 
 def test_retries_on_429_and_5xx_with_retry_after(openai_server: FakeOpenAIServer) -> None:

@@ -32,6 +32,9 @@ async def _exercise(client: Client, folder: Path) -> None:
     (folder / "link.md").symlink_to(folder.parent / "outside.md")
     names = {tool.name for tool in (await client.list_tools()).tools}
     assert names == TOOLS
+    assert client.server_info is not None  # clients show (and log) who they talk to
+    assert (client.server_info.name, client.server_info.version) == ("deepfield",
+                                                                     deepfield.__version__)
     fields = (await client.call_tool("list_fields", {})).structured_content
     assert fields is not None and [f["name"] for f in fields["fields"]] == ["notes"]
     written = await client.call_tool("write", {"field": "notes", "text": PAGE, "name": "woks"})
@@ -200,3 +203,15 @@ def test_cli_streamable_http_in_a_subprocess(keyword_store: deepfield.Store) -> 
         finally:
             proc.terminate()
             proc.wait(10)
+
+
+def test_docs_show_every_tool_with_an_example(capsys: pytest.CaptureFixture[str]) -> None:
+    import runpy
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "MCP.md").read_text()
+    for tool in TOOLS:
+        assert f"### `{tool}`" in doc and f"Call: `{tool}` with" in doc, tool
+    script = Path(__file__).resolve().parent.parent / "scripts" / "mcp_examples.py"
+    runpy.run_path(str(script), run_name="__main__")  # the script that prints the examples
+    printed = capsys.readouterr().out
+    assert all(f"`{tool}` {{" in printed for tool in TOOLS)

@@ -147,6 +147,9 @@ def test_remember_with_a_model_makes_one_call(field: deepfield.Field,
     assert result.memo == reply["memo"] and result.title == "Pump P3 calibrated"
     prompt = openai_server.requests_to(CHAT)[0].json["messages"][1]["content"]
     assert "calibrate pump P3 in March with Ana" in prompt  # earlier memos, for references
+    shape = openai_server.requests_to(CHAT)[0].json["response_format"]  # the memo's schema
+    assert shape["type"] == "json_schema" and shape["json_schema"]["name"] == "session_memo"
+    assert set(shape["json_schema"]["schema"]["required"]) == set(reply)
     assert "42 l/min" in prompt
     fm = Page.parse((field.path / result.filename).read_text(encoding="utf-8")).frontmatter
     assert fm is not None and fm["project"] == "Delta" and fm["memo_by"] == "llm:writer"

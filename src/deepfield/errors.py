@@ -16,13 +16,14 @@ The tree::
     │   ├── PageNotFoundError       no page with that filename or uuid
     │   ├── InvalidPageError        not UTF-8, binary, empty or too large
     │   ├── PageConflictError       a uuid already used by another page
+    │   │   └── DuplicateUuidError  one uuid on several pages: which one is meant is unclear
     │   ├── SectionNotFoundError    ``read --section`` named no (or an ambiguous) heading
     │   ├── SupersessionCycleError  a ``supersedes`` link that would close a loop
     │   ├── ReviewItemError         ``deepfield review`` named no (or a resolved) item
     │   └── InvalidMetadataError    frontmatter values a page kind requires are missing or wrong
     ├── IndexStateError
     │   ├── ModelMismatchError      the index holds vectors of another model code or size
-    │   └── IndexCorruptError       the SQLite file is not a deepfield index
+    │   └── IndexCorruptError       the SQLite file is damaged or not a deepfield index
     ├── EmbeddingError
     │   ├── UnknownEmbedderError    no backend registered under that name
     │   ├── EmbedderUnavailableError the backend's package or model files are missing
@@ -32,9 +33,11 @@ The tree::
     ├── ArchiveError                a .memoryfield.zip that cannot be used
     │   ├── PinMismatchError        its sha256 is not the pinned one
     │   └── UnsafeArchiveError      traversal, symlinks, page sub-folders, a zip bomb
-    └── TransportError              a remote field (HTTP, S3, git) that cannot be read
-        ├── UnknownTransportError   a source no transport understands
-        └── RemoteUnavailableError  unreachable, refused, misbehaving or without credentials
+    ├── TransportError              a remote field (HTTP, S3, git) that cannot be read
+    │   ├── UnknownTransportError   a source no transport understands
+    │   └── RemoteUnavailableError  unreachable, refused, misbehaving or without credentials
+    └── AgentSetupError             `deepfield setup`: an unknown agent, or an agent's config
+                                    file that is malformed or read-only (nothing is changed)
     LLMError
     ├── LLMServiceError             a chat endpoint is unreachable, refuses or answers nonsense
     └── LLMReplyError               the model's reply is not the JSON asked for, even after a repair
@@ -105,6 +108,13 @@ class PageConflictError(PageError):
     )
 
 
+class DuplicateUuidError(PageConflictError):
+    default_hint = (
+        "name the page by its filename, and give one of the pages a new uuid (delete its "
+        "`uuid:` line; the next write of it adds a fresh one)"
+    )
+
+
 class SectionNotFoundError(PageError):
     default_hint = "see the page's headings with `deepfield read FIELD PAGE --outline`"
 
@@ -130,7 +140,12 @@ class ModelMismatchError(IndexStateError):
 
 
 class IndexCorruptError(IndexStateError):
-    pass
+    """``damaged``: SQLite found the file corrupt (deepfield moves it aside and rebuilds the
+    index from the pages); False for a file it cannot use for another reason."""
+
+    def __init__(self, message: str, hint: str | None = None, *, damaged: bool = False) -> None:
+        super().__init__(message, hint)
+        self.damaged = damaged
 
 
 class EmbeddingError(DeepfieldError):
@@ -229,3 +244,7 @@ class TaxonomyError(DeepfieldError):
         "write categories as headings or list items and concepts as items nested under them, "
         "indenting each level consistently"
     )
+
+
+class AgentSetupError(DeepfieldError):
+    default_hint = "nothing was changed; see `deepfield setup --list` for the agents and files"

@@ -8,30 +8,32 @@ catalogue) current. Removal moves a page into ``archive/`` (restorable); nothing
 
 from __future__ import annotations
 
-import contextlib
 import os
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .archive import ARCHIVE_DIR, archive_file, archived_pages, restore_file
 from .domains.atomic import Filters
 from .embed.base import Embedder
 from .errors import (
+    DuplicateUuidError,
     EmbeddingError,
     IndexCorruptError,
+    IndexStateError,
     InvalidNameError,
     InvalidPageError,
     PageNotFoundError,
 )
-from .freshness import Freshness
+from .field_index import IndexHolder
 from .fsutil import field_lock, read_no_follow, remove_stale_temp_files
-from .index import DocRow, FieldIndex, SyncReport
-from .index.db import KEYWORD_ONLY_CODE, index_filename
-from .index.vectors import embed_pending
+from .index import DocRow, SyncReport
+from .index.health import damage, healing
 from .listing import refresh_listing
 from .manage.activation import record_activation
-from .manage.hooks import after_write, before_write, review_default
+from .manage.hooks import WritePlan, after_write, before_write, review_default
 from .manage.supersede import superseded_note
 from .page import (
     INTRO_FILE,
@@ -45,18 +47,15 @@ from .page import (
     slugify,
 )
 from .read import PageView, find_section, outline, render_outline
-from .scan import scan_field, source_files
+from .scan import SourceFile, scan_field, source_files
 from .search import SearchResponse, search_fields
 from .writer import (
-    ARCHIVE_DIR,
     MAX_WRITE_BYTES,
     PageWriter,
     WriteResult,
     WrittenPage,
-    archive_file,
-    archived_pages,
+    identical_page,
     refuse_special,
-    restore_file,
 )
 
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
@@ -65,7 +64,7 @@ AUTO_EMBED_SECONDS = 3.0
 """Time a search may spend embedding new chunks before answering (the rest stays pending)."""
 
 
-class Field:
+class Field(IndexHolder):
     """One field on disk. Obtain it from :meth:`deepfield.Store.field` or :func:`open_field`."""
 
     def __init__(
@@ -79,10 +78,9 @@ class Field:
         self.path = Path(path)
         self.name = name or self.path.name
         self.embedder = embedder
-        self._index_dir = Path(index_dir) if index_dir is not None else None
-        self._index: FieldIndex | None = None
-        self._fresh = Freshness()
+        self._init_index(Path(index_dir) if index_dir is not None else None)
         self._batch_depth = 0
+        self._debris_checked = False
         self.review_on_write = review_default()
         """Compare new pages with similar ones and queue suspicious pairs (manage/review.py)."""
         self.record_reads = True
@@ -93,20 +91,6 @@ class Field:
 
     # ------------------------------------------------------------------ index
 
-    def index_handle(self) -> FieldIndex:
-        """The field's index (opened on first use; its file lives in the field folder)."""
-        if self._index is None:
-            index_dir = self._index_dir
-            if index_dir is None and not os.access(self.path, os.W_OK):
-                index_dir = _cache_dir_for(self.path)
-            self._index = FieldIndex(self.path, self.embedder, index_dir)
-        return self._index
-
-    def close(self) -> None:
-        if self._index is not None:
-            self._index.close()
-            self._index = None
-
     def index(
         self,
         *,
@@ -115,65 +99,40 @@ class Field:
         progress: Callable[[int], None] | None = None,
         embed_progress: Callable[[int], None] | None = None,
     ) -> SyncReport:
-        """Bring the index up to date with the folder (and compute all pending vectors)."""
-        scan = scan_field(self.path)
-        remove_stale_temp_files(self.path)
-        report = self.index_handle().sync(
-            scan.files, verify=verify, embed_budget=None if embed else 0.0,
-            progress=progress, embed_progress=embed_progress,
-        )
-        report.warnings = scan.warnings + report.warnings
-        self._listing(report, explicit=True)
-        self._fresh.synced(self.path, None, scan.inodes)
-        return report
+        """Bring the index up to date with the folder (and compute all pending vectors).
+        ``verify`` re-hashes every page and also has SQLite check the whole index file, so
+        damage no search has met yet is found, and healed, here."""
 
-    def embed(
-        self,
-        *,
-        budget: float | None = None,
-        pages: bool = True,
-        progress: Callable[[int], None] | None = None,
-    ) -> tuple[int, int]:
-        """Compute pending vectors (chunks first, then whole pages unless ``pages=False``)
-        within ``budget`` seconds (None: all); returns the counts."""
-        index = self.index_handle()
-        if index.embedder is None:
-            return 0, 0
-        return embed_pending(
-            index.conn, index.embedder, self.path, budget_seconds=budget,
-            include_pages=pages, progress=progress,
-        )
+        def run() -> SyncReport:
+            scan = scan_field(self.path)
+            if verify and (problem := damage(self.index_handle().conn, thorough=False)):
+                raise IndexCorruptError(f"{problem}", damaged=True)
+            report = self.index_handle().sync(
+                scan.files, verify=verify, embed_budget=None if embed else 0.0,
+                progress=progress, embed_progress=embed_progress,
+            )
+            report.warnings = scan.warnings + report.warnings + self.index_handle().uuid_warnings()
+            self._listing(report, explicit=True)
+            self._fresh.synced(self.path, None, scan.inodes)
+            return report
+
+        with field_lock(self.path):  # no live writer is among a split page's renames
+            remove_stale_temp_files(self.path)
+        report = healing([self], run)
+        report.warnings = self.take_notices() + report.warnings
+        return report
 
     def reindex(self, **options: Any) -> SyncReport:
         """Drop every index row and rebuild from the Markdown alone."""
         self.clear_index()
         return self.index(**options)
 
-    def clear_index(self) -> None:
-        """Drop every index row. An index file SQLite cannot open (truncated, overwritten) is
-        deleted instead: it is derived data, and this is how a user gets out of that state."""
-        try:
-            index = self.index_handle()
-        except IndexCorruptError:
-            self._delete_index_file()
-            index = self.index_handle()
-        index.clear()
-
-    def _delete_index_file(self) -> None:
-        code = self.embedder.model_code if self.embedder else KEYWORD_ONLY_CODE
-        folder = self._index_dir
-        if folder is None and not os.access(self.path, os.W_OK):
-            folder = _cache_dir_for(self.path)
-        path = (folder or self.path) / index_filename(code)
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            with contextlib.suppress(FileNotFoundError):
-                Path(f"{path}{suffix}").unlink()
-
-    def ensure_synced(self, *, embed: bool = True) -> SyncReport:
-        """Sync cheaply before a search: every file, or only the pages that changed
-        (deepfield.freshness says which). New chunks are embedded for up to
+    def _sync_changes(self, embed: bool) -> SyncReport:
+        """ensure_synced (field_index.py) without the healing: every file, or only the pages
+        that changed (deepfield.freshness says which). New chunks are embedded for up to
         AUTO_EMBED_SECONDS; if the embedder fails (an endpoint down), the text is still
         indexed and the failure becomes a warning."""
+        self.index_handle()  # a replaced index file resets what was synced
         check = self._fresh.check(self.path)
         if check is None:
             return SyncReport()
@@ -200,10 +159,6 @@ class Field:
         field's root), or checks every file whatever its rate limit says."""
         self._fresh.changed(names)
 
-    def warnings(self) -> list[str]:
-        """Everything currently wrong with the folder or its pages (layout, YAML, encoding)."""
-        return scan_field(self.path).warnings + self.index_handle().stored_warnings()
-
     # ------------------------------------------------------------------ pages
 
     def intro(self) -> str | None:
@@ -214,7 +169,7 @@ class Field:
     def pages(self) -> list[DocRow]:
         """Every page (as indexed), sorted by filename."""
         self.ensure_synced(embed=False)
-        return self.index_handle().docs()
+        return self.with_index(lambda index: index.docs())
 
     def resolve(self, ref: str) -> str:
         """The filename of the page named ``ref``: a filename, a stem or a (prefix of a) uuid."""
@@ -227,9 +182,13 @@ class Field:
             return candidate
         if len(ref) >= 8 and all(c in "0123456789abcdef-" for c in ref.lower()):
             self.ensure_synced(embed=False)
-            docs = self.index_handle().docs_by_uuid(ref.lower())
+            docs = self.with_index(lambda index: index.docs_by_uuid(ref.lower()))
             if len(docs) == 1:
                 return docs[0].filename
+            if len(docs) > 1 and all((d.uuid or "").lower() == ref.lower() for d in docs):
+                raise DuplicateUuidError(
+                    f"uuid {ref} belongs to {len(docs)} pages in {self.name}: "
+                    + ", ".join(d.filename for d in docs))
             if len(docs) > 1:
                 names = ", ".join(d.filename for d in docs)
                 raise PageNotFoundError(
@@ -291,10 +250,12 @@ class Field:
 
     def write(
         self, content: str | bytes | Page, *, name: str | None = None, review: bool | None = None,
-        split: bool = True,
+        split: bool = True, keep_previous: bool = True,
     ) -> WriteResult:
         """Store a page; see the module docstring for what is filled in and checked. Pages over
-        8 KB are split into linked parts unless ``split`` is False.
+        8 KB are split into linked parts unless ``split`` is False. A page of that ``name``
+        is replaced, its previous version kept in ``archive/`` unless ``keep_previous`` is
+        False (``WrittenPage.previous`` says where).
 
         A ``supersedes`` key links the old page (cycles are refused); a new page that looks
         like a duplicate or contradiction of another is queued for review unless ``review``
@@ -314,15 +275,40 @@ class Field:
                 "fix the YAML between the '---' lines, or remove the block",
             )
         stem = check_name(name) if name else None
-        with field_lock(self.path):
-            plan = before_write(
-                self, page, stem, self.review_on_write if review is None else review)
-            result = PageWriter(self.path, self.name, self.index_handle(),
-                                batch=self._batch_depth > 0).write(page, stem, split=split)
+        reviewed = self.review_on_write if review is None else review
+
+        def attempt() -> tuple[WriteResult, WritePlan]:
+            # Nothing is written until PageWriter stores the page: a damaged index found
+            # before that is healed and the whole write runs again.
+            draft = page.copy()
+            with field_lock(self.path):
+                if not self._debris_checked:  # temp files of killed writers (debris.py)
+                    remove_stale_temp_files(self.path)
+                    self._debris_checked = True
+                same = None if stem or draft.uuid else identical_page(self.path, draft)
+                if same is not None:
+                    return WriteResult(self.name, [same]), WritePlan()
+                plan = before_write(self, draft, stem, reviewed)
+                writer = PageWriter(self.path, self.name, self.index_handle(),
+                                    batch=self._batch_depth > 0)
+                return writer.write(draft, stem, split=split,
+                                    keep_previous=keep_previous), plan
+
+        result, plan = healing([self], attempt)
         # Read again at the next sync: cheap, and sure even where a replaced file's new inode
         # is the number an earlier one freed (pages it links are replaced, so listed anew).
         self._fresh.changed(p.filename for p in result.pages)
-        after_write(self, result, plan)
+        # The page file is the write: what fails after it is stored is a warning, never an
+        # error (a caller retrying an "error" would write the page twice).
+        failures = [result.index_error] if result.index_error is not None else []
+        result.index_error = None
+        try:
+            after_write(self, result, plan)
+        except (sqlite3.Error, IndexStateError, OSError) as exc:
+            failures.append(exc)
+        for failure in failures:
+            self.index_failed(failure, "the page is saved")
+        result.warnings[:0] = [f"{self.name}/{n}" for n in self.take_notices()]
         return result
 
     @contextmanager
@@ -381,8 +367,7 @@ class Field:
             filename = self.resolve(ref)
             refuse_special(filename, "archive pages; edit index.md in place")
             where = archive_file(self.path, filename)
-            self._listing(self.index_handle().sync_names([], {filename}))
-        self._fresh.changed([filename])
+            self._after_move({filename}, [])
         return where
 
     def archived(self) -> list[str]:
@@ -392,10 +377,17 @@ class Field:
         """Bring an archived page back to the field root; returns its filename."""
         with field_lock(self.path):
             target = restore_file(self.path, self.name, name, as_name)
-            restored = source_files(self.path, {target})
-            self._listing(self.index_handle().sync_names(restored, {target}))
-        self._fresh.changed([target])
+            self._after_move({target}, source_files(self.path, {target}))
         return target
+
+    def _after_move(self, names: set[str], files: list[SourceFile]) -> None:
+        """Index a page moved into or out of the folder; the move is done, so an index that
+        fails now leaves a notice (take_notices), not an error."""
+        self._fresh.changed(names)
+        try:
+            self._listing(self.index_handle().sync_names(files, names))
+        except (sqlite3.Error, IndexStateError, OSError) as exc:
+            self.index_failed(exc, "the page was moved")
 
     # ------------------------------------------------------------------ search
 
@@ -414,16 +406,6 @@ class Field:
         return search_fields([self], query, k=k, mode=mode, unit=unit,
                              include_superseded=include_superseded, activation=activation,
                              where=where)
-
-
-def _cache_dir_for(path: Path) -> Path:
-    import hashlib
-
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "deepfield"
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    folder = base / "indexes" / f"{path.name}-{digest}"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def open_field(path: str | Path, embedder: Embedder | None = None) -> Field:

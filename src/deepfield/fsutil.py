@@ -10,11 +10,12 @@ writers of one field across processes so derived files (``listing.md``) stay com
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from .debris import JOURNAL_SUFFIX, PREFIX, clean, finish_renames, new_temp_file
 
 try:
     import fcntl
@@ -22,15 +23,17 @@ except ImportError:  # pragma: no cover - Windows: writes stay atomic, just not 
     fcntl = None  # type: ignore[assignment]
 
 
-TEMP_PREFIX = ".deepfield-"
+TEMP_PREFIX = PREFIX
 TEMP_SUFFIX = ".tmp"
-STALE_TEMP_SECONDS = 3600
 
 
-def _temp_in(directory: Path, data: bytes, durable: bool = True) -> Path:
-    fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=directory)
+def _temp_in(directory: Path, data: bytes, durable: bool = True) -> tuple[Path, int]:
+    """A temporary file holding ``data`` and the descriptor that keeps it held (debris.py):
+    close the descriptor once the file is renamed into place or removed."""
+    fd, path = new_temp_file(directory, TEMP_SUFFIX)
+    name = str(path)
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with os.fdopen(fd, "wb", closefd=False) as handle:
             handle.write(data)
             handle.flush()
             if durable:
@@ -38,8 +41,9 @@ def _temp_in(directory: Path, data: bytes, durable: bool = True) -> Path:
     except BaseException:
         with contextlib.suppress(OSError):
             Path(name).unlink()
+        os.close(fd)
         raise
-    return Path(name)
+    return Path(name), fd
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -65,7 +69,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
 
     ``durable=False`` skips the fsyncs, for derived files (listing.md) that are rebuilt from
     the pages anyway: still never torn, but a power cut may leave the previous version."""
-    temp = _temp_in(path.parent, data, durable)
+    temp, fd = _temp_in(path.parent, data, durable)
     try:
         os.chmod(temp, 0o644)
         os.replace(temp, path)
@@ -73,6 +77,8 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         with contextlib.suppress(OSError):
             temp.unlink()
         raise
+    finally:
+        os.close(fd)
     if durable:
         _fsync_dir(path.parent)
 
@@ -101,28 +107,43 @@ def _link_new(temp: Path, path: Path) -> bool:
 
 
 def write_together(files: list[tuple[Path, bytes, bool]]) -> list[bool]:
-    """Write several files of one folder as nearly at once as a file system allows (the parts
-    of a split page). Every file is first written and flushed to a temporary file — the slow
-    part, when an interruption leaves nothing behind — and only then is each renamed over its
-    target, or linked to a name that must not exist yet (``True`` in the tuple: create only),
-    one after the other in microseconds, and the folder is synced once. Returns, per file,
+    """Write several files of one folder as one (the parts of a split page). Every file is
+    first written and flushed to a temporary file — the slow part, when an interruption
+    leaves nothing behind — then a journal of the renames to come is written and flushed, and
+    only then is each renamed over its target, or linked to a name that must not exist yet
+    (``True`` in the tuple: create only), and the folder is synced once. A writer killed
+    among the renames leaves the journal, and the next writer of the folder finishes them
+    (``finish_renames``): the page is then all new, never half old. Returns, per file,
     whether it was written (False: a create-only name was taken meanwhile)."""
     temps: list[Path] = []
+    held: list[int] = []
+    journal: Path | None = None
     try:
         for path, data, _create in files:
-            temps.append(_temp_in(path.parent, data))
+            temp, fd = _temp_in(path.parent, data)
+            os.chmod(temp, 0o644)
+            temps.append(temp)
+            held.append(fd)
+        if len(files) > 1:
+            plan = [[t.name, p.name, c] for t, (p, _d, c) in zip(temps, files, strict=True)]
+            fd, journal = new_temp_file(files[0][0].parent, JOURNAL_SUFFIX)
+            held.append(fd)
+            os.write(fd, json.dumps(plan).encode())
+            os.fsync(fd)
+            _fsync_dir(journal.parent)
         done: list[bool] = []
         for temp, (path, _data, create) in zip(temps, files, strict=True):
-            os.chmod(temp, 0o644)
             if create:
                 done.append(_link_new(temp, path))
             else:
                 os.replace(temp, path)
                 done.append(True)
     finally:
-        for temp in temps:
+        for temp in [*temps, *([journal] if journal else [])]:
             with contextlib.suppress(OSError):
                 temp.unlink()
+        for fd in held:
+            os.close(fd)
     if files:
         _fsync_dir(files[0][0].parent)
     return done
@@ -160,16 +181,8 @@ def field_lock(directory: Path) -> Iterator[None]:
 
 
 def remove_stale_temp_files(directory: Path) -> int:
-    """Delete our own temporary files left by a killed writer (older than an hour).
-
-    Only names deepfield itself creates are touched; a writer that is still running finishes
-    long before its temporary file is an hour old.
-    """
-    removed = 0
-    cutoff = time.time() - STALE_TEMP_SECONDS
-    for path in directory.glob(f"{TEMP_PREFIX}*{TEMP_SUFFIX}"):
-        with contextlib.suppress(OSError):
-            if path.is_file() and path.stat().st_mtime < cutoff:
-                path.unlink()
-                removed += 1
-    return removed
+    """Finish the renames of a split page whose writer died among them (``write_together``),
+    then delete the temporary files of writers that died (killed mid-write): those no live
+    process holds (debris.py), whatever their age. Call it holding the field lock."""
+    finish_renames(directory)
+    return len(clean(directory))

@@ -191,16 +191,27 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in sentences if s]
 
 
-_INLINE_NOISE = re.compile(r"!\[([^\]]*)\]\([^)]*\)|\[([^\]]+)\]\([^)]*\)|[*_`]{1,3}")
+_INLINE_NOISE = re.compile(r"!\[([^\]]*)\]\([^)]*\)|\[([^\]]+)\]\([^)]*\)|\*{1,3}"
+                           r"|(?<![A-Za-z0-9])_{1,3}|_{1,3}(?![A-Za-z0-9])")
+_CODE_SPAN = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 
 
-def plain(text: str) -> str:
-    """Markdown inline markup removed (links keep their text), for snippets and sentences."""
+def plain(text: str, *, backticks: bool = False) -> str:
+    """Markdown inline markup removed (links keep their text), for snippets and sentences.
+    A code span keeps its text as written (``__init__`` in code is a name, not emphasis),
+    with its backticks if ``backticks``; an underscore inside a word (``snake_case``) stays."""
 
     def keep(match: re.Match[str]) -> str:
         return match.group(1) or match.group(2) or ""
 
-    return _INLINE_NOISE.sub(keep, text)
+    pieces: list[str] = []
+    done = 0
+    for code in _CODE_SPAN.finditer(text):
+        pieces += [_INLINE_NOISE.sub(keep, text[done:code.start()]),
+                   code.group(0) if backticks else code.group(2)]
+        done = code.end()
+    pieces.append(_INLINE_NOISE.sub(keep, text[done:]).replace("`", ""))
+    return "".join(pieces)
 
 
 def first_sentences(section: Section, count: int) -> list[str]:
@@ -211,7 +222,7 @@ def first_sentences(section: Section, count: int) -> list[str]:
     for block in split_blocks(section.text_lines):
         if block.kind == "code":
             continue
-        for sentence in split_sentences(plain(block.text)):
+        for sentence in split_sentences(plain(block.text, backticks=True)):
             found.append(sentence)
             if len(found) >= count:
                 return found

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .markdown import split_sentences
 from .salience import dates, key_terms, names, numbers, sentence_score
-from .sessions import Session
+from .sessions import Session, spoken_turns
 
 MEMO_WORDS = 90
 """Length of an extractive memo; GAM's memos are one paragraph."""
@@ -34,7 +34,7 @@ def extractive_memo(session: Session, topic_terms: list[str] | None = None) -> s
     topic = {t.lower() for t in ordered}
     scored: list[tuple[float, int, str, str]] = []
     position = 0
-    for turn in session.turns:
+    for turn in spoken_turns(session):
         for sentence in split_sentences(turn.text.replace("\n", " ")):
             scored.append((sentence_score(sentence, topic), position, turn.speaker, sentence))
             position += 1
@@ -61,8 +61,9 @@ def extractive_memo(session: Session, topic_terms: list[str] | None = None) -> s
             parts.append(sentence)
         last_speaker = speaker
     said = " ".join(parts)
-    text = " ".join(t.text for t in session.turns)
-    extra = [x for x in (*names(text), *dates(text), *numbers(text)) if x not in said][:8]
+    text = " ".join(t.text for t in spoken_turns(session))
+    extra = [x for x in (*names(text, digits=True), *dates(text), *numbers(text))
+             if x not in said][:8]
     if extra:
         parts.append("Also mentioned: " + ", ".join(extra) + ".")
     return " ".join(p if p.rstrip().endswith((".", "!", "?", "…")) else p + "." for p in parts)
@@ -71,9 +72,9 @@ def extractive_memo(session: Session, topic_terms: list[str] | None = None) -> s
 def topic_terms_of(session: Session) -> list[str]:
     """Names other than the speakers' first (they say what the session is about), then the
     most frequent content words."""
-    text = " ".join(t.text for t in session.turns)
+    text = " ".join(t.text for t in spoken_turns(session))
     speakers = {p.lower() for p in session.participants}
-    found = [n for n in names(text) if n.lower() not in speakers][:2]
+    found = [n for n in names(text, digits=True) if n.lower() not in speakers][:2]
     terms = [t for t in key_terms([text], limit=6) if t not in {f.lower() for f in found}]
     return [*found, *terms][:4]
 

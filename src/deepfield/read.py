@@ -104,6 +104,16 @@ def _normal(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+def _same_heading(title: str, wanted: str) -> bool:
+    """A heading's own text (any case, spacing) or its slug. A slug is compared only when
+    there is one: Chinese, Japanese or Korean text has none, and "" == "" matched every
+    heading."""
+    if _normal(title) == wanted:
+        return True
+    slug = slugify(wanted)
+    return bool(slug) and slugify(title) == slug
+
+
 def find_section(page: Page, heading: str) -> tuple[Section, str, int]:
     """The section named ``heading`` with its subsections: (section, text, last line).
 
@@ -119,9 +129,7 @@ def find_section(page: Page, heading: str) -> tuple[Section, str, int]:
         tail = section.path[-len(wanted) :]
         if len(tail) != len(wanted):
             return False
-        return all(
-            _normal(t) == w or slugify(t) == slugify(w) for t, w in zip(tail, wanted, strict=True)
-        )
+        return all(_same_heading(t, w) for t, w in zip(tail, wanted, strict=True))
 
     found = [s for s in sections if matches(s)]
     if not found:

@@ -40,6 +40,11 @@ _NUMBER = re.compile(
     re.IGNORECASE,
 )
 _NAME = re.compile(r"\b[A-Z][a-zA-Z'’-]+(?:\s+(?:of\s+|the\s+|de\s+)?[A-Z][a-zA-Z'’-]+)*")
+_NAME_WITH_DIGITS = re.compile(
+    r"\b[A-Z][a-zA-Z'’-]+(?:\d[\w'’-]*)?(?:\s+(?:of\s+|the\s+|de\s+)?[A-Z][a-zA-Z'’-]+"
+    r"(?:\d[\w'’-]*)?)*")
+"""Names that go on with digits ("LiFePO4", "GPT4o"), for memos and titles; the researcher's
+entities keep ``_NAME`` (its queries and LoCoMo figures were measured with it)."""
 _NOT_NAMES = frozenset(
     w.capitalize() for w in [*STOP_WORDS, "hey", "hi", "hello", "thanks", "thank", "yeah", "yes",
                              "oh", "wow", "sure", "okay", "ok", "lol", "haha", "cool", "great",
@@ -62,15 +67,16 @@ _FILLER = re.compile(
 )
 
 
-def names(text: str) -> list[str]:
+def names(text: str, *, digits: bool = False) -> list[str]:
     """Capitalised names and name phrases (in order). A lone capitalised word that starts a
     sentence counts only if the text also capitalises it mid-sentence: "Congrats!" is no name,
-    and a name said once, first thing in a sentence, is the price of that rule."""
+    and a name said once, first thing in a sentence, is the price of that rule. ``digits``:
+    a name goes on with the digits written into it ("LiFePO4", not "LiFePO")."""
     found: list[str] = []
     seen: set[str] = set()
     mid_sentence: set[str] = set()
     starts: list[tuple[str, bool]] = []
-    for match in _NAME.finditer(text):
+    for match in (_NAME_WITH_DIGITS if digits else _NAME).finditer(text):
         start = match.start()
         before = text[max(0, start - 2):start]
         at_start = start == 0 or before.strip()[-1:] in (".", "!", "?", ":", '"') or "\n" in before

@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .confidence import SEARCH, Confidence, Line, assess
 from .domains.atomic import Filters
 from .domains.filtering import filtered_retrieve
 from .errors import DeepfieldError, EmbeddingError
 from .fusion import convex, max_normalized
+from .index.health import heals_fields
 from .index.keyword import query_terms
 from .manage.activation import rerank
 
@@ -94,6 +96,12 @@ class SearchResponse:
     warnings: list[str] = dc_field(default_factory=list)
     pending_vectors: int = 0
 
+    @property
+    def confidence(self) -> Confidence:
+        """How far the best results' lines support an answer (deepfield.confidence)."""
+        return assess(self.query, [Line(hit.snippet, hit.score, hit.title)
+                                   for hit in self.results], SEARCH)
+
     def to_json(self, with_text: bool = False) -> dict[str, Any]:
         results = []
         for hit in self.results:
@@ -111,6 +119,7 @@ class SearchResponse:
             "took_ms": round(self.took_ms, 2),
             "pending_vectors": self.pending_vectors,
             "warnings": self.warnings,
+            "confidence": self.confidence.to_json(),
         }
 
 
@@ -155,6 +164,7 @@ def check_mode(mode: str, unit: str, k: int) -> None:
         raise DeepfieldError(f"k must be at least 1, not {k}")
 
 
+@heals_fields
 def search_fields(
     fields: Sequence[Field],
     query: str,

@@ -10,6 +10,7 @@ verbatim, because the page body must be the session itself, not a rendering of i
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any
 from .errors import SessionFormatError
 from .importers.locomo import iter_sessions, parse_when, turn_line
 from .page import Page, check_text
+from .salience import dates
 
 FORMATS = ("auto", "openai", "jsonl", "locomo", "markdown", "text")
 MAX_SESSION_BYTES = 16 << 20
@@ -55,8 +57,8 @@ class Session:
     @property
     def participants(self) -> list[str]:
         seen: list[str] = []
-        for turn in self.turns:
-            if turn.speaker and turn.speaker not in seen and turn.speaker != "system":
+        for turn in spoken_turns(self):
+            if turn.speaker and turn.speaker not in seen:
                 seen.append(turn.speaker)
         return seen
 
@@ -65,6 +67,16 @@ class Session:
         if self.raw is not None:
             return self.raw.strip() + "\n"
         return "\n".join(turn.line() for turn in self.turns) + "\n"
+
+
+INSTRUCTION_ROLES = frozenset({"system", "developer"})
+"""Speakers whose turns instruct a model rather than say anything: a system prompt is not
+part of what was said, so no memo, topic or participant list takes from it."""
+
+
+def spoken_turns(session: Session) -> list[Turn]:
+    """The turns of people and assistants, without system and developer prompts."""
+    return [t for t in session.turns if t.speaker.strip().lower() not in INSTRUCTION_ROLES]
 
 
 def load_session(path: str | Path, *, format: str = "auto", session: int | None = None) -> Session:
@@ -210,7 +222,7 @@ def _from_transcript(text: str, where: str) -> Session:
             turns[-1] = Turn(turns[-1].speaker, f"{turns[-1].text}\n{line}", turns[-1].turn_id)
         elif line.strip() and not line.lstrip().startswith("#"):
             turns.append(Turn("", line.strip()))
-    when = _text(meta.get("date") or meta.get("when"))
+    when = _text(meta.get("date") or meta.get("when")) or _heading_date(page.body)
     return Session(turns, "markdown", when=when, date=_iso(when), title=_text(meta.get("title")),
                    project=_text(meta.get("project")), topic=_text(meta.get("topic")),
                    raw=page.body)
@@ -254,4 +266,35 @@ def _iso(when: str | None) -> str | None:
         return None
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ][\d:.]+)?(Z|[+-]\d{2}:?\d{2})?", when):
         return when.replace(" ", "T")
-    return parse_when(when)
+    return parse_when(when) or _day(when)
+
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+_DAY_FORMATS = ("%d %B %Y", "%d %b %Y", "%B %d %Y", "%b %d %Y", "%Y-%m-%d", "%d/%m/%Y")
+
+
+def _heading_date(body: str) -> str | None:
+    """The date a transcript's first heading gives ("# Stand-up 4 May 2026"), if any: a
+    transcript without frontmatter often says when it happened only there."""
+    for line in body.splitlines():
+        if not line.strip():
+            continue
+        heading = _HEADING.match(line)
+        if heading is None:
+            return None  # the transcript has begun: a date later on is something said
+        for found in dates(heading.group(1)):
+            if _day(found):
+                return found
+    return None
+
+
+def _day(text: str) -> str | None:
+    """``4 May 2026``, ``May 4th, 2026``, ``2026-05-04`` … as an ISO date, else None."""
+    flat = re.sub(r"(?<=\d)(st|nd|rd|th)\b", "", text.replace(",", " ").replace(".", " "))
+    flat = " ".join(flat.split())
+    for pattern in _DAY_FORMATS:
+        try:
+            return dt.datetime.strptime(flat, pattern).date().isoformat()
+        except ValueError:
+            continue
+    return None

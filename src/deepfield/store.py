@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import CONFIG_FILE, EmbeddingConfig, StoreConfig, load_config, render_config
+from .debris import clean
 from .domains.atomic import Filters
 from .embed.base import NO_EMBEDDER, Embedder, create_embedder
 from .errors import (
@@ -53,6 +54,10 @@ class Store:
 
     def fields(self) -> list[Field]:
         return [self.field(name) for name in self.field_names()]
+
+    def opened(self) -> list[Field]:
+        """The fields this Store has opened so far."""
+        return list(self._fields.values())
 
     def field(self, name: str) -> Field:
         """The field called ``name``; raises UnknownFieldError if there is none."""
@@ -109,11 +114,14 @@ class Store:
         max_rounds: int = 3,
         budget: int = 1000,
     ) -> ResearchResult:
-        """Deep research over several fields (all by default); see deepfield.research."""
+        """Deep research over several fields (all by default); see deepfield.research. The
+        context is fenced as memory (deepfield.fence), ready to hand to a model."""
+        from .fence import fence_research
         from .research import research
 
         chosen = [self.field(n) for n in fields] if fields else self.fields()
-        return research(chosen, question, llm=llm, max_rounds=max_rounds, budget=budget)
+        found = research(chosen, question, llm=llm, max_rounds=max_rounds, budget=budget)
+        return fence_research(found, [f.name for f in chosen])
 
     def close(self) -> None:
         for field in self._fields.values():
@@ -172,6 +180,7 @@ def open(
         if not any(p.is_dir() for p in root.iterdir()):
             raise StoreNotFoundError(f"{root} is not a deepfield store (no {CONFIG_FILE})")
     config = load_config(root)
+    clean(root, unpack=True)  # folders of unpacks that were killed (debris.py)
     chosen = build_embedder(config.embedding) if embedder == "config" else embedder
     if isinstance(chosen, str):
         chosen = build_embedder(EmbeddingConfig(chosen))

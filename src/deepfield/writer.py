@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import time
+import sqlite3
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidNameError, InvalidPageError, PageConflictError, PageNotFoundError
-from .fsutil import atomic_write, create_new, move_new, write_together
+from .archive import archive_copy, archive_file
+from .errors import (
+    DuplicateUuidError,
+    IndexStateError,
+    InvalidNameError,
+    InvalidPageError,
+    PageConflictError,
+)
+from .fsutil import atomic_write, create_new, write_together
 from .index import FieldIndex
 from .listing import refresh_listing
 from .page import (
@@ -26,7 +33,6 @@ from .page import (
     PAGE_LIMIT_BYTES,
     SPECIAL_FILES,
     Page,
-    check_name,
     derive_title,
     is_valid_name,
     new_uuid,
@@ -36,7 +42,6 @@ from .page import (
 from .scan import scan_field, source_files
 from .split import split_page
 
-ARCHIVE_DIR = "archive"
 MAX_WRITE_BYTES = 16 << 20
 """Largest page text accepted by ``write`` (it is split into 8 KB parts)."""
 
@@ -48,11 +53,13 @@ class WrittenPage:
     title: str
     action: str  # "created" | "updated" | "unchanged"
     bytes: int
+    previous: str | None = None
+    """Where the replaced version went (``archive/…``) when a page was replaced by name."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "filename": self.filename, "uuid": self.uuid, "title": self.title,
-            "action": self.action, "bytes": self.bytes,
+            "action": self.action, "bytes": self.bytes, "previous": self.previous,
         }
 
 
@@ -61,6 +68,8 @@ class WriteResult:
     field: str
     pages: list[WrittenPage]
     warnings: list[str] = dc_field(default_factory=list)
+    index_error: BaseException | None = dc_field(default=None, repr=False, compare=False)
+    """What went wrong indexing pages already stored (Field.write turns it into a warning)."""
 
     @property
     def filenames(self) -> list[str]:
@@ -85,11 +94,15 @@ class PageWriter:
         self.batch = batch
         """Inside Field.batch(): the index was synced when the batch began, and listing.md is
         rewritten once when it ends, so a write costs O(1) instead of O(pages)."""
+        self.keep_previous = False
 
-    def write(self, page: Page, stem: str | None, *, split: bool = True) -> WriteResult:
+    def write(self, page: Page, stem: str | None, *, split: bool = True,
+              keep_previous: bool = False) -> WriteResult:
         """Store ``page`` (the caller holds the field lock); over 8 KB it is split into linked
         parts unless ``split`` is False (the spec's PUT stores the page it is given, whole,
-        and touches no other file)."""
+        and touches no other file). ``keep_previous``: a page replaced by name (``stem``)
+        leaves its previous version in ``archive/`` (nothing is ever deleted)."""
+        self.keep_previous = keep_previous and stem is not None
         if not page.body.strip() and not page.frontmatter:
             raise InvalidPageError("the page is empty (no text, and no frontmatter values)",
                                    "send the page's Markdown")
@@ -116,7 +129,13 @@ class PageWriter:
                         f"uuid {page.uuid} already belongs to {owners[0]} in {self.name}"
                     )
         elif page.uuid:
-            matches = [d for d in index.docs_by_uuid(page.uuid) if d.uuid == page.uuid]
+            wanted = page.uuid.lower()
+            matches = [d for d in index.docs_by_uuid(page.uuid)
+                       if (d.uuid or "").lower() == wanted]
+            if len(matches) > 1:  # replacing one would leave the other: which is meant?
+                raise DuplicateUuidError(
+                    f"uuid {page.uuid} belongs to {len(matches)} pages in {self.name}: "
+                    f"{', '.join(d.filename for d in matches)}; not written")
             if matches:
                 existing_name = matches[0].filename
         existing = None
@@ -144,9 +163,13 @@ class PageWriter:
         old_parts = self._old_parts(existing_name, existing) if split else []
         written = self._store(page, title, base, existing_name, old_parts, touched, split)
         touched |= {w.filename for w in written}
-        report = index.sync_names(source_files(self.path, touched), touched)
-        if not self.batch:
-            refresh_listing(self.path, self.name, index, report)
+        try:
+            report = index.sync_names(source_files(self.path, touched), touched)
+            if not self.batch:
+                refresh_listing(self.path, self.name, index, report)
+        except (sqlite3.Error, IndexStateError, OSError) as exc:
+            # The pages are stored: that is the write. The caller reports this as a warning.
+            return WriteResult(self.name, written, [], index_error=exc)
         return WriteResult(self.name, written, report.warnings)
 
     def _store(
@@ -192,6 +215,8 @@ class PageWriter:
             # part, leaves no page with some of its parts new and others missing.
             planned = [self._prepare(name, part, part.title or title, name in reusable)
                        for name, part in parts]
+            planned = [(self._keep(done) if data is not None and not create else done, data,
+                        create) for done, data, create in planned]
             writes = [(self.path / done.filename, data, create)
                       for done, data, create in planned if data is not None]
             landed = write_together(writes)
@@ -255,6 +280,7 @@ class PageWriter:
         if data is None:
             return done
         if not create:
+            done = self._keep(done)
             atomic_write(path, data)
             return done
         if not create_new(path, data):  # someone outside deepfield took it meanwhile
@@ -263,8 +289,44 @@ class PageWriter:
                 raise InvalidPageError(f"could not create a new file for {title!r}")
         return WrittenPage(filename, page.uuid or "", title, "created", len(data))
 
+    def _keep(self, done: WrittenPage) -> WrittenPage:
+        """Before a page is replaced (``keep_previous``): its current version into archive/."""
+        if not self.keep_previous:
+            return done
+        where = archive_copy(self.path, done.filename)
+        return WrittenPage(done.filename, done.uuid, done.title, done.action, done.bytes, where)
+
     def _free_names(self, stem: str, count: int, reusable: set[str] | None = None) -> list[str]:
         return free_names(self.path, stem, count, reusable)
+
+
+SAME_PAGE_CANDIDATES = 50
+"""Pages named like a new page (stem.md, stem-2.md …) compared with it before it is added."""
+
+
+def identical_page(folder: Path, page: Page) -> WrittenPage | None:
+    """An existing page that already holds ``page`` (a new page, without a uuid or name),
+    else None: adding the same title and text twice (a retry after an error, a script run
+    again) leaves one page, reported ``unchanged``, instead of making ``stem-2.md``."""
+    title = derive_title(page)
+    stem = _stem_for(title, page)
+    for attempt in range(1, SAME_PAGE_CANDIDATES + 1):
+        name = f"{stem}.md" if attempt == 1 else f"{stem}-{attempt}.md"
+        path = folder / name
+        try:
+            current = path.read_text("utf-8")
+        except FileNotFoundError:
+            return None  # names are taken in order: no later one can hold it
+        except (OSError, UnicodeDecodeError):
+            continue
+        stored = Page.parse(current)
+        if stored.frontmatter_error or stored.body != page.body or not stored.uuid:
+            continue
+        wanted = dict(page.frontmatter or {})
+        wanted.setdefault("title", title)
+        if all(stored.get(key) == value for key, value in wanted.items()):
+            return WrittenPage(name, stored.uuid, title, "unchanged", len(current.encode()))
+    return None
 
 
 def free_names(folder: Path, stem: str, count: int = 1,
@@ -290,45 +352,8 @@ def refuse_special(name: str, hint: str) -> None:
         raise InvalidNameError(f"{filename} is not a page name: it is the field's {what}", hint)
 
 
-def archive_file(folder: Path, filename: str) -> str:
-    """Move a page into ``archive/`` under a free name; returns its path in the archive."""
-    archive = folder / ARCHIVE_DIR
-    archive.mkdir(exist_ok=True)
-    target = archive / filename
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    counter = 1
-    while not move_new(folder / filename, target):
-        counter += 1
-        target = archive / f"{filename[:-3]}--archived-{stamp}-{counter}.md"
-    return f"{ARCHIVE_DIR}/{target.name}"
 
 
-def archived_pages(folder: Path) -> list[str]:
-    """Filenames of the pages in a field's ``archive/``, sorted."""
-    archive = folder / ARCHIVE_DIR
-    if not archive.is_dir():
-        return []
-    return sorted(p.name for p in archive.iterdir() if p.suffix == ".md" and p.is_file())
-
-
-def restore_file(folder: Path, field_name: str, name: str, as_name: str | None) -> str:
-    """Move an archived page back to the field root (under ``as_name`` if given, else its
-    original name, never over an existing page); returns its filename."""
-    archived = Path(name if name.endswith(".md") else f"{name}.md").name  # never a path
-    source = folder / ARCHIVE_DIR / archived
-    if not source.is_file():
-        raise PageNotFoundError(
-            f"no archived page {name!r} in {field_name}",
-            "list archived pages with `deepfield ls FIELD --archived`",
-        )
-    original = archived.split("--archived-")[0].removesuffix(".md") + ".md"
-    target = f"{check_name(as_name)}.md" if as_name else original
-    if not move_new(source, folder / target):
-        raise PageConflictError(
-            f"a page named {target} already exists in {field_name}",
-            "restore it under another name with --as NAME",
-        )
-    return target
 
 
 def _stem_for(title: str, page: Page) -> str:

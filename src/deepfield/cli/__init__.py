@@ -9,6 +9,7 @@ Settings come from flags, then ``DEEPFIELD_*`` environment variables, then the s
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 
 import click
@@ -45,6 +46,10 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
         emit_error("OSError", f"{exc.strerror or exc}{where}", "check the path and permissions")
+        sys.exit(1)
+    except sqlite3.Error as exc:  # a busy, locked or full index (damaged ones heal themselves)
+        emit_error("IndexStateError", f"the index failed: {exc}",
+                   "try again; if it persists, rebuild it with `deepfield reindex`")
         sys.exit(1)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)

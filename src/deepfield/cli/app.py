@@ -22,6 +22,7 @@ from ..llm import ChatModel, build_llm, load_llm_config
 from ..llm.config import Role
 from ..store import Store, build_embedder
 from ..store import open as open_store
+from .terminal import CleanStream, clean, cleaned_output
 
 DEFAULT_STORE = "memory"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,6 +60,9 @@ class Settings:
 
     def close(self) -> None:
         if self._store is not None:
+            for fld in self._store.opened():  # what healing said that no command printed
+                for notice in fld.take_notices():
+                    warn(f"{fld.name}/{notice}")
             self._store.close()
             self._store = None
 
@@ -120,15 +124,81 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "remember": ("commands_memory",), "remote": ("commands_portable",),
     "research": ("commands_memory",), "restore": ("commands_pages",),
     "review": ("commands_manage",), "rm": ("commands_pages",), "search": ("commands_search",),
-    "serve": ("commands_serve",), "status": ("commands_misc",),
+    "serve": ("commands_serve",), "setup": ("commands_setup",), "status": ("commands_misc",),
     "supersede": ("commands_manage",), "taxonomy": ("commands_domain",),
+    "ui": ("commands_ui",),
     "unpack": ("commands_portable",), "watch": ("commands_manage",),
     "write": ("commands_pages",),
 }
 
 
+GLOBAL_OPTIONS = ("--store", "--embedder")
+"""The group's options that take a value; accepted after the command too (``deepfield
+search wok --store notes``), where people write them."""
+OPTION_HINTS = {"--limit": "-k", "-n": "-k", "--top": "-k", "--top-k": "-k", "--count": "-k"}
+"""Options people reach for that have another name here: suggested when the command has it."""
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """``args`` with the group's own options moved in front of the command (after ``--``,
+    everything stays where it is)."""
+    position = 0
+    while position < len(args):  # past the group's options, to the command's name
+        arg = args[position]
+        if arg in GLOBAL_OPTIONS:
+            position += 2
+        elif arg.startswith("-") and arg != "--":
+            position += 1
+        else:
+            break
+    head, tail, moved = args[:position], [], []
+    rest = args[position:]
+    index = 0
+    while index < len(rest):
+        arg = rest[index]
+        if arg == "--":
+            tail += rest[index:]
+            break
+        if arg in GLOBAL_OPTIONS and index + 1 < len(rest):
+            moved += rest[index:index + 2]
+            index += 2
+            continue
+        if arg.split("=", 1)[0] in GLOBAL_OPTIONS and "=" in arg:
+            moved.append(arg)
+        else:
+            tail.append(arg)
+        index += 1
+    return head + moved + tail
+
+
+class _HintedOption(click.NoSuchOption):
+    """"No such option" suggesting the option that does it here (click suggests only names
+    that look alike)."""
+
+    def __init__(self, name: str, better: str, ctx: click.Context | None) -> None:
+        super().__init__(name, ctx=ctx)
+        self.better = better
+
+    def format_message(self) -> str:
+        return f"{self.message} Did you mean '{self.better}'?"
+
+
 class LazyGroup(click.Group):
     """A click group that imports a command's module when the command is asked for."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(args))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.NoSuchOption as exc:
+            better = OPTION_HINTS.get(exc.option_name)
+            command = exc.ctx.command if exc.ctx is not None else None
+            if better and command is not None and any(
+                    better in param.opts for param in command.params):
+                raise _HintedOption(exc.option_name, better, exc.ctx) from None
+            raise
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         for module in COMMAND_MODULES.get(cmd_name, ()):
@@ -167,6 +237,8 @@ def app(ctx: click.Context, store_path: Path, embedder_name: str | None) -> None
     Start with `deepfield demo`, or `deepfield init` then `deepfield new FIELD`.
     """
     ctx.obj = Settings(store_path, embedder_name, _env_options())
+    # Page text printed to a terminal loses its control characters (terminal.py); --json not.
+    ctx.with_resource(cleaned_output(lambda: _json_errors["on"]))
     ctx.call_on_close(ctx.obj.close)
 
 
@@ -227,7 +299,7 @@ def emit_error(kind: str, message: str, hint: str) -> None:
 def say_error(message: str, hint: str = "") -> None:
     """The one line on stderr every failure prints: ``error: what went wrong (what to do)``."""
     line = f"error: {message}" + (f" ({hint})" if hint else "")
-    click.echo(" ".join(line.split()), err=True)
+    click.echo(clean(" ".join(line.split())), err=True)
 
 
 def read_input(source: str) -> bytes:
@@ -249,9 +321,10 @@ def progress_bar(label: str, total: int, enabled: bool) -> Iterator[Callable[[in
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    with Progress(
+    stderr = sys.stderr.inner if isinstance(sys.stderr, CleanStream) else sys.stderr
+    with Progress(  # rich draws with cursor movements: the real stream, not the cleaned one
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-        TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+        TimeRemainingColumn(), console=Console(file=stderr), transient=True,
     ) as bar:
         task = bar.add_task(label, total=total)
         yield lambda n: bar.advance(task, n)

@@ -153,7 +153,8 @@ def export_cmd(ctx: click.Context, field_name: str, target: Path, original_paths
     if as_json:
         print_json(report.to_json())
         return
-    click.echo(f"exported {report.pages} pages and {report.attachments} other files of "
+    intro = ", its introduction (index.md)" if report.intro else ""
+    click.echo(f"exported {report.pages} pages{intro} and {report.attachments} other files of "
                f"{report.field} to {report.target}"
                + (f" ({report.replaced} replaced)" if report.replaced else ""))
     for warning in report.warnings:

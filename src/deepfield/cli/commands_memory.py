@@ -10,6 +10,7 @@ import click
 
 from ..context import build_context
 from ..domains.levels import LEVELS
+from ..fence import fence_research
 from ..memorize import remember
 from ..research import research
 from ..sessions import FORMATS
@@ -78,15 +79,22 @@ def research_command(ctx: click.Context, question: str, fields: tuple[str, ...],
     """Research QUESTION: rounds of plan, search, integrate, reflect; prints the context.
 
     Without a model the heuristic researcher runs (entity and keyword queries, bridge
-    entities for multi-hop questions, coverage checks). --json adds the evidence, sources,
-    the per-round trace and the cost.
+    entities for multi-hop questions, coverage checks). Evidence is shown page by page, the
+    page with the best line first. --json adds the evidence, sources, the per-round trace and
+    the cost.
+
+    The last line on stderr (and "confidence" in --json) says how far the evidence supports an
+    answer: high (lines about the question's subject hold its words: answer from them), low
+    (partly: research further or hedge) or none (nothing found, a name appears nowhere, or the
+    matching lines are about someone else: say the memory does not know), with the reason.
     """
     env = settings(ctx)
     chosen = [env.field(n) for n in fields] if fields else env.store().fields()
     if not chosen:
         raise click.UsageError("the store has no fields; create one with `deepfield new`")
     llm = env.llm("researcher", offline=offline)
-    result = research(chosen, question, llm=llm, max_rounds=max_rounds, budget=budget)
+    result = fence_research(research(chosen, question, llm=llm, max_rounds=max_rounds,
+                                     budget=budget), [f.name for f in chosen])
     if as_json:
         print_json(result.to_json())
         return
@@ -94,10 +102,12 @@ def research_command(ctx: click.Context, question: str, fields: tuple[str, ...],
         warn(warning)
     click.echo(result.context or "(no evidence found)")
     usage = result.to_json()["usage"]
+    confidence = result.confidence
     click.echo(
         f"\n— {len(result.evidence)} evidence lines from {len(result.sources)} pages, "
         f"{result.tokens}/{budget} tokens, {len(result.rounds)} rounds, "
-        f"{usage['calls']} model calls, {usage['seconds']:.2f} s ({result.mode})", err=True)
+        f"{usage['calls']} model calls, {usage['seconds']:.2f} s ({result.mode})\n"
+        f"— confidence: {confidence.level} — {confidence.reason}", err=True)
 
 
 @app.command("context")

@@ -45,8 +45,9 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
     embedding = env.embedding()
     rows = []
     for fld in store.fields():
-        fld.ensure_synced(embed=False)
-        stats = fld.index_handle().stats()
+        for warning in fld.ensure_synced(embed=False).warnings:
+            warn(f"{fld.name}/{warning}")
+        stats = fld.with_index(lambda index: index.stats())
         stats["field"] = fld.name
         stats["warnings"] = len(fld.warnings())
         rows.append(stats)

@@ -15,6 +15,9 @@ def _report_write(result: WriteResult, as_json: bool) -> None:
         return
     for page in result.pages:
         click.echo(f"{page.action} {result.field}/{page.filename} ({page.bytes:,} bytes)")
+        if page.previous:
+            click.echo(f"  the version it replaced is kept as {result.field}/{page.previous} "
+                       "(`deepfield restore` brings it back)")
     if len(result.pages) > 1:
         click.echo(f"the page was over 8 KB and was split into {len(result.pages)} linked parts")
     for warning in result.warnings:
@@ -83,7 +86,8 @@ def list_cmd(ctx: click.Context, field: str | None, archived: bool, as_json: boo
 @click.argument("source", metavar="FILE|-")
 @click.option("--name", default=None,
               help="Filename to use (default: derived from the title); a page of that name is "
-              "replaced, keeping its uuid and created date.")
+              "replaced, keeping its uuid and created date, and its previous version is kept "
+              "in the field's archive/.")
 @json_option
 @click.pass_context
 def write_cmd(ctx: click.Context, field: str, source: str, name: str | None, as_json: bool) -> None:
@@ -107,7 +111,8 @@ def write_cmd(ctx: click.Context, field: str, source: str, name: str | None, as_
 @click.option("--summary", default=None, help="One-sentence summary (the page's memo).")
 @click.option("--name", default=None,
               help="Filename to use (default: derived from the title); a page of that name is "
-              "replaced, keeping its uuid and created date.")
+              "replaced, keeping its uuid and created date, and its previous version is kept "
+              "in the field's archive/.")
 @json_option
 @click.pass_context
 def add_cmd(

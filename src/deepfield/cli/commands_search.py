@@ -22,6 +22,7 @@ from .app import (
     settings,
     warn,
 )
+from .terminal import secho
 
 
 def _chosen_fields(env: Settings, names: tuple[str, ...]) -> list[Field]:
@@ -47,14 +48,15 @@ def _index_fields(fields: list[Field], *, rebuild: bool, embed: bool, verify: bo
                           not as_json) as tick:
             report = fld.index(verify=verify, embed=False, progress=tick)
         if embed:
-            pending = fld.index_handle().pending_vectors()
+            pending = fld.with_index(lambda index: index.pending_vectors())
             with progress_bar(f"embedding {fld.name}", pending, not as_json) as tick:
                 chunks, pages = fld.embed(progress=tick)
             report.chunks_embedded, report.pages_embedded = chunks, pages
-        report.pending_vectors = fld.index_handle().pending_vectors()
-        warnings = fld.warnings()
+        report.pending_vectors = fld.with_index(lambda index: index.pending_vectors())
+        # The report's own warnings (a healed index says so there) and every stored one.
+        warnings = list(dict.fromkeys([*report.warnings, *fld.warnings()]))
         warned = warned or bool(warnings)
-        stats = fld.index_handle().stats()
+        stats = fld.with_index(lambda index: index.stats())
         reports.append({
             "field": fld.name, "added": report.added, "updated": report.updated,
             "removed": report.removed, "unchanged": report.unchanged,
@@ -82,7 +84,8 @@ def _index_fields(fields: list[Field], *, rebuild: bool, embed: bool, verify: bo
 @click.option("--embed/--no-embed", default=True, show_default=True,
               help="Compute vectors now (keyword search works without them).")
 @click.option("--quick", is_flag=True,
-              help="Trust file size and mtime instead of re-hashing every page.")
+              help="Trust file size and mtime instead of re-hashing every page (and skip "
+              "SQLite's check of the index file, which heals a damaged one).")
 @click.option("--strict", is_flag=True, help="Exit non-zero when any page has a warning.")
 @json_option
 @click.pass_context
@@ -113,15 +116,17 @@ def _print_response(response: SearchResponse) -> None:
     if not response.results:
         click.echo("no results")
         return
+    confidence = response.confidence
+    click.secho(f"confidence: {confidence.level} — {confidence.reason}", dim=True)
     for rank, hit in enumerate(response.results, start=1):
-        click.secho(f"{rank:2}. {hit.field}/{hit.filename}", bold=True, nl=False)
+        secho(f"{rank:2}. {hit.field}/{hit.filename}", bold=True, nl=False)
         click.echo(f"  score {hit.score:.3f}")
         line = f"    {hit.title}" + (f" — {hit.summary}" if hit.summary else "")
         click.echo(line)
         where = f"§ {hit.heading} · " if hit.heading else ""
         span = f"line {hit.line_start}" if hit.line_start == hit.line_end else \
             f"lines {hit.line_start}-{hit.line_end}"
-        click.secho(f"    {where}{span}", dim=True)
+        secho(f"    {where}{span}", dim=True)
         click.echo(f"    {hit.snippet}")
 
 
@@ -198,7 +203,11 @@ def search_cmd(ctx: click.Context, query: str | None, fields: tuple[str, ...], k
                mode: str | None,
                unit: str, batch: str | None, include_superseded: bool, kinds: tuple[str, ...],
                categories: tuple[str, ...], concepts: tuple[str, ...], as_json: bool) -> None:
-    """Search pages; results are stubs: filename, title, summary, score and best snippet."""
+    """Search pages; results are stubs: filename, title, summary, score and best snippet.
+
+    A first line (and "confidence" in --json) says how far the best snippets support an
+    answer: high, low or none, with the reason (see `deepfield research --help`).
+    """
     if any(not value.strip() for value in (*categories, *concepts)):
         raise click.UsageError("an empty --category or --concept would match every page; "
                                "give a name or leave the option out")

@@ -159,8 +159,9 @@ def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int,
 
     Each field is under /FIELD/: GET / (index.md), /memoryfield.zip, /PAGE.md, /search?q=,
     PUT and DELETE of pages; deepfield's own routes under /FIELD/_/; OpenAPI at
-    /openapi.json. Writes need an HTTP Basic login when [server.users] has users (see
-    `deepfield passwd`); without users only loopback clients may write.
+    /openapi.json; the memory console for people at /ui/ (see `deepfield ui`). Writes need
+    an HTTP Basic login when [server.users] has users (see `deepfield passwd`); without
+    users only loopback clients may write.
     """
     from ..server import create_app
 
@@ -178,12 +179,14 @@ def serve_cmd(ctx: click.Context, store: Path | None, host: str, port: int,
         "url": url, "store": str(opened.root), "fields": opened.field_names(),
         "auth": bool(users), "private": opened.config.server.private,
         "writes": "login" if users else "loopback only", "workers": workers, "tls": bool(tls),
+        "console": f"{url}ui/",
     }
     if as_json:
         print_json(info)
     else:
         click.echo(f"serving {opened.root} at {url} ({len(info['fields'])} fields; "
-                   f"writes: {info['writes']}; OpenAPI at {url}openapi.json)", err=True)
+                   f"writes: {info['writes']}; OpenAPI at {url}openapi.json; "
+                   f"console at {url}ui/)", err=True)
     if not users and host not in ("127.0.0.1", "localhost", "::1"):
         warn("no users configured: other hosts can read but not write "
              "(add one with `deepfield passwd USER`)")
@@ -247,8 +250,8 @@ def mcp_cmd(ctx: click.Context, store: Path | None, transport: str, host: str, p
             server.run("stdio")
             return
         asgi: Any = server.streamable_http_app(streamable_http_path=mcp_path, host=host)
-        if users:
-            asgi = BasicAuthMiddleware(asgi, Auth(dict(users)))
+        # Logins are read again when deepfield.toml changes (`deepfield passwd` while it runs).
+        asgi = BasicAuthMiddleware(asgi, Auth.for_store(opened.root))
         sock = _bind(host, port)
         url = _url(sock, host, mcp_path, tls)
         if as_json:
@@ -273,7 +276,11 @@ def mcp_cmd(ctx: click.Context, store: Path | None, transport: str, host: str, p
 def passwd_cmd(ctx: click.Context, user: str, password_stdin: bool, print_only: bool,
                as_json: bool) -> None:
     """Set USER's password for `deepfield serve` / `deepfield mcp` (salted scrypt hash in the
-    store's deepfield.toml, [server.users]). Prompts unless --password-stdin."""
+    store's deepfield.toml, [server.users]). Prompts unless --password-stdin.
+
+    Servers already running pick up the change within 2 seconds: once a store has a user,
+    every write needs a login.
+    """
     from ..server.auth import hash_password, save_user
 
     if password_stdin:

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..archive import ARCHIVE_DIR
 from ..field import Field
 from ..fsutil import atomic_write, create_new
 from ..scan import OWN_SUBDIRS
-from ..writer import ARCHIVE_DIR
 from .links import LinkMap
 from .manifest import AttachmentRecord, Manifest, sha256_hex
 from .sources import attachment_name

@@ -38,6 +38,8 @@ class ExportReport:
     field: str
     target: str
     pages: int = 0
+    """Pages exported (index.md, the field's introduction, is not one: see ``intro``)."""
+    intro: bool = False
     attachments: int = 0
     replaced: int = 0
     files: list[str] = dc_field(default_factory=list)
@@ -47,7 +49,8 @@ class ExportReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "field": self.field, "target": self.target, "pages": self.pages,
-            "attachments": self.attachments, "replaced": self.replaced, "files": self.files,
+            "intro": self.intro, "attachments": self.attachments, "replaced": self.replaced,
+            "files": self.files,
             "skipped": self.skipped, "warnings": self.warnings,
         }
 
@@ -192,7 +195,10 @@ def export_field(
                 text = _relink(text, places[name], places)
             data = text.encode("utf-8")
         _put(dest / places[name], data, report)
-        report.pages += 1
+        if name == INTRO_FILE:  # the introduction travels too, but is not a page
+            report.intro = True
+        else:
+            report.pages += 1
         if progress:
             progress(1)
     for name in files:

@@ -354,7 +354,9 @@ def _write_one(
         setattr(report, action, getattr(report, action) + 1)
         report.pages.append(entry | {"action": action})
         return
-    result = fld.write(page, name=entry["filename"][:-3], review=review)
+    # keep_previous=False: an edited page is copied above (keep_copy); an unedited one is
+    # the previous import of the same source, which the source itself still holds.
+    result = fld.write(page, name=entry["filename"][:-3], review=review, keep_previous=False)
     actions = {w.action for w in result.pages}
     action = "created" if current is None else ("updated" if actions - {"unchanged"}
                                                  else "unchanged")

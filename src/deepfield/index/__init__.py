@@ -30,6 +30,7 @@ from .db import (
     transaction,
 )
 from .dense import DenseIndex
+from .health import file_id, is_corruption
 from .keyword import TermCounts, bm25_search
 from .latent import LatentIndex, latent_stamp
 from .sync import NOT_A_PAGE, SyncReport, sync_files
@@ -98,8 +99,20 @@ class FieldIndex:
         try:
             self.conn = connect(self.path)
         except sqlite3.DatabaseError as exc:
-            raise IndexCorruptError(f"cannot open index {self.path}: {exc}") from None
-        prepare(self.conn, self.path, self.model_code, embedder.dim if embedder else None)
+            raise IndexCorruptError(f"cannot open index {self.path}: {exc}",
+                                    damaged=is_corruption(exc)) from None
+        try:
+            prepare(self.conn, self.path, self.model_code, embedder.dim if embedder else None)
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            if not is_corruption(exc):
+                raise
+            raise IndexCorruptError(f"index {self.path} is damaged: {exc}", damaged=True) from None
+        except BaseException:
+            self.conn.close()
+            raise
+        self.file_id = file_id(self.path)
+        """The file this connection opened: another process may replace it (healing)."""
         self._vector_cache = self.path.parent / ".deepfield" / f"{self.model_code}.vectors"
         if embedder is not None:
             # Made now, with the index file: made by the first search instead, it would change
@@ -122,6 +135,12 @@ class FieldIndex:
 
     def close(self) -> None:
         self.conn.close()
+
+    def replaced(self) -> bool:
+        """Whether the file at :attr:`path` is no longer the one this index opened (moved
+        aside as damaged, or deleted, by this or another process)."""
+        return file_id(self.path) != self.file_id
+
 
     # ------------------------------------------------------------------ maintenance
 
@@ -233,6 +252,17 @@ class FieldIndex:
             (uuid, uuid.replace("%", "").replace("_", "") + "%"),
         )
         return [_doc(r) for r in rows]
+
+    def uuid_warnings(self) -> list[str]:
+        """One warning per uuid that several pages carry (a copied page that kept its
+        frontmatter): a uuid must name one page."""
+        rows = self.conn.execute(
+            "SELECT lower(uuid), group_concat(filename, char(10)) FROM df_docs "
+            "WHERE uuid IS NOT NULL AND uuid != '' GROUP BY lower(uuid) HAVING count(*) > 1 "
+            "ORDER BY 1")
+        return [f"{', '.join(sorted(names.split(chr(10))))}: all carry uuid {uuid}, which must "
+                "name one page; give all but one a new uuid (delete its `uuid:` line)"
+                for uuid, names in rows]
 
     def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         wanted = list(dict.fromkeys(ids))

@@ -204,8 +204,11 @@ def prepare(conn: sqlite3.Connection, path: Path, model_code: str, dim: int | No
     """Create or migrate the schema and check the file belongs to ``model_code``."""
     try:
         conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError:
+        raise  # busy, locked or read-only: not a damaged file
     except sqlite3.DatabaseError as exc:
-        raise IndexCorruptError(f"{path} is not a usable SQLite index ({exc})") from None
+        raise IndexCorruptError(f"{path} is not a usable SQLite index: {exc}",
+                                damaged=True) from None
     try:
         conn.execute("CREATE TABLE IF NOT EXISTS df_meta (key TEXT PRIMARY KEY, value TEXT)")
         conn.execute(

@@ -10,6 +10,7 @@ from .base import (
     ChatModel,
     ChatReply,
     Message,
+    ReplySchema,
     Usage,
     available_llms,
     complete,
@@ -40,7 +41,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ChatModel", "ChatReply", "LLMConfig", "Message", "OpenAIChat", "ReplyNotJSONError", "Usage",
+    "ChatModel", "ChatReply", "LLMConfig", "Message", "OpenAIChat", "ReplyNotJSONError",
+    "ReplySchema", "Usage",
     "available_llms", "build_llm", "complete", "complete_json", "create_llm",
     "load_llm_config", "parse_json_reply", "register_llm", "strip_thinking",
 ]

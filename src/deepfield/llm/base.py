@@ -1,9 +1,11 @@
 """The chat-model interface: one abstract method, a registry by name, and JSON helpers.
 
 A backend turns a list of messages into a reply. Everything else deepfield needs from a model
-lives here once: usage accounting (calls, tokens, seconds, for every research trace), and
-``complete_json``, which asks for JSON, parses it robustly and, when the reply is not valid,
-asks exactly once for a repair before giving up with :class:`LLMReplyError`.
+lives here once: usage accounting (calls, tokens, seconds, for every research trace), the
+:class:`ReplySchema` a JSON reply must follow (servers that can constrain decoding to it
+return exactly that object; the others are asked for JSON or prose), and ``complete_json``,
+which asks for JSON, parses it robustly and, when the reply is not valid, asks exactly once for
+a repair before giving up with :class:`LLMReplyError`.
 
 Backends register by name like embedders (entry-point group ``deepfield.llms``); the built-in
 ``openai`` backend registers the same way.
@@ -56,6 +58,30 @@ class Usage:
         return {**asdict(self), "seconds": round(self.seconds, 4)}
 
 
+@dataclass(frozen=True)
+class ReplySchema:
+    """The JSON object a reply must be: ``name`` (letters, digits, ``_`` and ``-``, at most 64)
+    and a JSON schema written for OpenAI's strict mode — every property required, no others,
+    an optional value as a ``["string", "null"]`` type — the subset llama.cpp's server, vLLM
+    and Ollama also turn into a grammar."""
+
+    name: str
+    schema: dict[str, Any]
+
+    @classmethod
+    def object(cls, name: str, **properties: dict[str, Any]) -> ReplySchema:
+        """A schema for an object with exactly ``properties`` (each a JSON schema)."""
+        return cls(name, {
+            "type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False,
+        })
+
+
+STRING: dict[str, Any] = {"type": "string"}
+STRINGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+"""Property schemas the built-in replies use (see ReplySchema.object)."""
+
+
 class ChatModel(ABC):
     """A chat model. Subclasses implement :meth:`chat`; ``model`` names what is asked."""
 
@@ -70,8 +96,11 @@ class ChatModel(ABC):
         max_tokens: int = 1024,
         temperature: float = 0.3,
         json_mode: bool = False,
+        schema: ReplySchema | None = None,
     ) -> ChatReply:
-        """One completion. ``json_mode`` asks the server for a JSON object where it can."""
+        """One completion. ``json_mode`` asks the server for a JSON object where it can;
+        ``schema`` (which implies it) for an object of that shape. Either is a request a
+        backend may be unable to honour: callers parse and check the reply all the same."""
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "model": self.model}
@@ -97,19 +126,21 @@ def complete_json(
     *,
     expect: type = dict,
     check: Callable[[Any], str | None] | None = None,
+    schema: ReplySchema | None = None,
     max_tokens: int = 1024,
     temperature: float = 0.3,
 ) -> Any:
     """Ask for JSON; on an invalid reply ask once to repair it, then raise LLMReplyError.
 
-    ``check`` validates the parsed value and returns what is wrong with it (or None).
+    ``check`` validates the parsed value and returns what is wrong with it (or None);
+    ``schema`` is sent to servers that can hold the model to it.
     """
     conversation = list(messages)
     for attempt in range(2):
         started = time.perf_counter()
         reply = model.chat(
             conversation, max_tokens=max_tokens, temperature=temperature,
-            json_mode=expect is dict,
+            json_mode=expect is dict, schema=schema,
         )
         usage.add(_timed(reply, started))
         try:

@@ -1,9 +1,17 @@
 """Chat completions from any OpenAI-compatible endpoint: OpenAI, vLLM, Ollama, llama.cpp
 server, LM Studio, LiteLLM and the like (``POST {url}/chat/completions``).
 
-What differs between servers is handled here: ``response_format`` (JSON mode) is sent when
-asked, and dropped for good if the server rejects it; reasoning models may put their thoughts
-in ``reasoning_content`` or in ``<think>`` blocks (the JSON parser strips those); usage may be
+What differs between servers is handled here. A reply with a schema is asked for as
+``response_format: {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}``, the
+shape OpenAI defines and llama.cpp's server, vLLM and Ollama (0.5+) read; with it a small model
+returns exactly the object asked for, where plain JSON mode may run on to max_tokens without
+closing it. A server that refuses that shape (older llama.cpp builds and LM Studio answer 400,
+some older builds 500 naming ``response_format``; OpenAI's older models 400) is asked again
+one rung down — ``{"type": "json_object"}``, then no ``response_format`` at all — and the rung
+that worked is remembered for that endpoint and model, so later calls start there. A step
+down is remembered only when the lower rung succeeds: a 400 for another reason (a prompt too
+long) fails every rung and changes nothing. Reasoning models may put their thoughts in
+``reasoning_content`` or in ``<think>`` blocks (the JSON parser strips those); usage may be
 missing (then counted as zero). Retries, backoff and error messages are shared with the
 embedding backend (httpjson.py).
 """
@@ -11,6 +19,8 @@ embedding backend (httpjson.py).
 from __future__ import annotations
 
 import os
+import re
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -19,16 +29,34 @@ import httpx
 
 from ..errors import OFFLINE_HINT, ConfigError, LLMServiceError
 from ..httpjson import JSONEndpoint, RetryPolicy, float_option, snippet, usage_count
-from .base import ChatModel, ChatReply, Message
+from .base import ChatModel, ChatReply, Message, ReplySchema
 
 DEFAULT_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+FORMATS = ("json_schema", "json_object", "text")
+"""The ladder of ``response_format`` rungs, most constrained first (text: none sent)."""
+_REFUSED = re.compile(r"HTTP (?:400|422)\b|response_format|json_schema|json_object", re.I)
+"""A failure that may be the server refusing the format: a request rejected as invalid, or
+any error naming the field (old llama.cpp builds answer 500 to ``json_schema``)."""
+
+
+def response_format(rung: str, schema: ReplySchema | None) -> dict[str, Any] | None:
+    """The ``response_format`` value of one rung of the ladder (None: send none)."""
+    if rung == "json_schema" and schema is not None:
+        return {"type": "json_schema", "json_schema": {
+            "name": schema.name, "schema": schema.schema, "strict": True}}
+    if rung == "json_object":
+        return {"type": "json_object"}
+    return None
 
 
 class OpenAIChat(ChatModel):
     """A chat model behind an OpenAI-compatible HTTP API (``url`` ends in ``/v1``)."""
 
     name: ClassVar[str] = "openai"
+    _refused: ClassVar[dict[tuple[str, str], set[str]]] = {}
+    """(endpoint, model) → the ``response_format`` rungs its server refused."""
+    _refused_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(
         self,
@@ -68,7 +96,6 @@ class OpenAIChat(ChatModel):
             max_backoff=float_option("LLM", "max_backoff", max_backoff, 30.0, minimum=0.0),
         )
         self.api_key_env = api_key_env or DEFAULT_API_KEY_ENV
-        self.json_mode_supported = True
         self.retries = 0
         self._endpoint = JSONEndpoint(
             self.endpoint, policy,
@@ -82,7 +109,26 @@ class OpenAIChat(ChatModel):
         return f"OpenAIChat(url={self.url!r}, model={self.model!r})"
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "url": self.url}
+        return {**super().describe(), "url": self.url,
+                "refused_formats": self.refused_formats}
+
+    @property
+    def refused_formats(self) -> list[str]:
+        """The ``response_format`` rungs this endpoint and model refused (most constrained
+        first); later calls skip them."""
+        with self._refused_lock:
+            refused = self._refused.get((self.endpoint, self.model), set())
+            return [rung for rung in FORMATS if rung in refused]
+
+    def _learn(self, refused: list[str]) -> None:
+        with self._refused_lock:
+            self._refused.setdefault((self.endpoint, self.model), set()).update(refused)
+
+    @classmethod
+    def forget_formats(cls) -> None:
+        """Forget every refusal learnt (the next calls try ``json_schema`` again)."""
+        with cls._refused_lock:
+            cls._refused.clear()
 
     def close(self) -> None:
         self._endpoint.close()
@@ -98,25 +144,34 @@ class OpenAIChat(ChatModel):
         max_tokens: int = 1024,
         temperature: float = 0.3,
         json_mode: bool = False,
+        schema: ReplySchema | None = None,
     ) -> ChatReply:
         payload: dict[str, Any] = {
             "model": self.model, "messages": list(messages), "max_tokens": max_tokens,
             "temperature": temperature,
         }
-        if json_mode and self.json_mode_supported:
-            payload["response_format"] = {"type": "json_object"}
+        wanted = "json_schema" if schema is not None else "json_object" if json_mode else "text"
+        skipped = set(self.refused_formats)
+        ladder = [rung for rung in FORMATS[FORMATS.index(wanted):] if rung not in skipped]
+        failed: list[str] = []
         started = time.perf_counter()
-        try:
-            reply = self._post(payload)
-        except LLMServiceError as exc:
-            # Older llama.cpp / LM Studio builds answer 400 to response_format: drop it for good.
-            if "response_format" in payload and "HTTP 400" in exc.message:
-                self.json_mode_supported = False
-                del payload["response_format"]
-                reply = self._post(payload)
+        for rung in ladder:
+            shape = response_format(rung, schema)
+            if shape is None:
+                payload.pop("response_format", None)
             else:
-                raise
-        return self._parse(reply, time.perf_counter() - started)
+                payload["response_format"] = shape
+            try:
+                reply = self._post(payload)
+            except LLMServiceError as exc:
+                if rung == ladder[-1] or not _REFUSED.search(exc.message):
+                    raise
+                failed.append(rung)  # refused, or failed for another reason: one rung down
+                continue
+            if failed:
+                self._learn(failed)  # this rung worked where the ones above did not
+            return self._parse(reply, time.perf_counter() - started)
+        raise AssertionError("the last rung returns or raises")  # pragma: no cover
 
     def _post(self, payload: dict[str, Any]) -> Any:
         def count_retry() -> None:

@@ -20,13 +20,13 @@ import datetime as dt
 import os
 import shutil
 import sqlite3
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..debris import UNPACK_PREFIX, clean, new_temp_dir, new_temp_file
 from ..errors import ArchiveError, FieldExistsError, NothingToPackError, UnsafeArchiveError
-from ..fsutil import TEMP_PREFIX, TEMP_SUFFIX
+from ..fsutil import TEMP_SUFFIX
 from ..page import SPECIAL_FILES, is_debris, is_valid_name, slugify
 from ..scan import OWN_SUBDIRS
 from .zipsafe import (
@@ -197,9 +197,9 @@ def pack_folder(
     if not any(_is_page(name) for name, _ in members):
         raise NothingToPackError(f"{folder.name} has no pages to pack")
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=out.parent)
-    os.close(fd)
-    temp = Path(temp_name)
+    clean(out.parent)  # what a killed pack left beside its output
+    # Held until fd is closed (debris.py): work in progress, its index snapshot with it.
+    fd, temp = new_temp_file(out.parent, TEMP_SUFFIX)
     snapshot: Path | None = None
     packed: list[str] = []
     try:
@@ -229,6 +229,7 @@ def pack_folder(
             if leftover is not None:
                 with contextlib.suppress(OSError):
                     leftover.unlink()
+        os.close(fd)
     pages = sum(1 for name in packed if _is_page(name))
     return PackResult(
         path=out, sha256=sha256_file(out), files=len(packed) + (snapshot is not None),
@@ -256,7 +257,8 @@ def extract_checked(
         )
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}unpack-", dir=parent))
+    clean(parent, unpack=True)  # folders of unpacks that were killed
+    holder, staging = new_temp_dir(parent, UNPACK_PREFIX)  # held until closed (debris.py)
     try:
         with open_checked(zip_path, pin=pin, limits=limits) as (archive, infos, digest):
             if not any(_is_page(i.filename) for i in infos if not i.is_dir()):
@@ -285,6 +287,8 @@ def extract_checked(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        os.close(holder)  # before anyone takes the new field's own lock (fsutil.field_lock)
     names = [i.filename for i in infos if not i.is_dir()]
     return UnpackResult(
         path=target, sha256=digest, files=len(names),

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..debris import new_temp_file
 from ..embed.base import Embedder
 from ..errors import RemoteUnavailableError, TransportError
 from ..field import Field
@@ -192,11 +193,14 @@ def refresh_mirror(transport: Transport, folder: Path, state_path: Path) -> Refr
 
 def _write_cached(path: Path, data: bytes) -> None:
     # No fsync per file: the mirror is derived and re-fetched if a crash tears it.
-    fd, temp = tempfile.mkstemp(prefix=".deepfield-", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.chmod(temp, 0o644)
-    os.replace(temp, path)
+    fd, temp = new_temp_file(path.parent)  # held: no cleaner takes it meanwhile
+    try:
+        with os.fdopen(fd, "wb", closefd=False) as handle:
+            handle.write(data)
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    finally:
+        os.close(fd)
 
 
 def _absolute(source: str) -> str:

@@ -5,9 +5,11 @@ citation can be checked by opening the page. Short lines are quoted whole; a lon
 quoted by its label (``Speaker (D1:3):``) and its two sentences that carry the facts (one,
 when the question asks for several things found in several places), joined by " … " — every
 piece copied from the line, so it doubles what a budget holds without writing a word the page
-does not have. The pool keeps the best-scoring items; packing
-groups them by page (with the page's title and date, which relative times such as "yesterday"
-need) and stops at the token budget, saying how much evidence it left out.
+does not have. Only lines that say something are candidates (research/reading.py: no
+rules, delimiters, split-page footers or navigation). The pool keeps the best-scoring items;
+packing takes them best first until the token budget is spent, saying how much evidence it left
+out, and shows them grouped by page (with the page's title and date, which relative times such
+as "yesterday" need), pages by their best line (research/reading.py).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ..markdown import split_sentences
 from ..salience import sentence_score
 from ..search import Hit
 from ..tokens import TokenTally, count_tokens
+from .reading import is_evidence, reading_order
 
 LINE_BASE = 0.3
 """Score of a line of a hit chunk before its own word matches are counted."""
@@ -240,7 +243,7 @@ def lines_of_hit(
         return found
     for number in range(hit.line_start, min(hit.line_end, len(lines)) + 1):
         text = lines[number - 1].strip()
-        if not text or text.startswith("#"):
+        if not is_evidence(text):
             continue
         if count_tokens(text) > LONG_LINE_TOKENS:
             sentences = [s for s in split_sentences(text)
@@ -315,7 +318,7 @@ class Packed:
 def pack_evidence(
     ranked: Sequence[Evidence], budget: int, preamble: str = "", spread: float = 0.5
 ) -> Packed:
-    """The best evidence that fits ``budget`` tokens, grouped by page in page order.
+    """The best evidence that fits ``budget`` tokens, in reading order (reading.py).
 
     The best FULL_LINES lines are quoted whole (the answer is usually among them and may sit
     in any sentence); the rest by their excerpts, so the budget reaches more pages."""
@@ -332,8 +335,9 @@ def pack_evidence(
             continue  # a shorter line further down may still fit
         chosen.append(item)
         headers.add(page)
-    text = render(chosen, preamble)
-    return Packed(text, chosen, count_tokens(text), len(ranked) - len(chosen))
+    shown = [item for page in reading_order(chosen) for item in page]
+    text = render(shown, preamble)
+    return Packed(text, shown, count_tokens(text), len(ranked) - len(chosen))
 
 
 def diversify(ranked: Sequence[Evidence], penalty: float = 0.5) -> list[Evidence]:
@@ -355,12 +359,9 @@ def diversify(ranked: Sequence[Evidence], penalty: float = 0.5) -> list[Evidence
 
 
 def render(chosen: Sequence[Evidence], preamble: str = "") -> str:
-    by_page: dict[tuple[str, str], list[Evidence]] = {}
-    for item in chosen:
-        by_page.setdefault((item.field, item.filename), []).append(item)
+    """``chosen`` (best first) under page headers, in reading order (reading.py)."""
     blocks = [preamble.strip()] if preamble.strip() else []
-    for _page, items in sorted(by_page.items()):  # pages in (field, filename) order
-        items.sort(key=lambda e: (e.line, e.text))
+    for items in reading_order(chosen):
         blocks.append("\n".join([_header(items[0]), *(_line(i) for i in items)]))
     return "\n\n".join(blocks)
 

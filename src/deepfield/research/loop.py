@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..confidence import RESEARCH, Confidence, Line, assess
 from ..embed.base import LatentTerms
 from ..errors import (
     BudgetError,
@@ -22,6 +23,7 @@ from ..errors import (
     PageNotFoundError,
 )
 from ..field import Field
+from ..index.health import heals_fields
 from ..index.keyword import query_terms
 from ..llm.base import ChatModel, Usage
 from ..manage.supersede import is_superseded
@@ -30,6 +32,7 @@ from ..tokens import count_tokens, truncate_to_tokens
 from . import gam, offline
 from . import latent as latent_tools
 from .evidence import BREADTH_SENTENCES, Evidence, EvidencePool, Packed, pack_evidence
+from .reading import evidence_lines
 
 MIN_BUDGET = 50
 """Fewer tokens than this cannot hold a page header and one line of evidence."""
@@ -91,6 +94,11 @@ class ResearchResult:
 
     spread: float = field(default=SPREAD["other"], repr=False)
 
+    @property
+    def confidence(self) -> Confidence:  # how far the best evidence supports an answer
+        return assess(self.question, [Line(e.text, e.score, e.title) for e in self.ranked],
+                      RESEARCH)
+
     def repack(self, budget: int) -> Packed:
         """The same research packed to another budget (no new searches)."""
         return _pack(self.ranked, budget, self.summary, self.spread)
@@ -119,9 +127,11 @@ class ResearchResult:
             "rounds": [r.to_json() for r in self.rounds], "usage": usage,
             "budget": self.budget, "tokens": self.tokens, "left_out": self.left_out,
             "mode": self.mode, "warnings": self.warnings,
+            "confidence": self.confidence.to_json(),
         }
 
 
+@heals_fields
 def research(
     fields: Sequence[Field] | Field,
     question: str,
@@ -257,8 +267,7 @@ class _Session:
             doc = fld.index_handle().doc_by_filename(filename)
             title = doc.title if doc else filename
             new = 0
-            body = [(i + 1, line.strip()) for i, line in enumerate(lines)
-                    if line.strip() and not line.startswith(("#", "---"))]
+            body = evidence_lines(lines, self.pool.pages.body_start(fld.name, filename))
             picked = [b for b in body if set(query_terms(b[1])) & terms] or body
             for line_number, text in picked[:PAGE_ID_LINES]:
                 key = (fld.name, filename, line_number, text)

@@ -4,6 +4,7 @@
     /openapi.json              OpenAPI 3.1 description of every route
     /{field}/                  the spec's routes (index.md, memoryfield.zip, pages, search)
     /{field}/_/…               deepfield's own routes (pages, read, context, research, remember)
+    /ui/                       the memory console, for people (deepfield.server.console)
 
 Run it with ``deepfield serve`` (uvicorn), or mount :func:`create_app` in any ASGI server.
 Writes follow the spec's security rules (see :mod:`deepfield.server.auth`).
@@ -157,19 +158,22 @@ def create_app(
     llm_config: LLMConfig | None = None,
     extra_routes: list[BaseRoute] | None = None,
 ) -> Starlette:
-    """The ASGI app for ``store``. ``auth`` defaults to the users in its deepfield.toml,
+    """The ASGI app for ``store``. ``auth`` defaults to the users in its deepfield.toml (a
+    change to that file counts within a second),
     ``llm_config`` to its ``[llm]`` table (no table: offline research and memorizing)."""
     from importlib.metadata import PackageNotFoundError, version
 
+    from .console import routes as console_routes
     from .routes_deepfield import routes as deepfield_routes
     from .routes_spec import routes as spec_routes
 
-    if auth is None:
-        auth = Auth(dict(store.config.server.users), store.config.server.private)
+    if auth is None:  # read again when deepfield.toml changes (`deepfield passwd`)
+        auth = Auth.for_store(store.root)
     routes: list[BaseRoute] = [
         Route("/", list_fields, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
         *(extra_routes or []),
+        *console_routes(),  # /ui/: before the spec's /{field}/ routes
         *deepfield_routes(),
         *spec_routes(),
     ]

@@ -14,15 +14,18 @@ import functools
 import hashlib
 import hmac
 import ipaddress
+import logging
+import os
 import re
 import secrets
 import threading
+import time
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import CONFIG_FILE
+from ..config import CONFIG_FILE, load_config
 from ..errors import ConfigError
 from ..fsutil import atomic_write
 
@@ -84,22 +87,70 @@ def is_local_name(host: str) -> bool:
     return name == "localhost" or name.endswith(".localhost") or is_loopback(name)
 
 
+RELOAD_CHECK_S = 0.5
+"""How often a server looks at its users file (one ``stat``): a user added or removed by
+``deepfield passwd`` or an edit counts within a second, well inside the 2 s documented."""
+
+
 @dataclass
 class Auth:
-    """Who may do what: ``users`` maps names to hashes; ``private`` gates reading too."""
+    """Who may do what: ``users`` maps names to hashes; ``private`` gates reading too.
+    With a ``source`` (the store's deepfield.toml, see :meth:`for_store`), both are read again
+    whenever that file changes; a file that cannot be read keeps the last good settings, so a
+    half-saved edit never opens the server."""
 
     users: Mapping[str, str] = field(default_factory=dict)
     private: bool = False
+    source: Path | None = None
     _verified: dict[bytes, str] = field(default_factory=dict, repr=False)
     _key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _stamp: tuple[int, int, int] | None = field(default=None, repr=False)
+    _next_check: float = field(default=0.0, repr=False)
+
+    @classmethod
+    def for_store(cls, root: Path) -> Auth:
+        """The logins of the store at ``root``, kept in step with its deepfield.toml."""
+        auth = cls(source=root / CONFIG_FILE)
+        auth.reload()
+        return auth
+
+    def reload(self) -> None:
+        """Read the users file again if it changed since it was last read."""
+        if self.source is None:
+            return
+        try:
+            info = os.stat(self.source)
+        except OSError:
+            return  # gone or unreadable: keep the last good settings
+        stamp = (info.st_mtime_ns, info.st_size, info.st_ino)
+        if stamp == self._stamp:
+            return
+        try:
+            server = load_config(self.source.parent).server
+        except ConfigError as exc:
+            logging.getLogger("deepfield.server").warning(
+                "%s; keeping the logins read before", exc)
+            return
+        with self._lock:
+            self.users, self.private = dict(server.users), server.private
+            self._verified.clear()  # a changed password must be checked again
+            self._stamp = stamp
+
+    def _fresh(self) -> None:
+        now = time.monotonic()
+        if self.source is not None and now >= self._next_check:
+            self._next_check = now + RELOAD_CHECK_S
+            self.reload()
 
     @property
     def enabled(self) -> bool:
+        self._fresh()
         return bool(self.users)
 
     def user(self, authorization: str | None) -> str | None:
         """The user an ``Authorization: Basic …`` header proves, or None."""
+        self._fresh()
         if not authorization or not self.users:
             return None
         scheme, _, token = authorization.partition(" ")
@@ -132,6 +183,7 @@ class Auth:
     def may_read(self, authorization: str | None, client_host: str | None = None) -> bool:
         """Anyone, unless ``private``: then a valid login, or (with no users to log in as)
         only loopback clients. A private store never falls open for want of users."""
+        self._fresh()
         if not self.private:
             return True
         if not self.users:
@@ -140,6 +192,7 @@ class Auth:
 
     def may_write(self, authorization: str | None, client_host: str | None) -> bool:
         """Writes need a login when users exist; otherwise only loopback clients may write."""
+        self._fresh()
         if self.users:
             return self.user(authorization) is not None
         return is_loopback(client_host)

@@ -4,7 +4,8 @@ memoryfield says a server without a vector index MUST fall back to a case-insens
 match over the filename, title and summary. deepfield always has a keyword index; where a
 search runs on it alone (bm25 mode, page results) and finds fewer than ``k`` pages, the
 substring matches fill the rest (Service._search_fields): pages whose name or memo contains
-the query though BM25 did not rank them (part of a word, punctuation).
+the query though BM25 did not rank them (part of a word, punctuation). Superseded pages are
+left out, as every default search leaves them out.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import json
 from typing import Any
 
 from ..field import Field
+from ..index import FieldIndex
+from ..manage.supersede import is_superseded
 
 
 def substring_matches(field: Field, query: str, seen: set[tuple[str, str]],
@@ -25,13 +28,18 @@ def substring_matches(field: Field, query: str, seen: set[tuple[str, str]],
     needle = " ".join(query.lower().split())
     if not needle or limit <= 0:
         return []
-    index = field.index_handle()
+    return field.with_index(lambda index: _matches(field, index, needle, seen, limit))
+
+
+def _matches(field: Field, index: FieldIndex, needle: str, seen: set[tuple[str, str]],
+             limit: int) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     if needle.isascii():
         rows = index.conn.execute(
             "SELECT filename, title, summary, frontmatter, uuid FROM df_docs WHERE "
             "instr(lower(filename || char(10) || title || char(10) || coalesce(summary, '')),"
-            " ?) > 0 ORDER BY filename LIMIT ?",
+            " ?) > 0 AND coalesce(json_extract(frontmatter, '$.superseded_by'), '') "
+            "IN ('', '[]') ORDER BY filename LIMIT ?",
             (needle, limit + len(seen)),
         ).fetchall()
         candidates = [(r[0], r[1], r[2], json.loads(r[3]) if r[3] else None, r[4])
@@ -45,8 +53,8 @@ def substring_matches(field: Field, query: str, seen: set[tuple[str, str]],
                 candidates.append((entry.filename, entry.title, entry.summary,
                                    doc.frontmatter if doc else None, doc.uuid if doc else None))
     for filename, title, summary, frontmatter, uuid in candidates:
-        if (field.name, filename) in seen:
-            continue
+        if (field.name, filename) in seen or is_superseded(frontmatter):
+            continue  # superseded: hidden here as in every default search (one rule)
         found.append({
             "filename": filename, "frontmatter": frontmatter, "score": 0.0,
             "field": field.name, "uuid": uuid, "title": title, "summary": summary,

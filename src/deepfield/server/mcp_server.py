@@ -26,7 +26,7 @@ from ..field import Field, WriteResult
 from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
 from ..store import Store
-from .auth import Auth
+from .auth import Auth, is_loopback
 from .service import Service
 
 P = ParamSpec("P")
@@ -94,8 +94,11 @@ class DeepfieldMCP(MCPServer[Any]):
 
 def create_mcp_server(store: Store, *, service: Service | None = None) -> DeepfieldMCP:
     """The MCP server for ``store`` (run it with ``.run()`` or mount its HTTP app)."""
+    from .. import __version__
+
     svc = service or Service(store)
-    server = DeepfieldMCP(svc, name="deepfield", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = DeepfieldMCP(svc, name="deepfield", version=__version__, instructions=INSTRUCTIONS,
+                          log_level="WARNING")
 
     def field_list(names: list[str] | None) -> list[str]:
         chosen = names or svc.field_names()
@@ -212,7 +215,8 @@ def _write(field: Field, text: str, name: str | None) -> WriteResult:
 
 
 class BasicAuthMiddleware:
-    """Every HTTP request needs a valid Basic login (the MCP tools can write)."""
+    """Every HTTP request needs a valid Basic login (the MCP tools can write); while the store
+    has no users, only loopback clients are served."""
 
     def __init__(self, app: ASGIApp, auth: Auth) -> None:
         self.app = app
@@ -223,8 +227,10 @@ class BasicAuthMiddleware:
             await self.app(scope, receive, send)
             return
         header = dict(scope.get("headers") or []).get(b"authorization", b"")
-        if self.auth.user(header.decode("latin-1")) is not None:
-            await self.app(scope, receive, send)
+        client = scope.get("client")
+        if self.auth.user(header.decode("latin-1")) is not None or (
+                not self.auth.enabled and is_loopback(client[0] if client else None)):
+            await self.app(scope, receive, send)  # no users (yet, or any more): loopback only
             return
         challenge = self.auth.challenge()["WWW-Authenticate"].encode()
         await send({"type": "http.response.start", "status": 401, "headers": [

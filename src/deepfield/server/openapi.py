@@ -37,8 +37,12 @@ _READ_ERRORS = {"401": _err("Login needed (private store)."),
                 "403": _err("A private store without users, read from another host; or a "
                             "loopback request naming another host (DNS rebinding)."),
                 "404": _err("No such field or page.")}
+_WARNING = {"X-Deepfield-Warning": {
+    "description": "The page is stored, with warnings (e.g. its index could not be updated: "
+                   "the next search indexes it); the JSON `warnings`, joined by ` | `.",
+    "schema": {"type": "string"}}}
 _WRITE_ERRORS = {
-    "400": _err("Invalid page name, or empty body."),
+    "400": _err("Invalid page name (not a spec name, a NUL, over 255 bytes), or empty body."),
     "401": _err("No or wrong HTTP Basic credentials (with a `WWW-Authenticate` challenge)."),
     "403": _err("No users configured and the client is not on loopback."),
     "404": _err("No such field (or page, for DELETE)."),
@@ -107,8 +111,8 @@ def openapi_document(version: str) -> dict[str, Any]:
                 "parameters": [_FIELD, _PAGE],
                 "requestBody": {"required": True, "content": _MD},
                 "responses": {
-                    "201": _json("Created.", "WriteResult"),
-                    "204": {"description": "Replaced."},
+                    "201": {**_json("Created.", "WriteResult"), "headers": _WARNING},
+                    "204": {"description": "Replaced.", "headers": _WARNING},
                     **_WRITE_ERRORS,
                     "409": _err("The body's uuid differs from the stored page's, or belongs "
                                 "to another page."),

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..embed.base import Embedder, Kind, LatentTerms, Vectors
-from ..errors import EmbeddingError
+from ..errors import EmbeddingError, IndexStateError
 from ..field import AUTO_EMBED_SECONDS, Field
 from .watching import FolderWatcher
 
@@ -176,7 +177,8 @@ class FieldSlot:
         hours."""
         if self.writer.embedder is None:
             return
-        with contextlib.suppress(EmbeddingError):
+        # The page is stored: vectors that cannot be computed now stay pending.
+        with contextlib.suppress(EmbeddingError, IndexStateError, sqlite3.Error):
             self.writer.embed(budget=AUTO_EMBED_SECONDS, pages=True)
 
     def search(self, fn: Callable[[Field], T], *, embed: bool) -> T:

@@ -20,17 +20,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from ..archive import archive_file
 from ..errors import DeepfieldError, InvalidNameError, PageNotFoundError
 from ..field import Field
 from ..fsutil import atomic_write, read_no_follow
 from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
-from ..writer import archive_file
 from .app import deny_read, deny_write, error_response
 from .service import Service
 
 MARKDOWN = "text/markdown; charset=utf-8"
 MAX_K = 100
+WARNING_HEADER = "X-Deepfield-Warning"
+"""Set on a PUT's 201/204 when the page was stored but something after it was not (the
+index, listing.md) or the write has review notes: the same lines as the JSON ``warnings``."""
 
 
 def _service(request: Request) -> Service:
@@ -195,7 +198,7 @@ def _write(field: Field, filename: str, body: bytes, request: Request) -> tuple[
             {"filename": INTRO_FILE, "action": "updated" if existed else "created"}]}
     # The spec's PUT replaces the one file with the page sent, whatever its size (pages MAY
     # exceed 8 KB): no split into parts.
-    result = field.write(body, name=filename[:-3], split=False)
+    result = field.write(body, name=filename[:-3], split=False, keep_previous=False)
     return (204 if existed else 201), result.to_json()
 
 
@@ -213,10 +216,19 @@ async def put_page(request: Request) -> Response:
     if status == 412:
         return error_response(412, "PreconditionFailed",
                               f"{filename} does not match If-Match", "GET it again, then retry")
-    location = {"Location": f"/{name}/{filename}"}
+    headers = {"Location": f"/{name}/{filename}"}
+    warnings = (result.get("warnings") or []) if isinstance(result, dict) else []
+    if warnings:  # the page is stored; what went wrong after that is a warning, not a 5xx
+        headers[WARNING_HEADER] = header_text(" | ".join(warnings))
     if status == 204:
-        return Response(status_code=204, headers=location)
-    return JSONResponse(result, status_code=201, headers=location)
+        return Response(status_code=204, headers=headers)
+    return JSONResponse(result, status_code=201, headers=headers)
+
+
+def header_text(text: str, limit: int = 1000) -> str:
+    """``text`` as one header line: printable ASCII only, at most ``limit`` characters."""
+    flat = "".join(c if " " <= c <= "~" else "?" for c in " ".join(text.split()))
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
 
 
 def _write_target(request: Request) -> tuple[Service, str, str] | Response:

@@ -160,8 +160,11 @@ class Service:
         writes only ever take spec names."""
         if "/" in filename or "\\" in filename or not filename.endswith(".md"):
             raise InvalidNameError(f"{filename!r} is not a page filename")
-        if not can_be_a_file_name(filename):
-            raise PageNotFoundError(f"no page {filename[:60]!r}… in field {field.name}")
+        if not can_be_a_file_name(filename):  # a NUL, or longer than any file name
+            if existing:
+                raise PageNotFoundError(f"no page {filename[:60]!r}… in field {field.name}")
+            raise InvalidNameError(f"{filename[:60]!r}… is not a page filename (a NUL "
+                                   "character, or over 255 bytes)")
         try:
             check_name(filename)
         except InvalidNameError:
@@ -298,13 +301,14 @@ class Service:
     def research(self, names: list[str], question: str, *, max_rounds: int,
                  budget: int) -> dict[str, Any]:
         """Research ``question`` over the named fields (holding their locks, in name order)."""
+        from ..fence import fence_research
         from ..research import research
 
         fields = [self.field(n) for n in names]
         with self.holding(names):
             result = research(fields, question, llm=self.llm("researcher"),
                               max_rounds=max_rounds, budget=budget)
-        out: dict[str, Any] = result.to_json()
+        out: dict[str, Any] = fence_research(result, [f.name for f in fields]).to_json()
         return out
 
     def remember(self, name: str, text: str, *, format: str | None, source: str = "remote",

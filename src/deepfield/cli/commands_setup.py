@@ -1,0 +1,121 @@
+"""``deepfield setup AGENT``: add deepfield's MCP server to an agent's configuration (thin;
+the work is in deepfield.agentsetup)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..agentsetup import AGENTS, Host, apply, get_agent, plan_setup, snippet
+from ..agentsetup.plan import DEFAULT_SERVER_NAME, SetupPlan
+from ..errors import AgentSetupError
+from .app import app, json_option, print_json, settings, store_exists, warn
+
+
+def server_command(store: Path) -> list[str]:
+    """How the agent should start ``deepfield mcp STORE``: the deepfield script installed
+    beside this Python (agents started from a desktop often lack the shell's PATH), else the
+    one on PATH, else this Python with ``-m deepfield``."""
+    scripts = Path(sys.executable).parent
+    for name in ("deepfield.exe", "deepfield") if sys.platform == "win32" else ("deepfield",):
+        if (scripts / name).is_file():
+            return [str(scripts / name), "mcp", str(store)]
+    found = shutil.which("deepfield")
+    if found:
+        return [str(Path(found).resolve()), "mcp", str(store)]
+    return [sys.executable, "-m", "deepfield", "mcp", str(store)]
+
+
+def _list_agents(as_json: bool, host: Host, project: Path) -> None:
+    rows: list[dict[str, Any]] = []
+    for agent in AGENTS.values():
+        paths = {scope: str(agent.config_path(scope, host, project)) for scope in agent.scopes}
+        rows.append({"agent": agent.name, "title": agent.title, "format": agent.format,
+                     "key": agent.key, "paths": paths,
+                     "instructions": agent.instructions is not None, "source": agent.source})
+    if as_json:
+        print_json({"agents": rows})
+        return
+    for row in rows:
+        click.echo(f"{row['agent']:<15} {row['title']}")
+        for scope, path in row["paths"].items():
+            click.echo(f"  {scope:<8} {path}")
+
+
+def _report(plan: SetupPlan, dry_run: bool) -> None:
+    for change in plan.changes:
+        action = change.action
+        if dry_run and action not in ("unchanged", "absent"):
+            action = f"would be {action}"
+        backup = f" (backup: {change.backup})" if change.backup else ""
+        click.echo(f"{change.path}: {action}{backup}")
+        if dry_run and change.before != change.after:
+            click.echo(change.diff(), nl=False)
+    if not dry_run and plan.changed and not plan.remove:
+        click.echo(f"restart {plan.agent.title} to load the `{plan.server}` MCP server")
+
+
+@app.command("setup")
+@click.argument("agent", required=False)
+@click.option("--scope", type=click.Choice(["user", "project"]), default=None,
+              help="user: your own configuration (default where the agent has one); project: "
+              "the project folder's, to share with a team.")
+@click.option("--dir", "project_dir", type=click.Path(path_type=Path, file_okay=False),
+              default=".", show_default=True, help="The project folder (project scope and "
+              "instruction files).")
+@click.option("--print", "print_only", is_flag=True,
+              help="Only print the JSON (TOML for codex) snippet; change nothing.")
+@click.option("--dry-run", is_flag=True, help="Show the diff of every file; change nothing.")
+@click.option("--remove", is_flag=True, help="Take deepfield's entry (and, with "
+              "--instructions, its instruction block) out again.")
+@click.option("--instructions", "with_instructions", is_flag=True,
+              help="Also add a short block saying when to search, read, remember and research "
+              "to the file the agent reads (CLAUDE.md, AGENTS.md, GEMINI.md, .cursor/rules, ...).")
+@click.option("--name", "server_name", default=DEFAULT_SERVER_NAME, show_default=True,
+              help="The MCP server's name in the agent's configuration.")
+@click.option("--list", "list_agents", is_flag=True,
+              help="List the agents and the files setup would edit.")
+@json_option
+@click.pass_context
+def setup_cmd(ctx: click.Context, agent: str | None, scope: str | None, project_dir: Path,
+              print_only: bool, dry_run: bool, remove: bool, with_instructions: bool,
+              server_name: str, list_agents: bool, as_json: bool) -> None:
+    """Add deepfield's MCP server for the store (--store) to AGENT's configuration: claude-code,
+    claude-desktop, cursor, vscode, windsurf, codex, gemini, zed or continue.
+
+    Only deepfield's entry changes; other servers, settings and comments are kept, the old
+    file is backed up (NAME.deepfield-backup-TIME) and running it again changes nothing.
+    A malformed or read-only file is refused and nothing is written.
+    """
+    host = Host.current()
+    project = project_dir.resolve()
+    if list_agents or agent is None:
+        if agent is None and not list_agents:
+            raise AgentSetupError("name the agent to set up",
+                                  "known agents: " + ", ".join(AGENTS))
+        _list_agents(as_json, host, project)
+        return
+    chosen = get_agent(agent)
+    store = settings(ctx).store_path.resolve()
+    command = server_command(store)
+    if print_only:
+        text = snippet(chosen, command, server_name)
+        if as_json:
+            print_json({"agent": chosen.name, "format": chosen.format, "snippet": text})
+        else:
+            click.echo(text, nl=False)
+        return
+    if not remove and not store_exists(store):
+        warn(f"there is no store at {store} yet: create it with `deepfield init {store}`")
+    plan = plan_setup(chosen, command, host=host, project=project, scope=scope,
+                      server=server_name, remove=remove, with_instructions=with_instructions)
+    if not dry_run:
+        apply(plan)
+    if as_json:
+        print_json({**plan.to_json(), "dry_run": dry_run, "store": str(store)})
+    else:
+        _report(plan, dry_run)

@@ -1,0 +1,231 @@
+"""How far the best results support an answer: ``high``, ``low`` or ``none``, and why.
+
+An agent reading search results or research evidence needs to know whether to answer, to look
+further, or to say that it does not know. Ranking scores do not tell it: a search returns its
+best k however poor they are. This reads the best lines (results or evidence, best first, at
+most TOP_LINES) against the question:
+
+* the question's *subject*: the people it names who speak in the lines read (transcripts label
+  each turn ``Caroline (D2:3): …``), else the names it mentions ("LiFePO4");
+* its *content words*: the rest, stop words removed ("realize", "charity", "race");
+* **subject share**: the share of the lines' retrieval score held by lines about the subject —
+  said by a person the question names, or naming what it names (in the line or the title of
+  its page);
+* **support**: the largest share of content words in one line about the subject.
+
+A question about something the memory holds finds it said by, or of, the one it asks about. A
+question that swaps the person ("What did Caroline realize after her charity race?" when the
+race was Melanie's) finds its words in someone else's lines: the subject share drops although
+every word may match. So: ``none`` when nothing was found, a name of the question appears in no
+line, the subject share is under ``none_share``, or no line about the subject holds any of two
+or more content words (one word alone may be said otherwise: "when did we *pick* LiFePO4" is
+answered by "the team *chose*"; on LoCoMo dev this rule, against none for any word count or
+only for questions naming nobody, gave the best Youden's J, 0.525 against 0.521 and 0.524);
+``high`` when the subject share reaches ``high_share`` and a line about the subject holds
+``high_support`` of the content words; ``low`` otherwise. The reason says which. The score
+margin (best over runner-up) is reported too; it did not separate answerable from unanswerable
+questions on LoCoMo, so it decides nothing. Thresholds (RESEARCH, SEARCH): bench/confidence.py
+(LoCoMo dev, leave-one-conversation-out figures beside the in-sample ones; BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from .index.keyword import query_terms
+from .salience import names
+
+__all__ = ["DEFAULT", "LEVELS", "RESEARCH", "SEARCH", "Confidence", "Line", "Signals",
+           "Thresholds", "assess", "classify", "signals"]
+
+LEVELS = ("high", "low", "none")
+TOP_LINES = 8
+"""Best lines (results or evidence, best first) that are read."""
+
+_SPEAKER = re.compile(r"^\s*(?:[-*]\s+)?([A-Z][\w'’ .-]{0,40}?)\s*(?:\([^)]{0,30}\))?\s*:\s")
+_POSSESSIVE = re.compile(r"['’]s$")
+_LEADING_LOWER = re.compile(r"^(?:[a-z]+\s+)+")
+
+
+class Line(NamedTuple):
+    """One line read: its text, its retrieval score and the title of its page."""
+
+    text: str
+    score: float
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    none_share: float = 0.65
+    """Subject share under this: none."""
+    high_share: float = 0.8
+    """Subject share at least this, with ``high_support``: high."""
+    high_support: float = 0.75
+    """Share of content words a line about the subject must hold for high (fixed, not tuned)."""
+
+
+RESEARCH = Thresholds(none_share=0.65, high_share=0.8)
+"""For research evidence. Tuned on LoCoMo dev by bench/confidence.py: none_share maximises
+none on unanswerable (category 5) minus none on answerable questions (0.713 and 0.188; 0.65 in
+every leave-one-conversation-out fold, so the same held out); high_share is the lowest giving
+high to at most 2% of unanswerable questions (0.004 in-sample, 0.021 held out)."""
+SEARCH = Thresholds(none_share=0.6, high_share=0.9)
+"""For search results, tuned the same way (none on 0.624 of unanswerable and 0.257 of answerable
+questions, the same held out; high on 0.013 of unanswerable ones, 0.017 held out)."""
+DEFAULT = RESEARCH
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What the best lines say about the question (see the module docstring)."""
+
+    lines: int
+    entities: tuple[str, ...]
+    subject: tuple[str, ...]
+    """The entities the lines are matched against (speakers among them, if any)."""
+    by_speaker: bool
+    """Whether the subject is people who speak in the lines (a line is theirs if they say it)."""
+    words: tuple[str, ...]
+    entities_missing: tuple[str, ...]
+    subject_share: float
+    support: float
+    words_missing: tuple[str, ...]
+    """Content words the best line about the subject lacks."""
+    margin: float
+    """(best score - runner-up score) / best score; 0 with fewer than two lines."""
+    others: tuple[str, ...]
+    """Speakers of the other lines, most weight first."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lines": self.lines, "entities": list(self.entities),
+                "subject": list(self.subject), "words": list(self.words),
+                "entities_missing": list(self.entities_missing),
+                "subject_share": round(self.subject_share, 3),
+                "support": round(self.support, 3), "words_missing": list(self.words_missing),
+                "margin": round(self.margin, 3)}
+
+
+@dataclass(frozen=True)
+class Confidence:
+    level: str
+    """high | low | none"""
+    reason: str
+    signals: Signals
+
+    def to_json(self) -> dict[str, Any]:
+        return {"level": self.level, "reason": self.reason, "signals": self.signals.to_json()}
+
+
+def _stem(word: str) -> str:
+    """Plural and tense endings off, and a final e, so "realized" meets "realize" and
+    "painted" "painting", but "grandpa" is not "grandma"."""
+    for ending, root in (("ies", 3), ("ing", 4), ("ed", 3), ("es", 3), ("s", 3)):
+        if word.endswith(ending) and len(word) - len(ending) >= root:
+            word = word[: -len(ending)] + ("y" if ending == "ies" else "")
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+def _speaker(line: str) -> str:
+    match = _SPEAKER.match(line)
+    return match.group(1).strip().lower() if match else ""
+
+
+def question_terms(question: str) -> tuple[list[str], list[str]]:
+    """(entities, content words) of a question."""
+    entities = []
+    for name in names(question):  # the whole word: names() stops at digits ("LiFePO4")
+        whole = re.search(rf"{re.escape(name)}[\w-]*", question)
+        entities.append(_LEADING_LOWER.sub("", _POSSESSIVE.sub("", whole.group(0) if whole
+                                                                 else name)))
+    entities = [e for e in dict.fromkeys(entities) if e]
+    entity_words = {w for e in entities for w in query_terms(e)}
+    words = [w for w in query_terms(question) if w not in entity_words and len(w) > 1]
+    return entities, words
+
+
+def signals(question: str, lines: Sequence[Line]) -> Signals:
+    """The signals of ``lines`` (best first) for ``question``."""
+    entities, words = question_terms(question)
+    top = [Line(line.text, max(0.0, line.score), line.title) for line in lines[:TOP_LINES]]
+    said = [(_speaker(line.text), f"{line.title}\n{line.text}".lower()) for line in top]
+    speakers = {who for who, _text in said if who}
+    subject = [e for e in entities if e.lower() in speakers]
+    named = {e: re.compile(rf"\b{re.escape(e.lower())}\b") for e in entities}
+    missing = tuple(e for e in entities
+                    if not any(e.lower() == who or named[e].search(text) for who, text in said))
+    stems = {_stem(w) for w in words}
+    total = about = 0.0
+    support = -1.0
+    lacking: tuple[str, ...] = tuple(words)
+    others: dict[str, float] = {}
+    for line, (who, lowered) in zip(top, said, strict=True):
+        weight = line.score or 1e-9  # all-zero scores: count lines
+        total += weight
+        if subject:
+            tied = who in {e.lower() for e in subject}
+        else:
+            tied = not entities or any(named[e].search(lowered) for e in entities)
+        if not tied:
+            if who:
+                others[who] = others.get(who, 0.0) + weight
+            continue
+        about += weight
+        present = {_stem(w) for w in query_terms(line.text)}
+        share = len(stems & present) / len(stems) if stems else 1.0
+        if share > support:
+            support, lacking = share, tuple(w for w in words if _stem(w) not in present)
+    scores = [line.score for line in top]
+    margin = (scores[0] - scores[1]) / scores[0] if len(scores) > 1 and scores[0] > 0 else 0.0
+    return Signals(len(top), tuple(entities), tuple(subject or entities), bool(subject),
+                   tuple(words), missing, about / total if total else 0.0, max(0.0, support),
+                   lacking, margin, tuple(sorted(others, key=lambda w: -others[w])))
+
+
+def classify(found: Signals, thresholds: Thresholds = DEFAULT) -> tuple[str, str]:
+    """(level, reason) for ``found`` under ``thresholds``."""
+    if not found.lines:
+        return "none", "nothing was found"
+    if found.entities_missing:
+        return "none", f"no result mentions {_join(found.entities_missing)}"
+    subject = _join(found.subject)
+    theirs = f"said by {subject}" if found.by_speaker else f"about {subject}"
+    percent = f"{found.subject_share:.0%}"
+    if found.subject and found.subject_share < thresholds.none_share:
+        others = f"; the others are {_join(found.others)}'s" if found.by_speaker and found.others \
+            else ""
+        return "none", (f"only {percent} of the best results' weight is in lines {theirs}"
+                        f"{others}")
+    where = f" {theirs}" if found.subject else ""
+    if len(found.words) >= 2 and found.support == 0:
+        return "none", f"no line{where} holds any of: {', '.join(found.words)}"
+    if (found.subject_share >= thresholds.high_share
+            and found.support >= thresholds.high_support):
+        held = "every question word" if not found.words_missing else \
+            f"all question words but {', '.join(found.words_missing)}"
+        if not found.subject:
+            return "high", f"a line holds {held}"
+        return "high", (f"{percent} of the best results' weight is in lines {theirs}, one of "
+                        f"which holds {held}")
+    if found.subject_share < thresholds.high_share:
+        return "low", f"{percent} of the best results' weight is in lines {theirs}"
+    return "low", f"the best line{where} lacks: {', '.join(found.words_missing)}"
+
+
+def assess(question: str, lines: Sequence[Line],
+           thresholds: Thresholds = DEFAULT) -> Confidence:
+    """The confidence ``lines`` (best first) give an answer to ``question``."""
+    found = signals(question, lines)
+    level, reason = classify(found, thresholds)
+    return Confidence(level, reason, found)
+
+
+def _join(items: Sequence[str]) -> str:
+    shown = [i.title() if i.islower() else i for i in items]
+    if not shown:
+        return ""
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]

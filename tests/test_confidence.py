@@ -1,0 +1,92 @@
+"""The confidence signal on search and research: levels and reasons, worked by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import deepfield
+from deepfield.confidence import DEFAULT, Line, Thresholds, assess, classify, signals
+from deepfield.research import research
+
+from .conftest import Cli
+
+RACE = [
+    Line("Melanie (D2:3): The charity race was great, I realized self-care is important.", 3.0,
+         "Caroline and Melanie, session 2"),
+    Line("Caroline (D2:4): That is wonderful to hear!", 0.5, "Caroline and Melanie, session 2"),
+]
+
+
+def test_a_line_said_by_the_one_asked_about_is_high() -> None:
+    found = assess("What did Melanie realize after the charity race?", RACE)
+    assert found.level == "high"
+    assert found.signals.subject == ("Melanie",) and found.signals.by_speaker
+    assert found.signals.subject_share == pytest.approx(3 / 3.5)  # 3 of the 3.5 of score
+    assert found.signals.support == 1.0
+    assert found.reason == ("86% of the best results' weight is in lines said by Melanie, one "
+                            "of which holds every question word")
+
+
+def test_words_said_by_someone_else_are_none() -> None:
+    # The adversarial question: every word matches, but the race was Melanie's.
+    found = assess("What did Caroline realize after her charity race?", RACE)
+    assert found.level == "none"
+    assert found.signals.subject_share == pytest.approx(0.5 / 3.5)
+    assert found.reason == ("only 14% of the best results' weight is in lines said by "
+                            "Caroline; the others are Melanie's")
+
+
+@pytest.mark.parametrize(("question", "level", "reason"), [
+    ("What did Zorro do at the race?", "none", "no result mentions Zorro"),
+    ("What did Melanie eat for breakfast?", "none", "said by Melanie holds any of: eat, breakfast"),
+    ("What did Melanie sing?", "low", "lacks: sing"),  # one word may be said otherwise
+    ("What did Melanie realize about the marathon?", "low", "lacks"),
+])
+def test_other_reasons(question: str, level: str, reason: str) -> None:
+    found = assess(question, RACE)
+    assert found.level == level and reason in found.reason, found.reason
+
+
+def test_prose_pages_count_their_titles_and_nothing_found_is_none() -> None:
+    lines = [Line("Use a 12.8 V, 6 Ah lithium iron phosphate pack.", 2.0,
+                  "Decision: LiFePO4 battery instead of NMC"),
+             Line("It costs 9 USD more per unit and the team picked it in March.", 1.0,
+                  "Decision: LiFePO4 battery instead of NMC")]
+    found = assess("When did the team pick LiFePO4?", lines)
+    assert found.signals.subject_share == 1.0 and found.level == "high", found.reason
+    assert assess("When did the team pick LiFePO4?", []).level == "none"
+
+
+def test_thresholds_move_the_levels() -> None:
+    found = signals("What did Caroline realize after her charity race?", RACE)
+    assert "weight" in classify(found)[1]
+    # Under a lower share threshold, Caroline's own line is read: it holds no question word.
+    assert "holds any of" in classify(found, Thresholds(none_share=0.1))[1]
+    partial = signals("What did Melanie realize about the marathon?", RACE)
+    assert classify(partial)[0] == "low"
+    assert classify(partial, Thresholds(high_support=0.5))[0] == "high"
+    assert DEFAULT.none_share < DEFAULT.high_share
+
+
+def test_search_and_research_carry_it(keyword_store: deepfield.Store, cli: Cli) -> None:
+    field = keyword_store.create_field("talk")
+    field.add("Session 2", "Melanie (D2:3): The charity race was great, I realized self-care is "
+              "important.\nCaroline (D2:4): That is wonderful to hear!\n")
+    asked = "What did Caroline realize after her charity race?"
+    response = field.search(asked)
+    assert response.to_json()["confidence"]["level"] == response.confidence.level == "none"
+    found = research([field], asked, record=False)
+    data = found.to_json()
+    assert data["confidence"]["level"] == "none" and "Melanie" in data["confidence"]["reason"]
+    assert set(data["confidence"]["signals"]) >= {"subject_share", "support", "margin"}
+    cli("new", "talk")
+    (cli.store_path / "talk" / "s2.md").write_text(
+        "# Session 2\n\nMelanie (D2:3): The charity race was great, I realized self-care is "
+        "important.\n", encoding="utf-8")
+    shown = cli("search", "What did Melanie realize after the charity race?")
+    assert shown.stdout.splitlines()[0].startswith("confidence: high — ")
+    told = cli("research", asked, "-f", "talk")
+    assert "— confidence: none — " in told.stderr
+    assert json.loads(cli("search", asked, "--json").stdout)["confidence"]["level"] == "none"

@@ -1,0 +1,197 @@
+"""Research and context output for people: what counts as evidence, the order it is shown in,
+and the same order through the library, the CLI, HTTP and MCP."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from starlette.testclient import TestClient
+
+import deepfield
+from deepfield.context import FENCE_TOKENS, build_context
+from deepfield.research import research
+from deepfield.research.reading import is_evidence, reading_order
+from deepfield.server import create_app
+from deepfield.server.mcp_server import create_mcp_server
+
+from .conftest import Cli
+
+QUESTION = "when did we pick LiFePO4?"
+_CITED = re.compile(r"^\[([^/\]]+)/([^\] ]+\.md)|^L(\d+): ", re.MULTILINE)
+
+
+@pytest.mark.parametrize(("line", "evidence"), [
+    ("---", False), ("***", False), ("...", False), ("|---|:---:|", False), ("", False),
+    ("## Battery", False), ("<!-- fill in the decision -->", False),
+    ("Part 3 of 3", False),
+    ("Part 2 of 3 · previous: [Battery history (part 1 of 3)](battery-history.md) · next: "
+     "[Battery history (part 3 of 3)](battery-history-part-3.md)", False),
+    ("← [Back to the index](index.md)", False),
+    ("[Previous](a.md) | [Next](b.md)", False),
+    ("- [Decision: LiFePO4 battery](decision.md)", False),
+    ("See also [[battery-history]]", False),
+    ("On 14 March 2026 the team chose LiFePO4.", True),
+    ("When: 2026-05-12. Who: Priya. Related: [The team](team.md).", True),
+    ("See [the decision](decision.md) for why we chose LiFePO4 over NMC.", True),
+    ("| Battery | 11.00 | 20.00 |", True), ("2026-03-14", True),
+    ("Part of the kit since the heat test.", True),
+])
+def test_what_counts_as_evidence(line: str, evidence: bool) -> None:
+    assert is_evidence(line) is evidence
+
+
+class Line:
+    def __init__(self, filename: str, line: int) -> None:
+        self.field, self.filename, self.line = "f", filename, line
+
+    def __repr__(self) -> str:
+        return f"{self.filename}:{self.line}"
+
+
+def test_reading_order_pages_by_best_line_passages_best_first() -> None:
+    best_first = [Line("b.md", 40), Line("a.md", 7), Line("b.md", 3), Line("b.md", 41),
+                  Line("a.md", 5), Line("b.md", 39), Line("a.md", 30)]
+    shown = [[repr(x) for x in page] for page in reading_order(best_first)]
+    # b.md holds the best line, so it comes first; its passage 39-41 (in page order) before
+    # its weaker line 3; in a.md the passage 5-7 holds a's best line, then line 30.
+    assert shown == [["b.md:39", "b.md:40", "b.md:41", "b.md:3"],
+                     ["a.md:5", "a.md:7", "a.md:30"]]
+
+
+def _history() -> str:
+    """A page of about 20 KB (split into three parts whose footers name LiFePO4) with a
+    thematic break in it."""
+    filler = ("The enclosure team measured the dust ingress of every gasket sample under the "
+              "fan for an hour and wrote down the grit found on the seat afterwards. ")
+    sections = []
+    for number in range(1, 9):
+        sections.append(f"## Revision {number}\n\n" + filler * 12 + "\n\n---\n")
+    return "\n".join(sections)
+
+
+def _corpus(field: deepfield.Field) -> None:
+    field.add("LiFePO4 battery history", _history(), name="battery-history",
+              summary="How the LiFePO4 battery pack and its enclosure evolved.")
+    field.add("Weekly stand-up, 12 May", "Priya: The LiFePO4 packs are fine, 0 failures in 41 "
+              "units.\n\nWanjiru: The valve on plot 7 stuck again.\n", name="a-standup",
+              summary="Stand-up: packs fine, valve stuck on plot 7.")
+    field.add("Why we picked LiFePO4", "On 14 March 2026 we picked LiFePO4 over NMC: we "
+              "picked it because LiFePO4 tolerates 45 °C.\n\nIt costs 9 USD more per unit.\n",
+              name="z-decision", summary="The LiFePO4 decision of 14 March 2026.")
+
+
+@pytest.fixture
+def corpus(keyword_store: deepfield.Store) -> deepfield.Field:
+    field = keyword_store.create_field("research")
+    _corpus(field)
+    assert len(list(field.path.glob("battery-history*.md"))) == 3
+    return field
+
+
+def _cited(text: str) -> list[tuple[str, int]]:
+    """(filename, line) of every evidence line of a rendered context, in order."""
+    out: list[tuple[str, int]] = []
+    page = ""
+    for match in _CITED.finditer(text):
+        if match.group(2):
+            page = match.group(2)
+        else:
+            out.append((page, int(match.group(3))))
+    return out
+
+
+def _listed(data: dict[str, Any]) -> list[tuple[str, int]]:
+    return [(e["filename"], e["line"]) for e in data["evidence"]]
+
+
+def test_research_shows_evidence_best_first_and_no_scaffolding(
+        corpus: deepfield.Field) -> None:
+    result = research([corpus], QUESTION, budget=300, record=False)
+    assert all(is_evidence(e.text) for e in result.ranked)  # never even a candidate
+    assert not re.search(r"^L\d+: (---|Part \d+ of \d+)", result.context, re.MULTILINE)
+    # The best line of all opens the context, and pages come in the order of their best line.
+    best = max(result.evidence, key=lambda e: e.score)
+    assert result.evidence[0].filename == best.filename
+    assert result.context.splitlines()[0].startswith(f"[research/{best.filename}")
+    page_best: dict[str, float] = {}
+    for item in result.evidence:
+        page_best[item.filename] = max(page_best.get(item.filename, 0.0), item.score)
+    order = list(dict.fromkeys(e.filename for e in result.evidence))
+    assert [page_best[p] for p in order] == sorted(page_best.values(), reverse=True)
+    assert order[0] == "z-decision.md"  # the answer's page, last by name
+    # The JSON lists the evidence in the order the text shows it.
+    assert _cited(result.context) == _listed(result.to_json())
+    # A page named in the question is read directly: its body lines, never its frontmatter.
+    named = research([corpus], "what does battery-history-part-3 say about gaskets?",
+                     budget=300, record=False)
+    read = [e for e in named.ranked if e.queries == ["battery-history-part-3"]]
+    assert read and all(is_evidence(e.text) and ":" not in e.text[:8] for e in read)
+    # Over budget the lowest-value lines go: a tighter packing keeps the best lines.
+    tighter = result.repack(120)
+    kept = {e.key for e in tighter.evidence}
+    assert best.key in kept
+    assert min(e.score for e in tighter.evidence) >= max(
+        (e.score for e in result.evidence if e.key not in kept and len(e.text) < 60),
+        default=0.0)
+
+
+def test_context_keeps_no_scaffolding_and_task_pages_first(corpus: deepfield.Field) -> None:
+    for name, kind in (("battery-history", "history"), ("a-standup", "meeting"),
+                       ("z-decision", "decision")):
+        path = corpus.path / f"{name}.md"
+        path.write_text(path.read_text("utf-8").replace("---\n", f"---\nkind: {kind}\n", 1),
+                        "utf-8")
+    corpus.add("Canteen menu", "Lunch is at noon.", name="canteen",
+               frontmatter={"kind": "note", "date": "2030-01-01"})
+    result = build_context(corpus, QUESTION, budget=250)
+    assert result.tokens <= 250
+    assert not re.search(r"^L\d+: (---|Part \d+ of \d+)", result.text, re.MULTILINE)
+    stubs = [b["filename"] for b in result.blocks if b["layer"] == "atomic"]
+    left_out = [o.filename for o in result.omitted if o.filename]
+    # The newest stub (the canteen) came first before; with a task it is the first to go.
+    assert "canteen.md" not in stubs and "canteen.md" in left_out
+    assert stubs and stubs[0] == "z-decision.md"
+    # Room the research leaves goes to what was left out: nothing left out would still fit.
+    for budget in (200, 250, 300):
+        built = build_context(corpus, QUESTION, budget=budget)
+        for gap in built.omitted:
+            assert gap.tokens + FENCE_TOKENS > budget - built.tokens, (budget, gap)
+
+
+def test_every_interface_shows_the_same_order(tmp_path: Path, cli: Cli,
+                                              keyword_store: deepfield.Store) -> None:
+    cli("new", "research")
+    _corpus(deepfield.open(cli.store_path).field("research"))
+    text = cli("research", QUESTION, "-f", "research", "--budget", "300")
+    assert text.exit_code == 0, text.output
+    data = cli.json("research", QUESTION, "-f", "research", "--budget", "300")
+    order = _cited(text.stdout)
+    assert order and order == _cited(data["context"]) == _listed(data)
+    assert f"— confidence: {data['confidence']['level']} — " in text.stderr
+    store = deepfield.open(cli.store_path)
+    with TestClient(create_app(store)) as http:
+        served = http.get("/research/_/research", params={"q": QUESTION, "budget": 300})
+    assert served.status_code == 200, served.text
+    assert _listed(served.json()) == order == _cited(served.json()["context"])
+    assert served.json()["confidence"] == data["confidence"]
+    server = create_mcp_server(store)
+
+    async def ask() -> Any:
+        async with Client(server) as client:
+            found = await client.call_tool("research", {"question": QUESTION,
+                                                        "fields": ["research"],
+                                                        "budget": 300})
+            return found.structured_content or json.loads(found.content[0].text)
+
+    try:
+        told = anyio.run(ask)
+        assert _listed(told) == order and told["confidence"] == data["confidence"]
+    finally:
+        server.service.close()
+        store.close()
