@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -180,3 +181,39 @@ def test_query_vectors_are_remembered_until_cleared() -> None:
     embedder.clear_query_cache()
     assert (embedder.embed_query("carbon fibre woks") == first).all()
     assert embedder.calls == [("query", 1), ("query", 1)]
+
+
+WRAPPED = """# Supplier notes
+
+Our enclosure supplier list was reviewed in March. The team agreed that every
+vendor has to send samples before the order, and that the samples are tested
+for dust and water ingress in the usual chamber. Supplier samples go to the lab.
+
+The meeting ran long and covered travel plans, the budget for next year and
+the usual questions about who books the rooms for the workshop in autumn.
+Somebody asked about lunch. Nothing was decided about lunch at all.
+The new zebra-striped gasket from the Mombasa plant passed the dust test first time.
+Everyone was pleased.
+"""
+
+
+@pytest.mark.parametrize("unit", ["chunk", "page"])
+def test_snippet_points_at_the_matching_line_of_a_wrapped_paragraph(
+        cli: Any, unit: str) -> None:
+    """A paragraph hard-wrapped over five lines is one chunk; its hit points at the line with
+    the query's words, not at the paragraph's first line (issue 18 item 11)."""
+    assert cli("new", "notes").exit_code == 0
+    added = cli("add", "notes", "-", "--title", "Supplier notes", input=WRAPPED)
+    assert added.exit_code == 0, added.output
+    page = next((cli.store_path / "notes").glob("supplier*.md"))
+    lines = page.read_text().splitlines()
+    wanted = next(i for i, line in enumerate(lines, 1) if "zebra-striped" in line)
+    found = cli.json("search", "zebra-striped gasket Mombasa", "-f", "notes", "--unit", unit,
+                     "--mode", "bm25")["results"][0]
+    assert found["line_start"] < wanted - 2  # the chunk starts well above the match
+    assert found["snippet_line"] == wanted
+    assert found["snippet"].startswith("The new zebra-striped gasket from the Mombasa plant")
+    # Words on the paragraph's first line keep the hit there.
+    other = cli.json("search", "travel plans budget", "-f", "notes", "--unit", "chunk",
+                     "--mode", "bm25")["results"][0]
+    assert other["snippet_line"] == other["line_start"] < wanted

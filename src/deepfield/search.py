@@ -123,15 +123,35 @@ class SearchResponse:
         }
 
 
-def best_line(lines: Sequence[str], terms: Sequence[str]) -> int:
-    """Index of the line with the most distinct query terms (ties: nearest the middle)."""
+def best_line(lines: Sequence[str], terms: Sequence[str], ties: str = "middle") -> int:
+    """Index of the line with the most distinct query terms; ties go to the line nearest the
+    middle (a record window is centred on its own line) or, with ``ties="first"``, to the
+    earliest (prose reads from the top)."""
     middle = (len(lines) - 1) / 2
 
     def rank(index: int) -> tuple[int, float]:
         lower = lines[index].lower()
-        return (sum(1 for t in terms if t[:6] in lower), -abs(index - middle))
+        place = -abs(index - middle) if ties == "middle" else -index
+        return (sum(1 for t in terms if t[:6] in lower), place)
 
     return max(range(len(lines)), key=rank)
+
+
+def pointed_line(body: str, kind: str, line_start: int, line_end: int,
+                 terms: Sequence[str]) -> tuple[str, int]:
+    """(the text a hit's snippet is cut from, the page line it points at): the chunk's line
+    with the most query terms, so a paragraph wrapped over many lines points at the sentence
+    that matched, not at its first line. A record window keeps its own (middle) line when no
+    line matches better; prose keeps its first. Chunks whose text does not keep the page's
+    line breaks (a memo, a paragraph cut at sentences) point at their first line."""
+    lines = body.split("\n")
+    if kind == "summary" or len(lines) < 2 or len(lines) != line_end - line_start + 1:
+        return body, line_start
+    if kind == "record":
+        best = best_line(lines, terms)
+        return lines[best], line_start + best
+    best = best_line(lines, terms, ties="first")
+    return "\n".join(lines[best:]), line_start + best
 
 
 def make_snippet(text: str, terms: Sequence[str], width: int = SNIPPET_CHARS) -> str:
@@ -346,11 +366,8 @@ def collect_hits(
             continue
         fld = indexes[key[0]][0]
         doc = row.doc
-        snippet_text, snippet_line = row.body, row.line_start
-        if row.kind == "record" and "\n" in row.body:
-            lines = row.body.split("\n")
-            best = best_line(lines, terms)
-            snippet_text, snippet_line = lines[best], row.line_start + best
+        snippet_text, snippet_line = pointed_line(row.body, row.kind, row.line_start,
+                                                  row.line_end, terms)
         hits.append(
             Hit(
                 field=fld.name, filename=doc.filename, uuid=doc.uuid, title=doc.title,
