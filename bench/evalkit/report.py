@@ -178,3 +178,42 @@ def drop_section(doc: Path, name: str) -> None:
     if start in current and end in current:
         before, rest = current.split(start, 1)
         doc.write_text(before.rstrip() + "\n\n" + rest.split(end, 1)[1].lstrip())
+
+
+# ------------------------------------------------------------- docs/DESIGN.md excerpts
+
+
+def design_search_table(runs: Sequence[SearchRun], command: str) -> str:
+    """The overall search figures docs/DESIGN.md quotes, as the run printed them."""
+    lines = [f"From `{command}` (docs/BENCHMARKS.md has every category):", "",
+             "| retriever, unit | turn R@10 | multi-hop all@10 | session R@5 | "
+             f"*{SECONDARY}* |", "|---|---|---|---|---|"]
+    for run in runs:
+        recall = means(run.records, "turn R@10")["overall"]
+        chained = means(run.records, "turn all@10")[CATEGORIES[1]]
+        session = means(run.records, "session R@5")["overall"]
+        near = fmt(means(run.records, SECONDARY)["overall"]) if run.credit.startswith(
+            "the turn on") else "–"
+        lines.append(f"| {run.name} ({run.unit.split(';')[0]}) | {fmt(recall)} | "
+                     f"{fmt(chained)} | {fmt(session)} | {near} |")
+    return "\n".join(lines)
+
+
+def design_budget_table(researcher: BudgetRun, baselines: Sequence[BudgetRun], budget: int,
+                        command: str) -> str:
+    """Recall at one budget per category, and the researcher's ratio to the strongest."""
+    lines = [f"From `{command}` (evidence recall at {budget:,} tokens; docs/BENCHMARKS.md "
+             "has 500 and 2,000 tokens and answer-word coverage):", "",
+             "| system | " + " | ".join(GROUPS) + " |", "|---|" + "---|" * len(GROUPS)]
+    for run in [researcher, *baselines]:
+        table = budget_means(run)[budget]
+        lines.append(f"| {run.name} | " + " | ".join(fmt(table[g]) for g in GROUPS) + " |")
+    mine = budget_means(researcher)[budget]
+    ratios = []
+    for group in GROUPS:
+        name, best = strongest(baselines, group, budget)
+        value = mine[group].value or 0.0
+        ratios.append(f"{group} {value / max(best, 1e-9):.2f}x ({name})")
+    lines += ["", "The researcher against the strongest single search in each column: "
+              + "; ".join(ratios) + "."]
+    return "\n".join(lines)
