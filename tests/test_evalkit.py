@@ -314,3 +314,34 @@ def test_confidence_bench_asks_what_the_evaluation_keeps(
     assert confidence.main() == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: LoCoMo data file not found") and "\n" not in err
+
+
+def test_qa_bench_scores_the_researcher_beside_one_search(
+        imported: tuple[Fields, Any], openai_server: Any) -> None:
+    """bench/qa.py: both contexts answered by the same model, F1 per category."""
+    import qa
+
+    from deepfield.llm import build_llm
+    from deepfield.llm.config import LLMConfig
+
+    from .fake_openai import CHAT, Reply, chat_completion
+
+    def reply(request: Any) -> Reply:
+        asked = request.json["messages"][-1]["content"]
+        return Reply(json=chat_completion("Stripes" if "Stripes" in asked else "no idea"))
+
+    openai_server.set_handler(CHAT, reply)
+    fields, dataset = imported
+    model = build_llm(LLMConfig(options={"url": openai_server.url, "model": "m"}), "researcher")
+    assert model is not None
+    scored = qa.evaluate(fields, dataset.questions, model, budget=300)
+    assert [s.name for s in scored] == ["deepfield research (offline)",
+                                        "one hybrid search, window lines"]
+    for system in scored:
+        by_question = dict((q.question, f1) for q, f1 in system.f1)
+        assert by_question["What did Ben name his zebra finch?"] == 1.0
+        assert len(system.f1) == len(dataset.questions) and all(system.tokens)
+    rows = qa.table(scored)
+    assert any(r.startswith("| multi-hop | 1 | one hybrid search") for r in rows)
+    assert qa.main(["--url", openai_server.url, "--answer-model", "m",
+                    "--data", "/nonexistent/locomo.json", "--no-write"]) == 2
