@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import deepfield
-from deepfield.search import make_snippet
+from deepfield.search import make_snippet, search_fields
 
 from .fake_openai import FakeOpenAIServer
 
@@ -217,3 +217,19 @@ def test_snippet_points_at_the_matching_line_of_a_wrapped_paragraph(
     other = cli.json("search", "travel plans budget", "-f", "notes", "--unit", "chunk",
                      "--mode", "bm25")["results"][0]
     assert other["snippet_line"] == other["line_start"] < wanted
+
+
+def test_chunk_hits_point_at_distinct_lines(field: deepfield.Field) -> None:
+    """The overlapping windows around a matching turn all point at it: they are one hit
+    (matches counts them), so k hits show k different lines."""
+    turns = [f"Ana (D1:{i}): small talk number {i} about the weather" for i in range(1, 9)]
+    turns[3] = "Ben (D1:4): the Mombasa gasket order ships on Friday"
+    turns[6] = "Ana (D1:7): did the gasket from Mombasa pass the dust test?"
+    field.write("---\ntitle: Call\n---\n" + "\n".join(turns) + "\n", name="call.md")
+    hits = field.search("Mombasa gasket", unit="chunk", mode="bm25", k=4).results
+    # Six windows hold a matching line (lines 3-8 of the transcript); two lines match.
+    assert sorted(h.snippet for h in hits) == sorted([turns[3], turns[6]])
+    assert sum(h.matches for h in hits) == 6
+    every = search_fields([field], "Mombasa gasket", unit="chunk", mode="bm25", k=4,
+                          distinct_lines=False).results
+    assert len(every) == 4 and len({h.snippet_line for h in every}) == 2  # every window

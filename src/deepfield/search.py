@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -65,7 +65,8 @@ class Hit:
     text: str
     """The whole matching chunk (the snippet is cut from it)."""
     matches: int = 1
-    """How many of the page's chunks matched (page results)."""
+    """How many of the page's chunks matched (page results); for chunk results, how many
+    overlapping chunks pointed at this hit's line."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -197,6 +198,7 @@ def search_fields(
     activation: bool = True,
     where: Filters | None = None,
     parallel: bool = True,
+    distinct_lines: bool = True,
 ) -> SearchResponse:
     """Search ``fields`` together; see :meth:`deepfield.Field.search`.
 
@@ -210,6 +212,9 @@ def search_fields(
     ``parallel``: a hybrid search runs its BM25 leg on a second thread while the vectors are
     scored. That shortens one search on an idle machine; a server with a process per core
     passes False, as the extra thread only competes with the other searches for the CPU.
+    ``distinct_lines`` (unit="chunk"): each hit points at a different page line (see
+    :func:`collect_hits`); False returns every chunk as ranked (the researcher, whose line
+    votes count each window that holds a line).
     """
     if not isinstance(query, str):
         raise DeepfieldError(f"the query must be text, not {type(query).__name__}")
@@ -275,7 +280,7 @@ def search_fields(
         fused = convex(keyword, dense, KEYWORD_WEIGHT)
     fused = rerank(indexes, fused, activation=activation, include_superseded=include_superseded,
                    scale=activation_scale(mode, fused))
-    hits = collect_hits(indexes, fused, k, unit, query)
+    hits = collect_hits(indexes, fused, k, unit, query, distinct_lines)
     took = (time.perf_counter() - started) * 1000
     return SearchResponse(query, mode, unit, k, hits, took, warnings, pending)
 
@@ -331,29 +336,62 @@ def collect_hits(
     k: int,
     unit: str,
     query: str,
+    distinct_lines: bool = True,
 ) -> list[Hit]:
-    """Turn fused chunk scores into page stubs or chunk hits, best first."""
+    """Turn fused chunk scores into page stubs or chunk hits, best first.
+
+    Chunk hits with ``distinct_lines`` point at k different page lines: the overlapping
+    windows of a transcript or list all hold the line that matches, so the windows after the
+    best one that point at that same line are folded into it (``matches`` counts them) and
+    the next candidates take their places."""
     terms = query_terms(query) or re.findall(r"\w+", query.lower())
-    chosen: list[tuple[tuple[int, int], float]] = []
-    counts: dict[tuple[int, int], int] = {}
     if unit == "chunk":
-        chosen = fused[:k]
-    else:
-        by_doc: dict[tuple[int, int], tuple[tuple[int, int], float]] = {}
-        doc_of: dict[tuple[int, int], tuple[int, int]] = {}
-        for position, (_fld, index) in enumerate(indexes):
-            ids = [cid for (pos, cid), _ in fused if pos == position]
-            for cid, doc in index.chunk_docs(ids).items():
-                doc_of[(position, cid)] = (position, doc)
-        for key, score in fused:
-            doc = doc_of.get(key)
-            if doc is None:
-                continue  # removed by a concurrent sync
-            counts[doc] = counts.get(doc, 0) + 1
-            if doc not in by_doc:
-                by_doc[doc] = (key, score)
-        chosen = list(by_doc.values())[:k]
-        counts = {by_doc[d][0]: n for d, n in counts.items() if d in by_doc}
+        if not distinct_lines:
+            return _hits(indexes, fused[:k], {}, terms)
+        hits: list[Hit] = []
+        where: dict[tuple[str, str, int], int] = {}
+        start = 0
+        while len(hits) < k and start < len(fused):
+            batch = fused[start:start + 2 * k]
+            start += len(batch)
+            for found in _hits(indexes, batch, {}, terms):
+                line = (found.field, found.filename, found.snippet_line)
+                if line in where:
+                    first = where[line]
+                    hits[first] = replace(hits[first], matches=hits[first].matches + 1)
+                    continue
+                if len(hits) == k:
+                    break
+                where[line] = len(hits)
+                hits.append(found)
+        return hits
+    by_doc: dict[tuple[int, int], tuple[tuple[int, int], float]] = {}
+    doc_of: dict[tuple[int, int], tuple[int, int]] = {}
+    for position, (_fld, index) in enumerate(indexes):
+        ids = [cid for (pos, cid), _ in fused if pos == position]
+        for cid, doc in index.chunk_docs(ids).items():
+            doc_of[(position, cid)] = (position, doc)
+    counts: dict[tuple[int, int], int] = {}
+    for key, score in fused:
+        doc = doc_of.get(key)
+        if doc is None:
+            continue  # removed by a concurrent sync
+        counts[doc] = counts.get(doc, 0) + 1
+        if doc not in by_doc:
+            by_doc[doc] = (key, score)
+    chosen = list(by_doc.values())[:k]
+    counts = {by_doc[d][0]: n for d, n in counts.items() if d in by_doc}
+    return _hits(indexes, chosen, counts, terms)
+
+
+def _hits(
+    indexes: list[tuple[Field, Any]],
+    chosen: list[tuple[tuple[int, int], float]],
+    counts: dict[tuple[int, int], int],
+    terms: Sequence[str],
+) -> list[Hit]:
+    """The hits of ``chosen`` chunks, in order (chunks a concurrent sync removed are left
+    out); ``counts``: how many chunks of its page matched, per chosen chunk."""
     rows: dict[tuple[int, int], Any] = {}
     for position, (_fld, index) in enumerate(indexes):
         ids = [cid for (pos, cid), _ in chosen if pos == position]
