@@ -149,11 +149,12 @@ def search_section(ctx: Context) -> str:
         "## LoCoMo: search recall (turns and sessions)" + variant(ctx), "",
         *protocol_lines(ctx), "", *units, "",
         "turn R@k: share of a question's gold turns among the turns credited to the first k "
-        "hits (k hits, as returned; two hits on one turn credit it once). all@10: share of "
-        "questions with every gold turn there. session R@k: gold sessions among the first k "
-        "session units. The last column is the earlier protocol: the first 10 distinct turns "
-        "inside the hits' chunks, in rank order, each credited — a secondary figure, not "
-        "comparable with per-turn baselines.",
+        "hits (k hits, as returned; two hits on one turn credit it once; deepfield's chunk "
+        "hits point at distinct lines, overlapping windows on one line being one hit). "
+        "all@10: share of questions with every gold turn there. session R@k: gold sessions "
+        "among the first k session units. The last column is the earlier protocol: the first "
+        "10 distinct turns inside the hits' chunks, in rank order, each credited — a "
+        "secondary figure, not comparable with per-turn baselines.",
         "", report.search_table(runs), "", *verdicts, "",
         f"Median time of the turn search per question, in process, query encoding included: "
         f"{latency}.",
