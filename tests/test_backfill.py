@@ -56,7 +56,7 @@ def _pages_behind_the_server(store: deepfield.Store, count: int = 5) -> deepfiel
 
 
 def _pending(field: deepfield.Field) -> int:
-    return count_pending(field.index_handle().conn, with_pages=True, with_latent=True)
+    return count_pending(field.index_handle().conn, latent=True).total
 
 
 def _backfiller(service: Service) -> Backfiller:
@@ -172,7 +172,8 @@ def test_a_failing_model_pauses_the_backfill_without_stopping_it(
         backfiller = _backfiller(service)
         while backfiller.step(now):  # chunks and pages are done; latent terms fail
             pass
-        assert count_pending(field.index_handle().conn, with_pages=True) == 0
+        left = count_pending(field.index_handle().conn)
+        assert left.chunk_vectors == left.page_vectors == 0
         assert _pending(field) > 0
         broken.latent_error = None
         assert backfiller.step(now + RECHECK_S) > 0
@@ -275,6 +276,7 @@ def test_a_page_deleted_while_encoded_leaves_no_page_vector(store: deepfield.Sto
         other.index(embed=False)
 
     racing = deepfield.Field(field.path, _EditsWhileEncoding(delete), name="notes")
+    racing.page_vectors = "whole"  # pages encoded whole (a derived vector takes no encoding)
     racing.embed(pages=True)
     conn = racing.index_handle().conn
     assert [r[0] for r in conn.execute("SELECT filename FROM pages")] == ["b.md"]
@@ -282,7 +284,7 @@ def test_a_page_deleted_while_encoded_leaves_no_page_vector(store: deepfield.Sto
 
 
 def _pending_chunks(field: deepfield.Field) -> int:
-    return count_pending(field.index_handle().conn, with_pages=False)
+    return count_pending(field.index_handle().conn).chunk_vectors
 
 
 def test_a_request_on_any_field_holds_the_backfill_of_all(

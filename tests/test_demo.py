@@ -36,7 +36,10 @@ def test_demo_runs_end_to_end_and_again(tmp_path: Path) -> None:
     second = json.loads(again.stdout)
     assert {p["action"] for p in second["written"]} == {"unchanged"}
     assert second["remember"]["action"] == "unchanged"
-    assert second["index"]["chunks_embedded"] == 0
+    # Nothing the first run stored is encoded again: only what its searches' budgets left.
+    assert second["index"]["chunks_embedded"] == log["pending"]["chunk_vectors"]
+    assert second["index"]["encoding"]["by_purpose"].get("chunk_dense", {}).get(
+        "texts", 0) == log["pending"]["chunk_vectors"]
     human = run_deepfield("--store", str(tmp_path / "demo"), "search", "valve failure", "-k", "2")
     assert human.returncode == 0 and b"aurora/" in human.stdout
 

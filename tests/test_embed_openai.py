@@ -23,7 +23,7 @@ import deepfield
 from deepfield.config import EmbeddingConfig
 from deepfield.embed.base import create_embedder
 from deepfield.embed.openai_compat import OpenAIEmbedder, default_model_code
-from deepfield.errors import ConfigError, EmbeddingServiceError
+from deepfield.errors import ConfigError, EmbeddingInputError, EmbeddingServiceError
 
 from . import fake_openai
 from .fake_openai import FakeOpenAIServer
@@ -362,6 +362,14 @@ def test_bad_request_shows_the_server_message(make: Make, openai_server: FakeOpe
     openai_server.enqueue(status=400, body="input too long")
     with pytest.raises(EmbeddingServiceError, match="HTTP 400: input too long"):
         make().embed(["x"])
+    # A refusal of the text itself: the index skips that text instead of failing the batch.
+    openai_server.enqueue(status=400, body="input too long")
+    with pytest.raises(EmbeddingInputError):
+        make().embed(["x"])
+    openai_server.enqueue(status=400, body="unknown parameter: dimensions")
+    with pytest.raises(EmbeddingServiceError) as refused:
+        make().embed(["x"])
+    assert not isinstance(refused.value, EmbeddingInputError)
 
 
 @pytest.mark.parametrize(("reply", "message"), [

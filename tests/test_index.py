@@ -53,9 +53,14 @@ def test_touch_without_change_rehashes_but_does_not_reindex(field: deepfield.Fie
     assert report.updated == 0 and report.unchanged == 1
 
 
-def test_spec_pages_table(field: deepfield.Field, embedder: FakeEmbedder) -> None:
-    text = "---\ntitle: Woks\nuuid: 6aa615f0-486f-48a7-a210-ba4f5ff18c8b\n---\nCarbon woks.\n"
+@pytest.mark.parametrize("page_vectors", ["mean", "whole"])
+def test_spec_pages_table(field: deepfield.Field, embedder: FakeEmbedder,
+                          page_vectors: str) -> None:
+    text = ("---\ntitle: Woks\nuuid: 6aa615f0-486f-48a7-a210-ba4f5ff18c8b\n---\nCarbon woks.\n"
+            "\n## Care\n\nOil them after washing.\n")
     path = write(field.path, "woks.md", text)
+    field.page_vectors = page_vectors
+    embedder.calls.clear()
     field.index()
     db = field.path / f"{embedder.model_code}.sqlite3"
     assert db.exists()
@@ -69,7 +74,15 @@ def test_spec_pages_table(field: deepfield.Field, embedder: FakeEmbedder) -> Non
     assert bytes(row[3]) == hashlib.sha256(path.read_bytes()).digest()
     vector = np.frombuffer(row[4], dtype="<f4")
     assert vector.shape == (embedder.dim,)
-    expected = embedder.embed([text])[0]  # the whole file, frontmatter included (spec)
+    if page_vectors == "whole":  # the whole file, frontmatter included (the spec's wording)
+        assert embedder.calls == [("document", 2), ("document", 1)]  # chunks, then the page
+        expected = embedder.embed([text])[0]
+    else:  # the default: the chunk vectors' mean weighted by length, normalised; no pass
+        rows = conn.execute("SELECT length(body), embedding FROM df_chunks").fetchall()
+        chunks = np.stack([np.frombuffer(blob, "<f4") for _, blob in rows])
+        mean = np.asarray([size for size, _ in rows], np.float32) @ chunks  # by length
+        expected = mean / np.linalg.norm(mean)
+        assert embedder.calls == [("document", 2)]  # the two chunks, nothing more
     assert np.allclose(vector, expected)
 
 
@@ -166,7 +179,8 @@ def test_vectors_can_be_pending(field: deepfield.Field) -> None:
     index = field.index_handle()
     assert index.pending_chunk_vectors() > 0
     assert field.search("mango", mode="bm25").results
-    chunks, pages = field.embed()
+    done = field.embed()
+    chunks, pages = done.chunks, done.pages
     assert chunks > 0 and pages == 4 and index.pending_vectors() == 0
 
 

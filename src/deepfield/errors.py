@@ -28,6 +28,7 @@ The tree::
     │   ├── UnknownEmbedderError    no backend registered under that name
     │   ├── EmbedderUnavailableError the backend's package or model files are missing
     │   └── EmbeddingServiceError   an embeddings endpoint failed or answered nonsense
+    │       └── EmbeddingInputError the model refused a text (e.g. longer than it reads)
     ├── ImportFormatError           an import source that is not in the expected format
     ├── ExportTargetError           an export folder that is not empty (or is a file)
     ├── ArchiveError                a .memoryfield.zip that cannot be used
@@ -165,6 +166,13 @@ class EmbeddingServiceError(EmbeddingError):
         "check the endpoint URL and model, "
         "or search keyword-only with --mode bm25 / --embedder none"
     )
+
+
+class EmbeddingInputError(EmbeddingServiceError):
+    """The model refused the texts themselves (too long, say), not the request: the index
+    skips those texts with a warning and goes on."""
+
+    default_hint = "the text stays searchable by keywords; split it into shorter pages"
 
 
 class ImportFormatError(DeepfieldError):

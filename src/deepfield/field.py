@@ -30,6 +30,7 @@ from .errors import (
 from .field_index import IndexHolder
 from .fsutil import field_lock, read_no_follow, remove_stale_temp_files
 from .index import DocRow, SyncReport
+from .index.budget import SEARCH_BUDGET_S, Deadline
 from .index.health import damage, healing
 from .listing import refresh_listing
 from .manage.activation import record_activation
@@ -60,8 +61,8 @@ from .writer import (
 
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
 
-AUTO_EMBED_SECONDS = 3.0
-"""Time a search may spend embedding new chunks before answering (the rest stays pending)."""
+AUTO_EMBED_SECONDS = SEARCH_BUDGET_S
+"""A search's budget (index/budget.py): it embeds new chunks only as far as it allows."""
 
 
 class Field(IndexHolder):
@@ -85,6 +86,10 @@ class Field(IndexHolder):
         """Compare new pages with similar ones and queue suspicious pairs (manage/review.py)."""
         self.record_reads = True
         """Log an activation event for every read (manage/activation.py)."""
+        self.page_vectors = "mean"
+        """How page vectors are made: ``[index]`` in deepfield.toml (config.IndexConfig)."""
+        self.fast = False
+        """Fast mode: `index` leaves latent terms for later (config.IndexConfig)."""
 
     def __repr__(self) -> str:
         return f"Field({self.name!r}, {str(self.path)!r})"
@@ -99,18 +104,16 @@ class Field(IndexHolder):
         progress: Callable[[int], None] | None = None,
         embed_progress: Callable[[int], None] | None = None,
     ) -> SyncReport:
-        """Bring the index up to date with the folder (and compute all pending vectors).
-        ``verify`` re-hashes every page and also has SQLite check the whole index file, so
-        damage no search has met yet is found, and healed, here."""
+        """Bring the index up to date with the folder and (``embed``) compute what is
+        pending (latent terms not in fast mode). ``verify`` re-hashes every page and also
+        has SQLite check the whole index file, so damage no search has met yet is found,
+        and healed, here."""
 
         def run() -> SyncReport:
             scan = scan_field(self.path)
             if verify and (problem := damage(self.index_handle().conn, thorough=False)):
                 raise IndexCorruptError(f"{problem}", damaged=True)
-            report = self.index_handle().sync(
-                scan.files, verify=verify, embed_budget=None if embed else 0.0,
-                progress=progress, embed_progress=embed_progress,
-            )
+            report = self.index_handle().sync(scan.files, verify=verify, progress=progress)
             report.warnings = scan.warnings + report.warnings + self.index_handle().uuid_warnings()
             self._listing(report, explicit=True)
             self._fresh.synced(self.path, None, scan.inodes)
@@ -119,6 +122,11 @@ class Field(IndexHolder):
         with field_lock(self.path):  # no live writer is among a split page's renames
             remove_stale_temp_files(self.path)
         report = healing([self], run)
+        if embed and self.embedder is not None:
+            done = self.embed(progress=embed_progress)
+            report.chunks_embedded, report.pages_embedded = done.chunks, done.pages
+            report.warnings += done.warnings
+            report.pending_vectors = self.with_index(lambda index: index.pending_vectors())
         report.warnings = self.take_notices() + report.warnings
         return report
 
@@ -127,11 +135,12 @@ class Field(IndexHolder):
         self.clear_index()
         return self.index(**options)
 
-    def _sync_changes(self, embed: bool) -> SyncReport:
+    def _sync_changes(self, embed: bool, deadline: Deadline | None = None) -> SyncReport:
         """ensure_synced (field_index.py) without the healing: every file, or only the pages
-        that changed (deepfield.freshness says which). New chunks are embedded for up to
-        AUTO_EMBED_SECONDS; if the embedder fails (an endpoint down), the text is still
-        indexed and the failure becomes a warning."""
+        that changed (deepfield.freshness says which). New chunks are embedded, on one
+        thread, until ``deadline`` (default: AUTO_EMBED_SECONDS from now); the rest stays
+        pending. If the embedder fails (an endpoint down), the text is still indexed and the
+        failure becomes a warning."""
         self.index_handle()  # a replaced index file resets what was synced
         check = self._fresh.check(self.path)
         if check is None:
@@ -146,9 +155,14 @@ class Field(IndexHolder):
             inodes = scan.inodes
         if embed and index.pending_chunk_vectors():
             try:
-                report.chunks_embedded, _ = self.embed(budget=AUTO_EMBED_SECONDS, pages=False)
+                done = self.embed(
+                    deadline=deadline or Deadline(AUTO_EMBED_SECONDS, strict=True),
+                    pages=False, threads=1)
             except EmbeddingError as exc:
                 report.warnings.append(f"new chunks could not be embedded: {exc.message}")
+            else:
+                report.chunks_embedded = done.chunks
+                report.warnings += done.warnings
         self._listing(report)
         self._fresh.synced(self.path, check, inodes)
         return report

@@ -24,9 +24,10 @@ from .embed.base import Embedder
 from .errors import DeepfieldError, IndexCorruptError
 from .freshness import Freshness
 from .index import FieldIndex, SyncReport
+from .index.budget import Deadline
 from .index.db import KEYWORD_ONLY_CODE, index_filename
 from .index.health import CORRUPT_MARK, damage, file_id, healing, is_corruption, quarantine
-from .index.vectors import embed_pending
+from .index.vectors import EmbedReport, embed_pending
 from .scan import scan_field
 
 T = TypeVar("T")
@@ -40,6 +41,8 @@ class IndexHolder:
     path: Path
     name: str
     embedder: Embedder | None
+    page_vectors: str
+    fast: bool
 
     def _init_index(self, index_dir: Path | None) -> None:
         self._index_dir = index_dir
@@ -84,14 +87,15 @@ class IndexHolder:
             self._index.close()
             self._index = None
 
-    def _sync_changes(self, embed: bool) -> SyncReport:
+    def _sync_changes(self, embed: bool, deadline: Deadline | None = None) -> SyncReport:
         raise NotImplementedError  # deepfield.Field's
 
-    def ensure_synced(self, *, embed: bool = True) -> SyncReport:
+    def ensure_synced(self, *, embed: bool = True,
+                      deadline: Deadline | None = None) -> SyncReport:
         """Sync cheaply before a search: every file, or only the pages that changed
-        (Field._sync_changes). A damaged index is moved aside and rebuilt from the pages,
-        which the report's warnings say."""
-        report = healing([self], lambda: self._sync_changes(embed))
+        (Field._sync_changes); new chunks are embedded until ``deadline`` at most. A damaged
+        index is moved aside and rebuilt from the pages, which the report's warnings say."""
+        report = healing([self], lambda: self._sync_changes(embed, deadline))
         report.warnings = self.take_notices() + report.warnings
         return report
 
@@ -113,16 +117,25 @@ class IndexHolder:
         self,
         *,
         budget: float | None = None,
+        deadline: Deadline | None = None,
         pages: bool = True,
+        latent: bool | None = None,
+        threads: int | None = None,
         progress: Callable[[int], None] | None = None,
-    ) -> tuple[int, int]:
-        """Compute pending vectors (chunks first, then whole pages unless ``pages=False``)
-        within ``budget`` seconds (None: all); returns the counts."""
-        def run(index: FieldIndex) -> tuple[int, int]:
+    ) -> EmbedReport:
+        """Compute pending vectors: chunks first, then (``pages``) page vectors and latent
+        terms (``latent``, default: unless the field is in fast mode), within ``budget``
+        seconds or before ``deadline`` (neither: all of it). ``threads`` caps the model's
+        CPU threads (1 for work a search waits for)."""
+        def run(index: FieldIndex) -> EmbedReport:
             if index.embedder is None:
-                return 0, 0
-            return embed_pending(index.conn, index.embedder, self.path, budget_seconds=budget,
-                                 include_pages=pages, progress=progress)
+                return EmbedReport()
+            return embed_pending(
+                index.conn, index.embedder, self.path,
+                deadline=deadline or Deadline(budget), pages=pages,
+                latent=not self.fast if latent is None else latent,
+                page_vectors=self.page_vectors, threads=threads, progress=progress,
+            )
 
         return self.with_index(run)
 

@@ -22,6 +22,7 @@ from .domains.atomic import Filters
 from .domains.filtering import filtered_retrieve
 from .errors import DeepfieldError, EmbeddingError
 from .fusion import convex, max_normalized
+from .index.budget import Deadline
 from .index.health import heals_fields
 from .index.keyword import query_terms
 from .manage.activation import rerank
@@ -199,6 +200,7 @@ def search_fields(
     where: Filters | None = None,
     parallel: bool = True,
     distinct_lines: bool = True,
+    started: float | None = None,
 ) -> SearchResponse:
     """Search ``fields`` together; see :meth:`deepfield.Field.search`.
 
@@ -209,6 +211,10 @@ def search_fields(
     pages in use get a small boost (deepfield.manage.activation) unless ``activation=False``.
     ``where`` keeps only pages whose frontmatter matches (kind, category, concept), applied
     before candidates are cut so k results come back whenever they exist.
+    The search answers within SEARCH_BUDGET_S (index/budget.py) of ``started`` (a
+    time.monotonic() value; default: now), embedding new chunks meanwhile as far as the time
+    allows; the rest is pending and reported.
+
     ``parallel``: a hybrid search runs its BM25 leg on a second thread while the vectors are
     scored. That shortens one search on an idle machine; a server with a process per core
     passes False, as the extra thread only competes with the other searches for the CPU.
@@ -222,12 +228,14 @@ def search_fields(
         mode = "hybrid" if fields and all(f.embedder is not None for f in fields) else "bm25"
     check_mode(mode, unit, k)
     started = time.perf_counter()
+    # Shared by every field searched.
+    deadline = Deadline.for_search(time.monotonic() if started is None else started)
     warnings: list[str] = []
     pending = 0
     indexes = []
     for fld in fields:
         if sync:
-            report = fld.ensure_synced(embed=mode != "bm25")
+            report = fld.ensure_synced(embed=mode != "bm25", deadline=deadline)
             warnings.extend(f"{fld.name}/{w}" for w in report.warnings)
         index = fld.index_handle()
         if mode != "bm25" and index.embedder is None:

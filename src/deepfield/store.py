@@ -69,6 +69,8 @@ class Store:
             known = ", ".join(self.field_names()) or "none yet"
             raise UnknownFieldError(f"no field {name!r} in store {self.root} (fields: {known})")
         field = Field(folder, self.embedder, name=name)
+        field.fast = self.config.index.fast
+        field.page_vectors = self.config.index.page_vectors
         self._fields[name] = field
         return field
 

@@ -313,21 +313,16 @@ def read_input(source: str) -> bytes:
 
 
 @contextmanager
-def progress_bar(label: str, total: int, enabled: bool) -> Iterator[Callable[[int], None]]:
-    """A rich progress bar on stderr (only on a terminal, never with --json)."""
-    if not enabled or total <= 0 or not sys.stderr.isatty():
-        yield lambda _n: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+def progress_bar(label: str, total: int, enabled: bool,
+                 unit: str = "items") -> Iterator[Callable[[int], None]]:
+    """Progress on stderr (cli/progress.py): a rich bar on a terminal unless ``enabled`` is
+    False (--json), else a line every few seconds."""
+    from .progress import progress
 
+    # rich draws with cursor movements: the real stream, not the cleaned one
     stderr = sys.stderr.inner if isinstance(sys.stderr, CleanStream) else sys.stderr
-    with Progress(  # rich draws with cursor movements: the real stream, not the cleaned one
-        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-        TimeRemainingColumn(), console=Console(file=stderr), transient=True,
-    ) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda n: bar.advance(task, n)
+    with progress(label, total, bar=enabled, unit=unit, stream=stderr) as tick:
+        yield tick
 
 
 def store_exists(path: Path) -> bool:

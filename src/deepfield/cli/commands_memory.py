@@ -15,6 +15,7 @@ from ..memorize import remember
 from ..research import research
 from ..sessions import FORMATS
 from .app import app, json_option, print_json, settings, warn
+from .indexing import describe_document, fast_option, index_after_write
 
 _OFFLINE = click.option(
     "--offline", is_flag=True,
@@ -32,12 +33,16 @@ _OFFLINE = click.option(
               help="Session number, for a LoCoMo conversation file.")
 @click.option("--project", default=None, help="Project the session belongs to.")
 @click.option("--topic", default=None, help="Topic of the session (default: derived).")
+@click.option("--index/--no-index", "do_index", default=True, show_default=True,
+              help="Index and embed the new page now (else the next search or `deepfield "
+              "index` does).")
+@fast_option
 @_OFFLINE
 @json_option
 @click.pass_context
 def remember_command(ctx: click.Context, field_name: str, session: str, format_: str,
                      session_number: int | None, project: str | None, topic: str | None,
-                     offline: bool, as_json: bool) -> None:
+                     do_index: bool, fast: bool | None, offline: bool, as_json: bool) -> None:
     """File SESSION (a file, or - for stdin) as a page of FIELD with a memo and header.
 
     Accepts OpenAI-style messages (JSON or JSONL), a LoCoMo session, or a Markdown/text
@@ -55,13 +60,16 @@ def remember_command(ctx: click.Context, field_name: str, session: str, format_:
     result = remember(field, "stdin" if text is not None else session, llm=llm,
                       format=format_, session=session_number, text=text, project=project,
                       topic=topic)
+    indexed = index_after_write([field], fast=fast, as_json=as_json) if do_index else []
     if as_json:
-        print_json(result.to_json())
+        print_json(result.to_json() | ({"indexed": indexed[0]} if indexed else {}))
         return
     for warning in result.warnings:
         warn(warning)
     click.echo(f"{result.action}: {field.name}/{result.filename} ({result.memo_by} memo)")
     click.echo(f"  {result.memo}")
+    if indexed:
+        click.echo(f"  {describe_document(indexed[0])}")
 
 
 @app.command("research")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -12,6 +13,7 @@ from ..importers.locomo import count_sessions, import_locomo
 from ..store import init as init_store
 from .app import app, json_option, print_json, progress_bar, settings, store_exists, warn
 from .demo import run_demo
+from .indexing import fast_option, index_after_write
 
 
 @app.command("init")
@@ -91,10 +93,11 @@ def import_group() -> None:
 @click.option("--only", "only", multiple=True, help="Import only this conversation id.")
 @click.option("--index/--no-index", "do_index", default=True, show_default=True,
               help="Index (and embed) the new pages right away.")
+@fast_option
 @json_option
 @click.pass_context
 def import_locomo_cmd(ctx: click.Context, source: Path, prefix: str, only: tuple[str, ...],
-                      do_index: bool, as_json: bool) -> None:
+                      do_index: bool, fast: bool | None, as_json: bool) -> None:
     """Import a LoCoMo JSON file: one field per conversation, one page per session."""
     env = settings(ctx)
     if not store_exists(env.store_path):
@@ -104,15 +107,10 @@ def import_locomo_cmd(ctx: click.Context, source: Path, prefix: str, only: tuple
     with progress_bar("importing sessions", count_sessions(source), not as_json) as tick:
         report = import_locomo(store, source, prefix=prefix, only=list(only) or None,
                                progress=tick)
-    indexed = []
+    indexed: list[dict[str, Any]] = []
     if do_index:
-        for name in report.fields:
-            fld = store.field(name)
-            fld.index(embed=False)
-            pending = fld.index_handle().pending_vectors()
-            with progress_bar(f"embedding {name}", pending, not as_json) as tick:
-                fld.embed(progress=tick)
-            indexed.append(fld.index_handle().stats() | {"field": name})
+        indexed = index_after_write([store.field(name) for name in report.fields], fast=fast,
+                                    as_json=as_json)
     if as_json:
         print_json(report.to_json() | {"indexed": indexed})
         return

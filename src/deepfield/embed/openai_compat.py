@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -30,9 +31,15 @@ from typing import Any, ClassVar
 import httpx
 import numpy as np
 
-from ..errors import ConfigError, EmbeddingServiceError
+from ..errors import ConfigError, EmbeddingInputError, EmbeddingServiceError
 from ..httpjson import JSONEndpoint, RetryPolicy, float_option, snippet, usage_count
 from .base import UNSAFE_CODE_CHARS, Embedder, Kind, Vectors, check_model_code
+
+_REFUSED_INPUT = re.compile(
+    r"HTTP (400|413|422)\b.*(too long|too large|context length|maximum|exceed|token|empty)",
+    re.IGNORECASE | re.DOTALL)
+"""A reply refusing the texts themselves (longer than the model reads, say): the index skips
+them (deepfield.index.vectors) instead of failing the whole batch."""
 
 DEFAULT_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
@@ -167,7 +174,12 @@ class OpenAIEmbedder(Embedder):
             self.stats.retries += 1
 
         started = time.perf_counter()
-        reply = self._endpoint.post(payload, on_retry=count_retry)
+        try:
+            reply = self._endpoint.post(payload, on_retry=count_retry)
+        except EmbeddingServiceError as exc:
+            if _REFUSED_INPUT.search(exc.message):
+                raise EmbeddingInputError(exc.message) from None
+            raise
         elapsed = time.perf_counter() - started
         self.stats.requests += 1
         self.stats.seconds += elapsed

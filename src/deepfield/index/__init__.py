@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from ..embed.base import Embedder, LatentTerms, Vectors
 from ..errors import IndexCorruptError
 from ..scan import SourceFile
+from .budget import Deadline
 from .db import (
     KEYWORD_ONLY_CODE,
     bump_generation,
@@ -34,9 +35,9 @@ from .health import file_id, is_corruption
 from .keyword import TermCounts, bm25_search
 from .latent import LatentIndex, latent_stamp
 from .sync import NOT_A_PAGE, SyncReport, sync_files
-from .vectors import count_pending, embed_pending
+from .vectors import Pending, count_pending, embed_pending
 
-__all__ = ["ChunkRow", "DocRow", "FieldIndex", "SyncReport"]
+__all__ = ["ChunkRow", "DocRow", "FieldIndex", "Pending", "SyncReport"]
 
 
 @dataclass(frozen=True)
@@ -156,8 +157,8 @@ class FieldIndex:
         progress: Callable[[int], None] | None = None,
         embed_progress: Callable[[int], None] | None = None,
     ) -> SyncReport:
-        """Reconcile with ``files``; then embed pending vectors within ``embed_budget`` seconds
-        (None: all of them, 0: none)."""
+        """Reconcile with ``files``; then embed pending chunk vectors within ``embed_budget``
+        seconds (None: everything pending, pages and latent terms too; 0: nothing)."""
         started = time.time()
         last = float(get_meta(self.conn, "synced_at") or 0.0)
         report = sync_files(
@@ -168,12 +169,14 @@ class FieldIndex:
             set_meta(self.conn, "synced_at", repr(started))
         if self.embedder is not None:
             if embed_budget is None or embed_budget > 0:
-                chunks, pages = embed_pending(
+                done = embed_pending(
                     self.conn, self.embedder, self.field_dir,
-                    budget_seconds=embed_budget, progress=embed_progress,
+                    deadline=Deadline(embed_budget), pages=embed_budget is None,
+                    threads=None if embed_budget is None else 1, progress=embed_progress,
                 )
-                report.chunks_embedded, report.pages_embedded = chunks, pages
-            report.pending_vectors = count_pending(self.conn)
+                report.chunks_embedded, report.pages_embedded = done.chunks, done.pages
+                report.warnings += done.warnings
+            report.pending_vectors = self.pending_vectors()
         report.seconds = time.time() - started
         return report
 
@@ -184,15 +187,31 @@ class FieldIndex:
             last_sync=float(get_meta(self.conn, "synced_at") or 0.0),
         )
 
-    def pending_vectors(self) -> int:
-        """Vectors still to compute, with the latent terms of a model that has them."""
+    def pending(self) -> Pending:
+        """Work still to do by kind: chunk vectors, page vectors and (for a model with a
+        sparse head) chunks without latent terms."""
         if not self.with_vectors:
-            return 0
+            return Pending()
         latent = self.embedder is not None and self.embedder.has_latent
-        return count_pending(self.conn, with_latent=latent)
+        return count_pending(self.conn, latent=latent)
+
+    def pending_vectors(self) -> int:
+        """Chunk and page vectors still to compute (latent terms: :meth:`pending`)."""
+        pending = self.pending()
+        return pending.chunk_vectors + pending.page_vectors
 
     def pending_chunk_vectors(self) -> int:
-        return count_pending(self.conn, with_pages=False) if self.with_vectors else 0
+        if not self.with_vectors:
+            return 0
+        row = self.conn.execute("SELECT count(*) FROM df_chunks WHERE embedding IS NULL")
+        return int(row.fetchone()[0])
+
+    def unencodable_chunks(self) -> int:
+        """Chunks the model could not encode (found by keywords only)."""
+        if not self.with_vectors:
+            return 0
+        row = self.conn.execute("SELECT count(*) FROM df_chunks WHERE length(embedding) = 0")
+        return int(row.fetchone()[0])
 
     def clear(self) -> None:
         """Drop every row (``reindex`` then rebuilds from the Markdown alone)."""
@@ -215,6 +234,7 @@ class FieldIndex:
         return warnings
 
     def stats(self) -> dict[str, Any]:
+        pending = self.pending()
         docs = self.conn.execute("SELECT count(*) FROM df_docs").fetchone()[0]
         chunks = self.conn.execute("SELECT count(*) FROM df_chunks").fetchone()[0]
         return {
@@ -223,7 +243,9 @@ class FieldIndex:
             "dim": int(get_meta(self.conn, "dim") or 0) or None,
             "pages": int(docs),
             "chunks": int(chunks),
-            "pending_vectors": self.pending_vectors(),
+            "pending_vectors": pending.chunk_vectors + pending.page_vectors,
+            "pending": pending.to_json(),
+            "unencodable_chunks": self.unencodable_chunks(),
         }
 
     # ------------------------------------------------------------------ lookup

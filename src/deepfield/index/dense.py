@@ -68,7 +68,9 @@ class DenseIndex:
                 # numpy.memmap's Python-level __getitem__ (~1 ms per search at 100k chunks).
                 return cls(generation, **{k: v.view(np.ndarray) for k, v in arrays.items()})
         rows = conn.execute(
-            "SELECT id, doc_id, embedding FROM df_chunks WHERE embedding IS NOT NULL ORDER BY id"
+            # An empty vector marks a chunk the model could not encode (index/vectors.py).
+            "SELECT id, doc_id, embedding FROM df_chunks WHERE length(embedding) > 0 "
+            "ORDER BY id"
         ).fetchall()
         try:
             page_rows = conn.execute(

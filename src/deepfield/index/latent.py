@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..embed.base import Embedder, LatentTerms
+from .budget import Deadline
 from .db import get_meta, set_meta, transaction
-from .vectors import _LABEL_MARKER
+from .text import encodable, line_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,12 +33,7 @@ if TYPE_CHECKING:
 else:
     Ints = Any
 
-LATENT_BATCH = 16
-
-
-def line_text(line: str) -> str:
-    """A transcript line as it is encoded: without its reference marker (``(D1:3)``)."""
-    return _LABEL_MARKER.sub(r"\1:", line.strip())
+LATENT_BATCH = 32
 
 
 def pack_terms(terms: LatentTerms) -> bytes:
@@ -60,6 +57,7 @@ def unpack_terms(blob: bytes) -> LatentTerms:
 
 
 def count_pending_latent(conn: sqlite3.Connection) -> int:
+    """Chunks that have their vector (or were found unencodable) but no latent terms yet."""
     try:
         return int(conn.execute(
             "SELECT count(*) FROM df_chunks c WHERE embedding IS NOT NULL AND NOT EXISTS "
@@ -68,12 +66,22 @@ def count_pending_latent(conn: sqlite3.Connection) -> int:
         return 0
 
 
-def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder,
-                         deadline: float | None) -> int:
+@dataclass
+class LatentReport:
+    chunks: int = 0
+    lines: int = 0
+    skipped: int = 0
+    """Texts with nothing to encode (no word characters): stored with no terms."""
+
+
+def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder, deadline: Deadline,
+                         *, threads: int | None = None,
+                         progress: Callable[[int], None] | None = None) -> LatentReport:
     """Latent terms of chunks that have a vector but no terms yet (newest pages first), and
-    of the lines of record chunks; returns the chunks done."""
-    done = 0
-    while deadline is None or time.monotonic() < deadline:
+    of their record lines, each encoded alone."""
+    report = LatentReport()
+    rate_key = f"sparse/{threads or 0}"
+    while not deadline.expired():
         rows = conn.execute(
             "SELECT c.id, c.doc_id, c.kind, c.line_start, c.line_end, c.body, d.sha256 "
             "FROM df_chunks c JOIN df_docs d ON d.id = c.doc_id "
@@ -82,29 +90,21 @@ def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder,
             "ORDER BY c.doc_id DESC, c.ord LIMIT ?", (LATENT_BATCH,)).fetchall()
         if not rows:
             break
+        rows = rows[:deadline.fit([len(row[5]) for row in rows], embedder, rate_key)]
+        if not rows:
+            break
+        # Each record line is encoded alone: a line's terms taken from the windows around it
+        # (no pass) lost 0.02 of multi-hop recall, more than no line terms at all
+        # (docs/DESIGN.md, "What indexing encodes").
+        lines = _lines_to_encode(conn, rows)
+        texts = [row[5] for row in rows]
+        line_texts = [line_text(text) for text in lines.values()]
+        started = time.perf_counter()
+        terms = _encode(embedder, texts, "chunk_sparse", threads, report)
+        line_terms = _encode(embedder, line_texts, "line_sparse", threads, report)
+        deadline.observe(embedder, rate_key, sum(map(len, texts + line_texts)),
+                         time.perf_counter() - started)
         sha_of = {row[1]: row[6] for row in rows}
-        lines: dict[tuple[int, int], str] = {}
-        for _, doc_id, kind, start, end, body, _sha in rows:
-            parts = body.split("\n")
-            if kind == "record" and len(parts) == end - start + 1:
-                for offset, text in enumerate(parts):
-                    lines[(doc_id, start + offset)] = text
-        # A record line too long for one chunk is cut into pieces that share its line number:
-        # no piece is the line, so it gets no terms of its own (its chunks have theirs).
-        for doc_id, line in list(lines):
-            pieces = conn.execute(
-                "SELECT count(*) FROM df_chunks WHERE doc_id = ? AND line_start = ? "
-                "AND line_end = ?", (doc_id, line, line)).fetchone()[0]
-            if pieces > 1:
-                del lines[(doc_id, line)]
-        if lines:
-            have = set()
-            for doc_id in {key[0] for key in lines}:
-                have |= {(doc_id, row[0]) for row in conn.execute(
-                    "SELECT line FROM df_latent_lines WHERE doc_id = ?", (doc_id,))}
-            lines = {key: text for key, text in lines.items() if key not in have}
-        texts = [row[5] for row in rows] + [line_text(text) for text in lines.values()]
-        terms = embedder.embed_latent(texts)
         # Only where the text is still the one encoded: another process may have re-synced
         # the page meanwhile, and a freed chunk id is given to the next chunk inserted.
         with transaction(conn):
@@ -112,15 +112,69 @@ def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder,
                 "INSERT OR REPLACE INTO df_latent(chunk_id, terms) SELECT ?, ? "
                 "WHERE EXISTS (SELECT 1 FROM df_chunks WHERE id = ? AND body = ?)",
                 [(row[0], pack_terms(t), row[0], row[5])
-                 for row, t in zip(rows, terms[:len(rows)], strict=True)])
+                 for row, t in zip(rows, terms, strict=True)])
             conn.executemany(
                 "INSERT OR REPLACE INTO df_latent_lines(doc_id, line, terms) SELECT ?, ?, ? "
                 "WHERE EXISTS (SELECT 1 FROM df_docs WHERE id = ? AND sha256 = ?)",
                 [(key[0], key[1], pack_terms(t), key[0], sha_of[key[0]])
-                 for key, t in zip(lines, terms[len(rows):], strict=True)])
+                 for key, t in zip(lines, line_terms, strict=True)])
             bump_latent(conn)
-        done += len(rows)
-    return done
+        report.chunks += len(rows)
+        report.lines += len(lines)
+        if progress:
+            progress(len(rows))
+    return report
+
+
+def _encode(embedder: Embedder, texts: list[str], purpose: str, threads: int | None,
+            report: LatentReport) -> list[LatentTerms]:
+    """Terms of ``texts``; a text without a word character gets none (and is counted)."""
+    import numpy as np
+
+    empty: LatentTerms = (np.zeros(0, np.int64), np.zeros(0, np.float32))
+    wanted = [i for i, text in enumerate(texts) if encodable(text)]
+    found = embedder.latent_terms([texts[i] for i in wanted], purpose=purpose,
+                                  threads=threads) if wanted else []
+    terms = [empty] * len(texts)
+    for i, got in zip(wanted, found, strict=True):
+        terms[i] = got
+    skipped = len(texts) - len(wanted)
+    if skipped:
+        report.skipped += skipped
+        embedder.meter.record(purpose, texts=0, passes=0, tokens=0, seconds=0.0,
+                              skipped=skipped)
+    return terms
+
+
+def _record_lines(rows: list[tuple[Any, ...]]) -> dict[tuple[int, int], str]:
+    """(doc id, line) → text of every line of the record chunks among ``rows``."""
+    lines: dict[tuple[int, int], str] = {}
+    for _, doc_id, kind, start, end, body, *_rest in rows:
+        parts = body.split("\n")
+        if kind == "record" and len(parts) == end - start + 1:
+            for offset, text in enumerate(parts):
+                lines[(doc_id, start + offset)] = text
+    return lines
+
+
+def _lines_to_encode(conn: sqlite3.Connection,
+                     rows: list[tuple[Any, ...]]) -> dict[tuple[int, int], str]:
+    lines = _record_lines(rows)
+    # A record line too long for one chunk is cut into pieces that share its line number:
+    # no piece is the line, so it gets no terms of its own (its chunks have theirs).
+    for doc_id, line in list(lines):
+        pieces = conn.execute(
+            "SELECT count(*) FROM df_chunks WHERE doc_id = ? AND line_start = ? "
+            "AND line_end = ?", (doc_id, line, line)).fetchone()[0]
+        if pieces > 1:
+            del lines[(doc_id, line)]
+    if lines:
+        have = set()
+        for doc_id in {key[0] for key in lines}:
+            have |= {(doc_id, row[0]) for row in conn.execute(
+                "SELECT line FROM df_latent_lines WHERE doc_id = ?", (doc_id,))}
+        lines = {key: text for key, text in lines.items() if key not in have}
+    return lines
 
 
 def bump_latent(conn: sqlite3.Connection) -> None:

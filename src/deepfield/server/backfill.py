@@ -143,6 +143,7 @@ class Backfiller:
             if self._embedder is None:
                 self._embedder = self._make_embedder()
             field = self._fields[slot.name] = Field(slot.path, self._embedder, name=slot.name)
+            field.page_vectors = slot.writer.page_vectors
         if not take_lease(field, self._owner, time.time()):
             return 0  # another worker is on it
         counted = [0]
@@ -152,7 +153,10 @@ class Backfiller:
             if self._stop.is_set():
                 raise _StoppedError
 
-        field.embed(budget=SLICE_S, pages=True, progress=count)
+        # Every core the model may use (searches encode their queries on a model of their
+        # own, on one thread), and latent terms whatever the field's fast mode: finishing
+        # what a fast import deferred is this thread's job.
+        field.embed(budget=SLICE_S, pages=True, latent=True, progress=count)
         return counted[0]
 
 

@@ -36,8 +36,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..embed.base import Embedder, Kind, LatentTerms, Vectors
+from ..embed.meter import EncodeMeter
 from ..errors import EmbeddingError, IndexStateError
 from ..field import AUTO_EMBED_SECONDS, Field
+from ..index.budget import Deadline
 from .watching import FolderWatcher
 
 T = TypeVar("T")
@@ -45,6 +47,8 @@ BACKGROUND_SYNC_S = 1.0
 """Seconds between background scans of a field without a file watcher."""
 SAFETY_SYNC_S = 60.0
 """Seconds between background scans of a watched field (for events the watcher lost)."""
+BACKGROUND_EMBED_S = 1.0
+"""Seconds a background sync may spend embedding new chunks, holding the field's writer."""
 
 
 class SharedEmbedder(Embedder):
@@ -75,15 +79,25 @@ class SharedEmbedder(Embedder):
             return vectors
 
     def embed(self, texts: Sequence[str], kind: Kind = "document",
-              progress: Callable[[int], None] | None = None) -> Vectors:
+              progress: Callable[[int], None] | None = None, *, purpose: str | None = None,
+              threads: int | None = None) -> Vectors:
         with self._lock:
-            vectors = self.inner.embed(texts, kind, progress)
+            vectors = self.inner.embed(texts, kind, progress, purpose=purpose, threads=threads)
             self._loaded = True
             return vectors
 
     def embed_latent(self, texts: list[str]) -> list[LatentTerms]:
         with self._lock:
             return self.inner.embed_latent(texts)
+
+    def latent_terms(self, texts: Sequence[str], *, purpose: str = "chunk_sparse",
+                     threads: int | None = None) -> list[LatentTerms]:
+        with self._lock:
+            return self.inner.latent_terms(texts, purpose=purpose, threads=threads)
+
+    @property
+    def meter(self) -> EncodeMeter:
+        return self.inner.meter
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
@@ -181,10 +195,14 @@ class FieldSlot:
         with contextlib.suppress(EmbeddingError, IndexStateError, sqlite3.Error):
             self.writer.embed(budget=AUTO_EMBED_SECONDS, pages=True)
 
-    def search(self, fn: Callable[[Field], T], *, embed: bool) -> T:
-        """Run ``fn`` on an idle searcher (waiting for one if all are busy)."""
+    def search(self, fn: Callable[[Field], T], *, embed: bool,
+               started: float | None = None) -> T:
+        """Run ``fn`` on an idle searcher (waiting for one if all are busy). A sync it needs
+        embeds new chunks only within the search's budget, counted from ``started`` (a
+        time.monotonic() value; default: now)."""
         self.activity.touch()
-        self.freshen(embed=embed)
+        self.freshen(embed=embed, deadline=Deadline.for_search(
+            time.monotonic() if started is None else started))
         reader = self._take_reader(wait=True)
         assert reader is not None
         try:
@@ -236,13 +254,13 @@ class FieldSlot:
             # lock juggling on every hand-over.
             return self._idle.get() if wait else None
 
-    def freshen(self, *, embed: bool) -> None:
+    def freshen(self, *, embed: bool, deadline: Deadline | None = None) -> None:
         """Sync now if the folder changed since the last sync, else maybe in the background."""
         mtime = self._mtime()
         if mtime != self._seen_mtime:
             with self.lock:
                 if mtime != self._seen_mtime:
-                    self.writer.ensure_synced(embed=embed)
+                    self.writer.ensure_synced(embed=embed, deadline=deadline)
                     # The mtime after the sync, which may have rewritten listing.md: else the
                     # next search would sync again for the sync's own write. A page changed by
                     # someone else during the sync is caught by the watcher or the poll.
@@ -287,7 +305,11 @@ class FieldSlot:
                         self.writer.mark_changed(names)
                     # A field with a model embeds what a watcher-reported edit added, whatever
                     # the request that started this round asked.
-                    self.writer.ensure_synced(embed=embed or self.embedder is not None)
+                    # A short slice: a search that needs the lock meanwhile waits at most
+                    # for it; the backfill (backfill.py) does the rest while the server idles.
+                    self.writer.ensure_synced(
+                        embed=embed or self.embedder is not None,
+                        deadline=Deadline(BACKGROUND_EMBED_S, strict=True))
                     # As after a search's sync: the listing.md it may have rewritten does not
                     # make the next search scan again.
                     self._seen_mtime = self._mtime()

@@ -12,6 +12,7 @@ import hashlib
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -119,6 +120,7 @@ class Service:
                 path = self.store.field(name).path  # raises UnknownFieldError
                 slot = FieldSlot(path, name, self.embedder, self.readers, self._background,
                                  self.activity, self._watcher)
+                slot.writer.page_vectors = self.store.config.index.page_vectors
                 self._watcher.add(path, slot.pages_changed)
                 self._slots[name] = slot
             return slot
@@ -237,25 +239,27 @@ class Service:
         spec's substring matches. One field: on a free searcher, in parallel with others;
         several: on their writers, holding their locks in name order."""
         chosen = self._mode(mode)
+        started = time.monotonic()  # the search's budget counts from here
         if len(set(names)) == 1:
             out = self.slot(names[0]).search(
                 lambda f: self._search_fields([f], query, k, chosen, unit, sync=False),
-                embed=chosen != "bm25")
+                embed=chosen != "bm25", started=started)
             out["field"] = names[0]
             return out
         fields = [self.field(n) for n in names]
         with self.holding(names):
-            return self._search_fields(fields, query, k, chosen, unit, sync=True)
+            return self._search_fields(fields, query, k, chosen, unit, sync=True,
+                                       started=started)
 
     def _mode(self, mode: str | None) -> str:
         return mode or ("hybrid" if self.embedder is not None else "bm25")
 
     @staticmethod
     def _search_fields(fields: list[Field], query: str, k: int, mode: str, unit: str,
-                       *, sync: bool, substring: bool = True,
-                       parallel: bool = True) -> dict[str, Any]:
+                       *, sync: bool, substring: bool = True, parallel: bool = True,
+                       started: float | None = None) -> dict[str, Any]:
         response = search_fields(fields, query, k=k, mode=mode, unit=unit, sync=sync,
-                                 parallel=parallel)
+                                 parallel=parallel, started=started)
         out = response.to_json(with_text=unit == "chunk")
         if substring and mode == "bm25" and unit == "page" and len(response.results) < k:
             seen = {(r["field"], r["filename"]) for r in out["results"]}
