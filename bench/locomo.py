@@ -212,7 +212,8 @@ def loo_section(ctx: Context) -> Section:
     payload: dict[str, Any] = {}
     hybrid = next((s for s in search_systems(ctx) if s.name == "deepfield hybrid"), None)
     for tunable in TUNABLES:
-        if tunable.system == "search" and hybrid is None:
+        if (tunable.system == "search" and hybrid is None) or ctx.args.loo not in (
+                "all", tunable.system):
             continue
         with ctx.memo:
             scores = sweep(tunable, ctx.questions, ctx.fields, hybrid)
@@ -288,8 +289,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
     parser.add_argument("--skip-budget", action="store_true", help="search tables only")
     parser.add_argument("--skip-search", action="store_true", help="budget tables only")
-    parser.add_argument("--loo", action="store_true",
-                        help="also sweep the tuned constants (slow: a research pass per value)")
+    parser.add_argument("--loo", nargs="?", const="all", default=None,
+                        choices=("all", "search", "research"),
+                        help="also sweep the tuned constants (of search, research or all; "
+                        "research is slow: a research pass per value)")
     parser.add_argument("--ablations", action="store_true",
                         help="also run the researcher variants of evalkit.tuning.ABLATIONS")
     parser.add_argument("--extras-only", action="store_true",
@@ -326,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
             (f"--model {args.model}", bool(args.model)),
             (f"--probe-pages {args.probe_pages}", bool(args.probe_pages)),
             (f"--llm-model {args.llm_model}", bool(args.llm_model)),
-            ("--loo", args.loo), ("--ablations", args.ablations),
+            ("--loo" + ("" if args.loo == "all" else f" {args.loo}"), bool(args.loo)),
+            ("--ablations", args.ablations),
             ("--confidence", args.confidence),
             ("--extras-only", args.extras_only)) if on)
     ctx = Context(args, dataset, store, Fields(store, dataset), questions, command, tag)
