@@ -69,7 +69,10 @@ def rederive_page_vectors(fld: deepfield.Field) -> int:
     from deepfield.index.db import transaction
     from deepfield.index.vectors import derive_page_vectors
 
-    conn = fld.index_handle().conn
+    index = fld.index_handle()
+    if index.embedder is None:
+        return 0  # a keyword-only field has no vectors
+    conn = index.conn
     before = {name: bytes(blob) for name, blob in conn.execute(
         "SELECT filename, embedding FROM pages WHERE embedding IS NOT NULL")}
     with transaction(conn):
