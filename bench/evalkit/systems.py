@@ -38,7 +38,7 @@ from deepfield.research.evidence import (
     page_date,
 )
 from deepfield.research.loop import SPREAD, ResearchResult
-from deepfield.search import Hit
+from deepfield.search import Hit, search_fields
 
 from .data import Dataset, Question
 from .fts import PlainFTS
@@ -238,16 +238,20 @@ class SingleSearchLines:
         self.whole_window = whole_window
         self.name = f"one {mode} search" + (", window lines" if whole_window else "")
         self.description = (f"deepfield {mode} chunk search (k={SINGLE_SEARCH_HITS}), "
-                            + ("every line of each chunk, pointed line first"
-                               if whole_window else "the line each hit points to")
+                            + ("every chunk as ranked (as the researcher reads them), every "
+                               "line of each, pointed line first" if whole_window
+                               else "one hit per line, the line each hit points to")
                             + ", distinct, packed as lines with the researcher's excerpts")
 
     def run(self, question: Question) -> tuple[Packer, float]:
         fld = self.fields.fields[question.conversation]
         self.fields.clear_query_cache(question.conversation)
         started = time.perf_counter()
-        hits = fld.search(question.question, k=SINGLE_SEARCH_HITS, mode=self.mode,
-                          unit="chunk", activation=False).results
+        # Window lines: every chunk as ranked, as the researcher reads them (the overlapping
+        # windows around a match add its neighbours); pointed lines: one hit per line.
+        hits = search_fields([fld], question.question, k=SINGLE_SEARCH_HITS, mode=self.mode,
+                             unit="chunk", activation=False,
+                             distinct_lines=not self.whole_window).results
         seconds = time.perf_counter() - started
         lines = evidence_lines(hits, PageLines([fld]), question.question, TermWeights(fld),
                                self.whole_window)
