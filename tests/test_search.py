@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import deepfield
-from deepfield.search import make_snippet
+from deepfield.search import make_snippet, search_fields
 
 from .fake_openai import FakeOpenAIServer
 
@@ -180,3 +181,55 @@ def test_query_vectors_are_remembered_until_cleared() -> None:
     embedder.clear_query_cache()
     assert (embedder.embed_query("carbon fibre woks") == first).all()
     assert embedder.calls == [("query", 1), ("query", 1)]
+
+
+WRAPPED = """# Supplier notes
+
+Our enclosure supplier list was reviewed in March. The team agreed that every
+vendor has to send samples before the order, and that the samples are tested
+for dust and water ingress in the usual chamber. Supplier samples go to the lab.
+
+The meeting ran long and covered travel plans, the budget for next year and
+the usual questions about who books the rooms for the workshop in autumn.
+Somebody asked about lunch. Nothing was decided about lunch at all.
+The new zebra-striped gasket from the Mombasa plant passed the dust test first time.
+Everyone was pleased.
+"""
+
+
+@pytest.mark.parametrize("unit", ["chunk", "page"])
+def test_snippet_points_at_the_matching_line_of_a_wrapped_paragraph(
+        cli: Any, unit: str) -> None:
+    """A paragraph hard-wrapped over five lines is one chunk; its hit points at the line with
+    the query's words, not at the paragraph's first line (issue 18 item 11)."""
+    assert cli("new", "notes").exit_code == 0
+    added = cli("add", "notes", "-", "--title", "Supplier notes", input=WRAPPED)
+    assert added.exit_code == 0, added.output
+    page = next((cli.store_path / "notes").glob("supplier*.md"))
+    lines = page.read_text().splitlines()
+    wanted = next(i for i, line in enumerate(lines, 1) if "zebra-striped" in line)
+    found = cli.json("search", "zebra-striped gasket Mombasa", "-f", "notes", "--unit", unit,
+                     "--mode", "bm25")["results"][0]
+    assert found["line_start"] < wanted - 2  # the chunk starts well above the match
+    assert found["snippet_line"] == wanted
+    assert found["snippet"].startswith("The new zebra-striped gasket from the Mombasa plant")
+    # Words on the paragraph's first line keep the hit there.
+    other = cli.json("search", "travel plans budget", "-f", "notes", "--unit", "chunk",
+                     "--mode", "bm25")["results"][0]
+    assert other["snippet_line"] == other["line_start"] < wanted
+
+
+def test_chunk_hits_point_at_distinct_lines(field: deepfield.Field) -> None:
+    """The overlapping windows around a matching turn all point at it: they are one hit
+    (matches counts them), so k hits show k different lines."""
+    turns = [f"Ana (D1:{i}): small talk number {i} about the weather" for i in range(1, 9)]
+    turns[3] = "Ben (D1:4): the Mombasa gasket order ships on Friday"
+    turns[6] = "Ana (D1:7): did the gasket from Mombasa pass the dust test?"
+    field.write("---\ntitle: Call\n---\n" + "\n".join(turns) + "\n", name="call.md")
+    hits = field.search("Mombasa gasket", unit="chunk", mode="bm25", k=4).results
+    # Six windows hold a matching line (lines 3-8 of the transcript); two lines match.
+    assert sorted(h.snippet for h in hits) == sorted([turns[3], turns[6]])
+    assert sum(h.matches for h in hits) == 6
+    every = search_fields([field], "Mombasa gasket", unit="chunk", mode="bm25", k=4,
+                          distinct_lines=False).results
+    assert len(every) == 4 and len({h.snippet_line for h in every}) == 2  # every window

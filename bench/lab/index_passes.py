@@ -11,7 +11,7 @@ terms encoded and page vectors of whole files, as deepfield 8c3ebfd built them),
 the rows in question, so each variant costs no encoding (except ``long-N``'s token counts):
 
 lines (the researcher's ``latent_lines`` tool; every question of categories 1-4, researcher
-recall at 500/1,000/2,000 tokens as bench/research.py computes it):
+recall at 500/1,000/2,000 tokens as bench/evalkit computes it):
 
 * ``encoded``: each line encoded alone (one pass per record line);
 * ``pooled``: a line's terms are the features shared by every window around it, at their
@@ -42,8 +42,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from locomo import CACHE, CATEGORIES, build_store, evaluate, session_of
-from research import BUDGETS, questions, recall
+from evalkit.data import CATEGORIES, load, session_of
+from evalkit.metrics import evidence_recall as recall
+from evalkit.run import run_search
+from evalkit.store import CACHE, DEFAULT_DATA
+from evalkit.store import build_store as evalkit_store
+from evalkit.systems import DeepfieldSearch, Fields
 
 import deepfield
 from deepfield.index import dense
@@ -57,6 +61,31 @@ LAB = CACHE / "index-lab"
 
 ONLY: list[str] | None = None
 """Conversations to use (--only), default all."""
+BUDGETS = (500, 1000, 2000)
+
+
+def build_store(embedder: str, model: str | None, only: list[str] | None) -> deepfield.Store:
+    """The evaluation store (bench/evalkit/store.py; page vectors as this checkout derives
+    them, so the ``whole`` page-vector variant needs a store an earlier version built)."""
+    return evalkit_store(DEFAULT_DATA, embedder, model, only)
+
+
+def questions(only: list[str] | None) -> list[tuple[str, dict[str, Any], list[str]]]:
+    """(conversation, question, gold turns) of every scored question (bench/evalkit)."""
+    return [(q.conversation, {"question": q.question, "category": q.category},
+             list(q.evidence)) for q in load(DEFAULT_DATA, only).questions]
+
+
+def evaluate(store: deepfield.Store, modes: tuple[str, ...],
+             only: list[str] | None) -> dict[str, Any]:
+    """Turn R@10 per mode and category, on bench/evalkit's protocol (a chunk hit credited with
+    the turn on the line it points to)."""
+    dataset = load(DEFAULT_DATA, only)
+    fields = Fields(store, dataset)
+    runs = run_search([DeepfieldSearch(fields, m) for m in modes], dataset.questions, 0)
+    return {"scores": {mode: {label: {"turn R@10": [
+        float(s["turn R@10"] or 0.0) for q, s in run.records if CATEGORIES[q.category] == label]}
+        for label in CATEGORIES.values()} for mode, run in zip(modes, runs, strict=True)}}
 
 
 def variant_store(name: str) -> deepfield.Store:

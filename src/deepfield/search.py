@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -63,7 +63,8 @@ class Hit:
     text: str
     """The whole matching chunk (the snippet is cut from it)."""
     matches: int = 1
-    """How many of the page's chunks matched (page results)."""
+    """How many of the page's chunks matched (page results); for chunk results, how many
+    overlapping chunks pointed at this hit's line."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -121,15 +122,35 @@ class SearchResponse:
         }
 
 
-def best_line(lines: Sequence[str], terms: Sequence[str]) -> int:
-    """Index of the line with the most distinct query terms (ties: nearest the middle)."""
+def best_line(lines: Sequence[str], terms: Sequence[str], ties: str = "middle") -> int:
+    """Index of the line with the most distinct query terms; ties go to the line nearest the
+    middle (a record window is centred on its own line) or, with ``ties="first"``, to the
+    earliest (prose reads from the top)."""
     middle = (len(lines) - 1) / 2
 
     def rank(index: int) -> tuple[int, float]:
         lower = lines[index].lower()
-        return (sum(1 for t in terms if t[:6] in lower), -abs(index - middle))
+        place = -abs(index - middle) if ties == "middle" else -index
+        return (sum(1 for t in terms if t[:6] in lower), place)
 
     return max(range(len(lines)), key=rank)
+
+
+def pointed_line(body: str, kind: str, line_start: int, line_end: int,
+                 terms: Sequence[str]) -> tuple[str, int]:
+    """(the text a hit's snippet is cut from, the page line it points at): the chunk's line
+    with the most query terms, so a paragraph wrapped over many lines points at the sentence
+    that matched, not at its first line. A record window keeps its own (middle) line when no
+    line matches better; prose keeps its first. Chunks whose text does not keep the page's
+    line breaks (a memo, a paragraph cut at sentences) point at their first line."""
+    lines = body.split("\n")
+    if kind == "summary" or len(lines) < 2 or len(lines) != line_end - line_start + 1:
+        return body, line_start
+    if kind == "record":
+        best = best_line(lines, terms)
+        return lines[best], line_start + best
+    best = best_line(lines, terms, ties="first")
+    return "\n".join(lines[best:]), line_start + best
 
 
 def make_snippet(text: str, terms: Sequence[str], width: int = SNIPPET_CHARS) -> str:
@@ -175,6 +196,7 @@ def search_fields(
     activation: bool = True,
     where: Filters | None = None,
     parallel: bool = True,
+    distinct_lines: bool = True,
     started: float | None = None,
 ) -> SearchResponse:
     """Search ``fields`` together; see :meth:`deepfield.Field.search`.
@@ -193,6 +215,9 @@ def search_fields(
     ``parallel``: a hybrid search runs its BM25 leg on a second thread while the vectors are
     scored. That shortens one search on an idle machine; a server with a process per core
     passes False, as the extra thread only competes with the other searches for the CPU.
+    ``distinct_lines`` (unit="chunk"): each hit points at a different page line (see
+    :func:`collect_hits`); False returns every chunk as ranked (the researcher, whose line
+    votes count each window that holds a line).
     """
     if not isinstance(query, str):
         raise DeepfieldError(f"the query must be text, not {type(query).__name__}")
@@ -263,7 +288,7 @@ def search_fields(
         fused = convex(keyword, dense, KEYWORD_WEIGHT)
     fused = rerank(indexes, fused, activation=activation, include_superseded=include_superseded,
                    scale=activation_scale(mode, fused))
-    hits = collect_hits(indexes, fused, k, unit, query)
+    hits = collect_hits(indexes, fused, k, unit, query, distinct_lines)
     took = (time.perf_counter() - started) * 1000
     return SearchResponse(query, mode, unit, k, hits, took, warnings, pending)
 
@@ -285,29 +310,62 @@ def collect_hits(
     k: int,
     unit: str,
     query: str,
+    distinct_lines: bool = True,
 ) -> list[Hit]:
-    """Turn fused chunk scores into page stubs or chunk hits, best first."""
+    """Turn fused chunk scores into page stubs or chunk hits, best first.
+
+    Chunk hits with ``distinct_lines`` point at k different page lines: the overlapping
+    windows of a transcript or list all hold the line that matches, so the windows after the
+    best one that point at that same line are folded into it (``matches`` counts them) and
+    the next candidates take their places."""
     terms = query_terms(query) or re.findall(r"\w+", query.lower())
-    chosen: list[tuple[tuple[int, int], float]] = []
-    counts: dict[tuple[int, int], int] = {}
     if unit == "chunk":
-        chosen = fused[:k]
-    else:
-        by_doc: dict[tuple[int, int], tuple[tuple[int, int], float]] = {}
-        doc_of: dict[tuple[int, int], tuple[int, int]] = {}
-        for position, (_fld, index) in enumerate(indexes):
-            ids = [cid for (pos, cid), _ in fused if pos == position]
-            for cid, doc in index.chunk_docs(ids).items():
-                doc_of[(position, cid)] = (position, doc)
-        for key, score in fused:
-            doc = doc_of.get(key)
-            if doc is None:
-                continue  # removed by a concurrent sync
-            counts[doc] = counts.get(doc, 0) + 1
-            if doc not in by_doc:
-                by_doc[doc] = (key, score)
-        chosen = list(by_doc.values())[:k]
-        counts = {by_doc[d][0]: n for d, n in counts.items() if d in by_doc}
+        if not distinct_lines:
+            return _hits(indexes, fused[:k], {}, terms)
+        hits: list[Hit] = []
+        where: dict[tuple[str, str, int], int] = {}
+        start = 0
+        while len(hits) < k and start < len(fused):
+            batch = fused[start:start + 2 * k]
+            start += len(batch)
+            for found in _hits(indexes, batch, {}, terms):
+                line = (found.field, found.filename, found.snippet_line)
+                if line in where:
+                    first = where[line]
+                    hits[first] = replace(hits[first], matches=hits[first].matches + 1)
+                    continue
+                if len(hits) == k:
+                    break
+                where[line] = len(hits)
+                hits.append(found)
+        return hits
+    by_doc: dict[tuple[int, int], tuple[tuple[int, int], float]] = {}
+    doc_of: dict[tuple[int, int], tuple[int, int]] = {}
+    for position, (_fld, index) in enumerate(indexes):
+        ids = [cid for (pos, cid), _ in fused if pos == position]
+        for cid, doc in index.chunk_docs(ids).items():
+            doc_of[(position, cid)] = (position, doc)
+    counts: dict[tuple[int, int], int] = {}
+    for key, score in fused:
+        doc = doc_of.get(key)
+        if doc is None:
+            continue  # removed by a concurrent sync
+        counts[doc] = counts.get(doc, 0) + 1
+        if doc not in by_doc:
+            by_doc[doc] = (key, score)
+    chosen = list(by_doc.values())[:k]
+    counts = {by_doc[d][0]: n for d, n in counts.items() if d in by_doc}
+    return _hits(indexes, chosen, counts, terms)
+
+
+def _hits(
+    indexes: list[tuple[Field, Any]],
+    chosen: list[tuple[tuple[int, int], float]],
+    counts: dict[tuple[int, int], int],
+    terms: Sequence[str],
+) -> list[Hit]:
+    """The hits of ``chosen`` chunks, in order (chunks a concurrent sync removed are left
+    out); ``counts``: how many chunks of its page matched, per chosen chunk."""
     rows: dict[tuple[int, int], Any] = {}
     for position, (_fld, index) in enumerate(indexes):
         ids = [cid for (pos, cid), _ in chosen if pos == position]
@@ -320,11 +378,8 @@ def collect_hits(
             continue
         fld = indexes[key[0]][0]
         doc = row.doc
-        snippet_text, snippet_line = row.body, row.line_start
-        if row.kind == "record" and "\n" in row.body:
-            lines = row.body.split("\n")
-            best = best_line(lines, terms)
-            snippet_text, snippet_line = lines[best], row.line_start + best
+        snippet_text, snippet_line = pointed_line(row.body, row.kind, row.line_start,
+                                                  row.line_end, terms)
         hits.append(
             Hit(
                 field=fld.name, filename=doc.filename, uuid=doc.uuid, title=doc.title,

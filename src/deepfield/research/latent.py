@@ -43,7 +43,9 @@ def search(fields: Sequence[Field], encoded: dict[str, LatentTerms], query: str,
         pairs = [((position, key[0]), score) for position, (_, index) in enumerate(indexes)
                  for key, score in index.latent(terms, max(CANDIDATES, 5 * k))]
         pairs.sort(key=lambda pair: -pair[1])
-        return collect_hits(indexes, list(max_normalized(pairs).items()), k, "chunk", query)
+        # Every window, as the researcher's other searches (loop.py): votes count each.
+        return collect_hits(indexes, list(max_normalized(pairs).items()), k, "chunk", query,
+                            distinct_lines=False)
     found = [(position, key, score) for position, (_, index) in enumerate(indexes)
              for key, score in index.latent(terms, k, lines=True)]
     found.sort(key=lambda item: -item[2])

@@ -224,8 +224,10 @@ class _Session:
             if tool in latent_tools.LINES:
                 results = self._latent_search(tool, query, k)
             else:
+                # Every window, not one hit per line: a line's votes count each window
+                # that holds it (evidence.py).
                 response = search_fields(self.fields, query, k=k, mode=mode, unit=unit,
-                                         sync=False)
+                                         sync=False, distinct_lines=False)
                 self.warnings += [w for w in response.warnings if w not in self.warnings]
                 results = response.results
             for hit in results:
