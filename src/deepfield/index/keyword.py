@@ -66,7 +66,7 @@ PRUNE_DOC_SHARE = 0.05
 """In bigger fields, terms found in more than this share of chunks are left out of the
 OR-query when a rarer term remains: BM25 gives them little weight (IDF ≈ log 19 against ≈ 10
 for rare terms) but FTS5 scores every chunk they match. Measured on the 10k-page corpus
-(103k chunks, bench/lab/bm25_pruning.py, document frequencies counted per query): mean BM25
+(103k chunks, bench/bm25_pruning.py, document frequencies counted per query): mean BM25
 query 6.6 → 3.6 ms, top-10 overlap with the full query 0.975."""
 
 

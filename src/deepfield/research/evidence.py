@@ -129,11 +129,9 @@ to +0.01 of multi-hop recall)."""
 LENGTH_PRIOR = 0.4
 """A line's votes are multiplied by ``(words / 20) ** LENGTH_PRIOR`` (at least 4 words): a
 short line ("Wow, that's great!") seldom holds an answer, a long one holds several facts — a
-document-length prior, as ad-hoc retrieval uses. LoCoMo dev, recall at 1,000 tokens: overall
-0.880 → 0.886, multi-hop 0.679 → 0.690, no category worse; chosen in every fold of a
-leave-one-conversation-out check over 0-0.8 (bench/lab/length_prior_cv.py: held-out overall
-0.880 → 0.886). On keyword-only stores of remembered sessions (bench/research.py
---memo-ablation) it costs 0.003-0.006."""
+document-length prior, as ad-hoc retrieval uses. Its in-sample and leave-one-conversation-out
+figures on LoCoMo dev: `python bench/locomo.py --loo research`; the researcher without it:
+`python bench/locomo.py --ablations` ("no length prior")."""
 
 Weigh = Callable[[str], float]
 _LABEL = re.compile(r"^([^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s)(.*)$")

