@@ -165,13 +165,23 @@ def move_new(source: Path, target: Path) -> bool:
     return True
 
 
-@contextlib.contextmanager
-def field_lock(directory: Path) -> Iterator[None]:
+def field_lock(directory: Path) -> contextlib.AbstractContextManager[None]:
     """Hold an exclusive advisory lock on a field directory (blocks until it is free)."""
+    return _exclusive_lock(directory, os.O_RDONLY)
+
+
+def lock_file(path: Path) -> contextlib.AbstractContextManager[None]:
+    """Hold an exclusive advisory lock on the file ``path``, made if missing (blocks until it
+    is free)."""
+    return _exclusive_lock(path, os.O_RDWR | os.O_CREAT)
+
+
+@contextlib.contextmanager
+def _exclusive_lock(path: Path, flags: int) -> Iterator[None]:
     if fcntl is None:  # pragma: no cover
         yield
         return
-    fd = os.open(directory, os.O_RDONLY)
+    fd = os.open(path, flags, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

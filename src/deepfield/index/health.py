@@ -18,16 +18,12 @@ import functools
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ParamSpec, Protocol, TypeVar
 
 from ..errors import IndexCorruptError
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: healing still works, just not serialised
-    fcntl = None  # type: ignore[assignment]
+from ..fsutil import lock_file
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -70,20 +66,6 @@ def damage(conn: sqlite3.Connection, *, thorough: bool = True) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
-    if fcntl is None:  # pragma: no cover
-        yield
-        return
-    fd = os.open(folder / "heal.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
 def file_id(path: Path) -> tuple[int, int] | None:
     """(device, inode) of ``path``, or None when there is no file."""
     try:
@@ -99,7 +81,7 @@ def quarantine(path: Path, found: tuple[int, int] | None) -> Path | None:
     file there). Returns the new path, or None when another process moved it first."""
     folder = path.parent / ".deepfield"
     folder.mkdir(exist_ok=True)
-    with _locked(folder):
+    with lock_file(folder / "heal.lock"):
         current = file_id(path)
         if current is None or (found is not None and current != found):
             return None
