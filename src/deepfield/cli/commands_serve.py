@@ -71,6 +71,12 @@ def tls_options(command: Any) -> Any:
                         help="Serve HTTPS with this certificate (PEM; needs --tls-key).")(command)
 
 
+log_level_option = click.option(
+    "--log-level", default="warning", show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+"""``--log-level`` of the servers (uvicorn's levels)."""
+
+
 def _tls(cert: Path | None, key: Path | None) -> Tls:
     """The checked pair, or None; a bad pair is one clear error before anything listens."""
     if cert is None and key is None:
@@ -150,8 +156,7 @@ def _llm_config(root: Path) -> Any:
               "the kernel spreads connections over them, and a worker holding more than its "
               "share of keep-alive clients asks one to reconnect). Default: "
               f"one per CPU, at most {MAX_AUTO_WORKERS}.")
-@click.option("--log-level", default="warning", show_default=True,
-              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@log_level_option
 @tls_options
 @json_option
 @click.pass_context
@@ -216,8 +221,7 @@ def serve_cmd(ctx: click.Context, store: str | None, store_option: str | None, h
 @click.option("--port", default=DEFAULT_MCP_PORT, show_default=True,
               type=click.IntRange(0, 65535), help="HTTP port (0: a free one).")
 @click.option("--path", "mcp_path", default="/mcp", show_default=True, help="HTTP endpoint path.")
-@click.option("--log-level", default="warning", show_default=True,
-              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@log_level_option
 @tls_options
 @json_option
 @click.pass_context

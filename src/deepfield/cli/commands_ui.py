@@ -20,6 +20,7 @@ from .commands_serve import (
     _tls,
     _url,
     _warn_clear_logins,
+    log_level_option,
     tls_options,
 )
 
@@ -32,8 +33,7 @@ from .commands_serve import (
               help="Port (0: a free one, printed at start).")
 @click.option("--open/--no-open", "open_browser", default=True, show_default=True,
               help="Open the console in the default web browser.")
-@click.option("--log-level", default="warning", show_default=True,
-              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@log_level_option
 @tls_options
 @json_option
 @click.pass_context
