@@ -23,7 +23,7 @@ from .db import bump_generation, transaction
 from .lance_table import LanceDataset, chunk_key, page_id
 from .sync import NOT_A_PAGE
 from .text import chunk_embedding_text, encodable
-from .vectors import _encode
+from .vectors import encode_vectors
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -146,7 +146,7 @@ def _embed(catalogue: FieldIndex, embedder: Embedder, doc_ids: list[int],
             # As index/vectors.py encodes chunks: a text the model cannot encode is stored
             # as an empty vector (found by keywords only), never asked for again.
             empty = {i for i, r in enumerate(chunk) if not encodable(r[2])}
-            vectors, refused = _encode(embedder, [chunk_embedding_text(r[1], r[2])
+            vectors, refused = encode_vectors(embedder, [chunk_embedding_text(r[1], r[2])
                                                   for r in chunk], None, empty=empty)
             with transaction(conn):
                 conn.executemany(

@@ -152,7 +152,7 @@ def _embed_chunks(conn: sqlite3.Connection, embedder: Embedder, deadline: Deadli
         rows, texts = rows[:take], texts[:take]
         started = time.perf_counter()
         empty = {i for i, row in enumerate(rows) if not encodable(row[2])}
-        vectors, refused = _encode(embedder, texts, threads, empty=empty)
+        vectors, refused = encode_vectors(embedder, texts, threads, empty=empty)
         deadline.observe(embedder, rate_key, sum(map(len, texts)), time.perf_counter() - started)
         with transaction(conn):
             if vectors is not None:
@@ -177,9 +177,9 @@ def _embed_chunks(conn: sqlite3.Connection, embedder: Embedder, deadline: Deadli
     return report
 
 
-def _encode(embedder: Embedder, texts: list[str], threads: int | None,
-            purpose: str = "chunk_dense", empty: set[int] | None = None,
-            ) -> tuple[Vectors | None, set[int]]:
+def encode_vectors(embedder: Embedder, texts: list[str], threads: int | None,
+                   purpose: str = "chunk_dense", empty: set[int] | None = None,
+                   ) -> tuple[Vectors | None, set[int]]:
     """Vectors of ``texts`` and the positions the model could not encode, left out: those in
     ``empty`` (default: texts without a word character) and those the backend refused (a
     refused batch is split to find them)."""
@@ -294,7 +294,7 @@ def _embed_whole_pages(conn: sqlite3.Connection, embedder: Embedder, field_dir: 
             break
         texts, ready = texts[:take], ready[:take]
         started = time.perf_counter()
-        vectors, refused = _encode(embedder, texts, threads, "page_vector")
+        vectors, refused = encode_vectors(embedder, texts, threads, "page_vector")
         deadline.observe(embedder, rate_key, sum(map(len, texts)), time.perf_counter() - started)
         with transaction(conn):
             if vectors is not None:
