@@ -217,6 +217,18 @@ def ann_recall(backend: LanceBackend, embedder: Any, queries: list[Query]) -> di
     return result
 
 
+def overlay_seconds(backend: LanceBackend) -> float:
+    """What a reading replica pays when its catalogue or dataset copy changes: comparing the
+    dataset's pages with the catalogue's (index/lance_overlay.py), best of three."""
+    from deepfield.index.lance_overlay import compare
+
+    catalogue = backend.context.catalogue()
+    took = min(timed(lambda: compare(catalogue, backend.dataset.page_states()))[0]
+               for _ in range(3))
+    log(f"  pages compared with the catalogue (a reader's overlay) in {took * 1000:.0f} ms")
+    return took
+
+
 # ----------------------------------------------------------------------------- sizes
 
 
@@ -241,6 +253,7 @@ def bench_local(corpus: Corpus, pages: int, queries: list[Query],
     backend = lance.search_backend()
     assert isinstance(backend, LanceBackend)
     result["recall"] = ann_recall(backend, embedder, queries)
+    result["overlay_s"] = overlay_seconds(backend)
     result["latency"] = latency({"sqlite": sqlite, "lancedb": lance}, queries,
                                 args.cell_seconds)
     lance.close()
@@ -407,7 +420,7 @@ def render(results: dict[str, Any]) -> str:
              "an exact scan of the same table, a chunk counting when it is as near as the "
              "exact tenth (ties).", ""]
     lines += ["| where | vectors | chunks | build (write + BM25 + vectors) | dataset size | "
-              "ANN recall@10 |", "|---|---|---|---|---|---|"]
+              "ANN recall@10 | pages compared (overlay) |", "|---|---|---|---|---|---|---|"]
     for run in results["runs"]:
         build = run["build"]
         parts = "cached (built earlier; `--rebuild` times it)" if build.get("cached") else (
@@ -419,7 +432,8 @@ def render(results: dict[str, Any]) -> str:
         recall = run["recall"]
         lines.append(f"| {run['where']} | {run['vectors']} | {run['chunks']:,} | {parts} | "
                      f"{sized} | {recall['recall_at_10']:.3f}"
-                     f"{'' if recall['vector_index'] else ' (exact: no ANN index)'} |")
+                     f"{'' if recall['vector_index'] else ' (exact: no ANN index)'} | "
+                     + (f"{run['overlay_s'] * 1000:,.0f} ms |" if "overlay_s" in run else "– |"))
     for run in results["runs"]:
         if "replica_copy" in run:
             copy = run["replica_copy"]

@@ -76,8 +76,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     startup = time.monotonic() - started
     print(f"{args.replicas} replicas serving after {startup:.1f} s", file=sys.stderr)
     try:
-        stop, delays = threading.Event(), []
-        probe = threading.Thread(target=probe_visibility, args=(replicas, stop, delays))
+        stop, delays, vector_delays = threading.Event(), [], []
+        probe = threading.Thread(target=probe_visibility, args=(replicas, stop, delays),
+                                 kwargs={"vector_delays": vector_delays})
         probe.start()
         report = mixed_load(replicas, args.clients, args.requests)
         stop.set()
@@ -110,6 +111,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "visibility_probes": len(delays),
         "visibility_p50_s": round(float(np.median(delays)), 2) if delays else None,
         "visibility_max_s": round(max(delays), 2) if delays else None,
+        "vector_visibility_p50_s": round(float(np.median(vector_delays)), 2)
+        if vector_delays else None,
+        "vector_visibility_max_s": round(max(vector_delays), 2) if vector_delays else None,
         "created_pages": len(report.created), "unfound_at_end": len(missing),
         "when": time.strftime("%Y-%m-%d"), "load": round(os.getloadavg()[0], 1),
         "command": "python bench/scale_replicas.py " + " ".join(sys.argv[1:]),
@@ -131,8 +135,12 @@ def render(r: dict[str, Any]) -> str:
         f"{r['acknowledged_pages']} pages |",
         f"| silent overwrites of the shared page | {r['silent_overwrites']} of "
         f"{r['shared_updates']} acknowledged updates |",
-        f"| write → found by every replica's search (probe) | p50 {r['visibility_p50_s']} s, "
-        f"max {r['visibility_max_s']} s over {r['visibility_probes']} probes |",
+        f"| write → found by every replica's keyword search (probe) | p50 "
+        f"{r['visibility_p50_s']} s, max {r['visibility_max_s']} s over "
+        f"{r['visibility_probes']} probes |",
+        *([f"| write → found by every replica's vector search (its vectors from the indexer)"
+           f" | p50 {r['vector_visibility_p50_s']} s, max {r['vector_visibility_max_s']} s |"]
+          if r.get("vector_visibility_p50_s") is not None else []),
         f"| pages created not found by some replica at the end | {r['unfound_at_end']} of "
         f"{r['created_pages']} |",
         f"| replicas started and serving | {r['startup_s']} s |",

@@ -208,10 +208,12 @@ def lost_writes(report: LoadReport, read: Any) -> list[str]:
 
 
 def probe_visibility(replicas: list[Replica], stop: threading.Event, delays: list[float],
-                     field_name: str = "notes", limit: float = 10.0) -> None:
+                     field_name: str = "notes", limit: float = 10.0,
+                     vector_delays: list[float] | None = None) -> None:
     """Until ``stop``: write a probe page through one replica after another and record how
-    long after the acknowledgement every replica's search found it (``limit`` + 5 s at most:
-    a longer delay is recorded as such)."""
+    long after the acknowledgement every replica's keyword search found it (``limit`` + 5 s
+    at most: a longer delay is recorded as such); with ``vector_delays``, also how long until
+    every replica's vector search found it (the indexer's vectors reached every replica)."""
     number = 0
     with httpx.Client(timeout=30) as http:
         while not stop.is_set():
@@ -223,15 +225,22 @@ def probe_visibility(replicas: list[Replica], stop: threading.Event, delays: lis
             if reply.status_code != 201:
                 continue
             written = time.monotonic()
-            waiting = {r.url for r in replicas}
+            modes = ["bm25"] + (["vector"] if vector_delays is not None else [])
+            waiting = {(r.url, mode) for r in replicas for mode in modes}
+            found: dict[str, float] = {}
             while waiting and time.monotonic() - written < limit + 5:
-                for url in sorted(waiting):
+                for url, mode in sorted(waiting):
                     hits = http.get(f"{url}/{field_name}/search",
-                                    params={"q": word, "k": 3, "mode": "bm25"}).json()
+                                    params={"q": word, "k": 3, "mode": mode}).json()
                     if any(word in r.get("snippet", "") for r in hits.get("results", [])):
-                        waiting.discard(url)
+                        waiting.discard((url, mode))
+                for mode in modes:
+                    if mode not in found and not any(m == mode for _, m in waiting):
+                        found[mode] = time.monotonic() - written
                 time.sleep(0.1)
-            delays.append(time.monotonic() - written)
+            delays.append(found.get("bm25", time.monotonic() - written))
+            if vector_delays is not None:
+                vector_delays.append(found.get("vector", time.monotonic() - written))
 
 
 def unfound(replicas: list[Replica], report: LoadReport, field_name: str = "notes",

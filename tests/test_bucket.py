@@ -241,6 +241,44 @@ def test_lancedb_in_the_bucket_one_indexer_every_replica_reads(
     replica.close()
 
 
+def test_a_reading_replica_finds_writes_before_the_index_catches_up(
+        s3: Any) -> None:  # noqa: F811
+    """Pages newer than the shared dataset are searched in the replica's own catalogue, and
+    the dataset's rows of pages changed or archived since are not served (lance_overlay)."""
+    client, bucket = s3
+    client.put_object(Bucket=bucket, Key="team/deepfield.toml", Body=LANCE_CONFIG)
+    indexer = open_bucket_store(f"s3://{bucket}/team", embedder=FakeEmbedder())
+    replica = open_bucket_store(f"s3://{bucket}/team", embedder=FakeEmbedder())
+    replica.index_writer = False
+    indexer.create_field("notes").add("Valve", "Alice: the valve stuck open\nBob: grit in the seat\n")
+    poller = BucketPoller(indexer)
+    poller.round()
+    view = replica.field("notes")
+    backend = view.search_backend()
+    assert view.search("valve grit").results[0].filename == "valve.md" and not backend.overlay()
+    # No indexer round from here on: the dataset knows none of these writes.
+    view.add("Wok", "Carbon fibre woks heat unevenly.")
+    found = view.search("carbon fibre woks", mode="bm25")
+    assert found.results[0].filename == "wok.md" and "woks heat" in found.results[0].snippet
+    # Hybrid finds it by keywords only until the indexer has its vectors, and says so.
+    hybrid = view.search("carbon fibre woks")
+    assert "wok.md" in {r.filename for r in hybrid.results} and hybrid.pending_vectors > 0
+    assert view.read("wok.md").text.endswith("Carbon fibre woks heat unevenly.\n")
+    view.write("---\ntitle: Valve\n---\nAlice: the valve was replaced in May\n", name="valve.md")
+    assert "valve.md" not in {r.filename for r in view.search("grit seat", mode="bm25").results}
+    assert view.search("replaced May", mode="bm25").results[0].filename == "valve.md"
+    view.archive("wok.md")
+    assert "wok.md" not in {r.filename for r in view.search("carbon fibre woks").results}
+    # The indexer catches up: the dataset answers alone again, with the same results.
+    poller.round()
+    assert not backend.overlay()
+    assert view.search("replaced May", mode="bm25").results[0].filename == "valve.md"
+    assert "wok.md" not in {r.filename for r in view.search("carbon fibre woks").results}
+    poller.close()
+    indexer.close()
+    replica.close()
+
+
 def test_an_unreachable_bucket_is_one_line_and_leaves_no_trace(
         two: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -99,10 +99,20 @@ class BucketPoller:
                     handle.search_backend().pending_chunk_vectors()
 
     def _field_round(self, name: str, indexer: bool) -> None:
+        took: dict[str, float] = {}
+        mark = time.monotonic()
+
+        def stage(label: str) -> None:
+            nonlocal mark
+            now = time.monotonic()
+            took[label] = now - mark
+            mark = now
+
         handle = self._handles.get(name)
         if handle is None:
             handle = self._handles[name] = self.store.open_handle(name)
         handle.refresh_from_bucket()
+        stage("pages")
         if handle.index_backend == SqliteBackend.name:
             return
         writer = self._writers.get(name)
@@ -111,10 +121,12 @@ class BucketPoller:
                 handle.index_backend, handle.shared_backend_context())
         if indexer:
             handle.ensure_synced(embed=False)
+            stage("catalogue")
             if time.monotonic() - self._checked.get(name, 0.0) >= CHECK_EVERY_S:
                 self._checked[name] = time.monotonic()
                 writer.check()  # deleted or damaged by hand meanwhile: rebuilt now
             writer.refresh(embed_budget=None)
+            stage("dataset")
         if isinstance(writer, LanceBackend) and self.store.background_indexing:
             # Every replica (the indexer too) searches its own copy of the dataset.
             copy = handle.search_backend()
@@ -122,6 +134,9 @@ class BucketPoller:
             shared = writer.uri.removeprefix(f"s3://{self.store.bucket.name}/"
                                              f"{self.store.bucket.prefix}")
             refresh_dataset_copy(self.store.bucket, shared.rstrip("/") + "/", Path(copy.uri))
+            stage("copy")
+        log.debug("field %s round %d: %s", name, self.rounds,
+                  ", ".join(f"{label} {seconds:.2f} s" for label, seconds in took.items()))
 
     def _failed(self, name: str, exc: Exception) -> None:
         text = f"{type(exc).__name__}: {exc}"

@@ -21,10 +21,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import IndexCorruptError
-from .backend import BackendContext, Candidates, Hits, IndexBackend, PageFacts, _pool
+from .backend import (
+    BackendContext,
+    Candidates,
+    Hits,
+    IndexBackend,
+    PageFacts,
+    _pool,
+    superseded,
+)
 from .cjk import cjk_query_terms
 from .db import get_meta
 from .keyword import query_terms
+from .lance_hits import HitReader
+from .lance_overlay import Overlay, compare
 from .lance_sync import PushReport, push
 from .lance_table import (
     CHUNKS,
@@ -39,8 +49,6 @@ if TYPE_CHECKING:
     from ..embed.base import Vectors
     from . import ChunkRow
 
-_ROW_COLUMNS = ["key", "doc", "filename", "ord", "kind", "heading", "line_start", "line_end",
-                "body", "title", "uuid", "summary", "frontmatter", "last_modified", "size"]
 NPROBES = 16
 """IVF partitions searched per vector query: all of them up to 4M chunks
 (lance_table.ANN_PARTITION_ROWS)."""
@@ -49,6 +57,10 @@ EF = 400
 REFINE = 1
 """Re-rank the candidates with their stored float32 vectors (the index holds 8-bit ones), so
 the cosines handed to fusion are exact."""
+HYBRID_NEAREST = 100
+"""Nearest chunks a hybrid search asks of the vector index: its keyword candidates get their
+cosines anyway (``_scored``), and a chunk past the 100th by cosine that no keyword matched
+does not reach the top results; each one more costs a refined (exact) distance."""
 _QUERY_ERRORS = (RuntimeError, OSError, ValueError, DatasetDamagedError)
 """What LanceDB raises when files of a dataset are missing or unreadable."""
 _DATASETS: dict[str, LanceDataset] = {}
@@ -87,14 +99,13 @@ class LanceBackend(IndexBackend):
         self._dataset: LanceDataset | None = None
         self._clean: tuple[str, int] | None = None
         """(catalogue instance, generation) the dataset was last found complete for."""
-        self._seen: dict[int, tuple[int, str, str | None, bool]] = {}
-        """key -> (page id, filename, uuid, superseded) of recent candidates."""
-        self._row_ids: dict[int, int] = {}
-        """key -> LanceDB row id of recent candidates: hits are read by row id (~4x faster
-        than by key), checked against their key (compaction renumbers rows)."""
+        self.hits = HitReader(context.catalogue, _QUERY_ERRORS)
         self._pending: tuple[int, int] = (-1, 0)
         self._waiting_keys: tuple[int, set[int]] = (-1, set())
         self._superseded: tuple[int, bool] = (-1, False)
+        self._overlay: tuple[tuple[str, int, int], Overlay] = (("", -1, -1), Overlay())
+        self._states: tuple[int, dict[str, tuple[str, bool]]] = (-2, {})
+        """The dataset's page states, by version of its pages table (lance_overlay.py)."""
         self.last_push: PushReport | None = None
 
     # ------------------------------------------------------------------ dataset
@@ -151,8 +162,9 @@ class LanceBackend(IndexBackend):
                 report = push(catalogue, self.dataset, self.embedder,
                               embed_budget=embed_budget, progress=progress)
                 if maintain:
-                    report.maintenance = self.dataset.maintain(force=embed_budget is None
-                                                               and report.changed > 0)
+                    report.maintenance = self.dataset.maintain(
+                        force=embed_budget is None and report.changed > 0
+                        and self.dataset.optimize_due())
             except _QUERY_ERRORS as exc:
                 self._rebuild(exc)
                 report = push(catalogue, self.dataset, self.embedder,
@@ -193,7 +205,7 @@ class LanceBackend(IndexBackend):
         self._clean = None
 
     def close(self) -> None:
-        self._seen.clear()
+        self.hits.facts.clear()
 
     def stats(self) -> dict[str, Any]:
         table = self.dataset.table(CHUNKS)
@@ -224,12 +236,16 @@ class LanceBackend(IndexBackend):
                     parallel: bool) -> Candidates:
 
         table = self.dataset.table(CHUNKS)
+        want_keywords = mode != "vector" or query_vector is None
         if table is None:
             if self.context.writes() and self.context.catalogue().conn.execute(
                     "SELECT 1 FROM df_docs LIMIT 1").fetchone():
                 raise DatasetDamagedError(f"{self.uri}: no chunks table")
-            return [], []
-        want_keywords = mode != "vector" or query_vector is None
+            # Not written yet: a reader finds the pages it has by keywords meanwhile.
+            return (self.overlay().keyword(self.context.catalogue(), query, limit)
+                    if want_keywords and not self.context.writes() else []), []
+        self.hits.follow(table)
+        overlay = self.overlay()
         want_vectors = query_vector is not None and mode != "bm25"
         hybrid = want_keywords and want_vectors
         future = None
@@ -242,9 +258,10 @@ class LanceBackend(IndexBackend):
         waiting = self._waiting(table) if want_vectors else set()
         if want_vectors:
             assert query_vector is not None
-            near = self.vector_query(table, query_vector, limit).with_row_id(True) \
+            near = self.vector_query(table, query_vector, min(limit, HYBRID_NEAREST) if hybrid
+                                     else limit).with_row_id(True) \
                 .select(["key", "_distance"]).to_arrow()
-            self._remember(near)
+            self.hits.remember(near)
             # Exact cosines: the vector index's candidates are re-ranked with the stored
             # vectors (refine), and without an index every row is compared exactly.
             dense = [(key, 1.0 - float(distance)) for key, distance in zip(
@@ -254,7 +271,7 @@ class LanceBackend(IndexBackend):
             keyword_rows = future.result()
         keyword: Hits = []
         if keyword_rows is not None:
-            self._remember(keyword_rows)
+            self.hits.remember(keyword_rows)
             keyword = list(zip(keyword_rows["key"].to_pylist(),
                                (float(s) for s in keyword_rows["_score"].to_pylist()),
                                strict=True))
@@ -263,7 +280,28 @@ class LanceBackend(IndexBackend):
                 listed = {key for key, _ in dense} | waiting
                 dense += [(key, score) for key, score in self._scored(keyword_rows, query_vector)
                           if key not in listed]
+        if overlay:  # pages newer here than in the dataset (lance_overlay.py)
+            keyword = [pair for pair in keyword if page_of(pair[0]) not in overlay.stale]
+            dense = [pair for pair in dense if page_of(pair[0]) not in overlay.stale]
+            if want_keywords:
+                keyword += overlay.keyword(self.context.catalogue(), query, limit)
+                keyword = sorted(keyword, key=lambda pair: -pair[1])[:limit]
         return keyword, dense
+
+    def overlay(self) -> Overlay:
+        """What this reader's catalogue holds newer than the dataset (empty for the process
+        that writes the dataset: it brings the dataset up to date before searching)."""
+        if self.context.writes():
+            return Overlay()
+        catalogue = self.context.catalogue()
+        pages = self.dataset.table(PAGES)
+        version = pages.version if pages is not None else -1
+        stamp = (get_meta(catalogue.conn, "instance") or "", catalogue.generation(), version)
+        if stamp != self._overlay[0]:
+            if version != self._states[0]:
+                self._states = (version, self.dataset.page_states())
+            self._overlay = (stamp, compare(catalogue, self._states[1]))
+        return self._overlay[1]
 
     def vector_query(self, table: Any, vector: Vectors, limit: int) -> Any:
         """LanceDB's nearest-neighbour query for ``vector`` (dot product of unit vectors):
@@ -304,15 +342,6 @@ class LanceBackend(IndexBackend):
                 self._waiting_keys = (version, set(rows["key"].to_pylist()))
         return self._waiting_keys[1]
 
-    def _remember(self, rows: Any) -> None:
-        """Row ids of recent candidates: hits and their pages are read by row id."""
-        if len(self._row_ids) > 50_000:
-            self._row_ids.clear()
-            self._seen.clear()
-        if "_rowid" in rows.column_names:
-            self._row_ids.update(zip(rows["key"].to_pylist(), rows["_rowid"].to_pylist(),
-                                     strict=True))
-
     # ------------------------------------------------------------------ hits
 
     def chunk_docs(self, ids: Iterable[int]) -> dict[int, int]:
@@ -328,71 +357,46 @@ class LanceBackend(IndexBackend):
             version = table.version
             if version != self._superseded[0]:
                 self._superseded = (version, table.count_rows("superseded") > 0)
-        return self._superseded[1]
+        return self._superseded[1] or (not self.context.writes() and self.overlay().superseded)
 
     def page_facts(self, ids: Iterable[int]) -> PageFacts:
         wanted = [int(key) for key in dict.fromkeys(ids)]
-        missing = [key for key in wanted if key not in self._seen]
-        table = self.dataset.table(CHUNKS) if missing else None
-        if table is not None:
-            rows = self._read(table, missing, ["key", "doc", "filename", "uuid", "superseded"])
-            for row in rows:
-                self._seen[row["key"]] = (row["doc"], row["filename"], row["uuid"],
-                                          bool(row["superseded"]))
-        return {key: self._seen[key][1:] for key in wanted if key in self._seen}
+        fresh = self._fresh_rows(wanted)
+        table = self.dataset.table(CHUNKS) if len(fresh) < len(wanted) else None
+        facts = {} if table is None else self.hits.page_facts(
+            table, [key for key in wanted if key not in fresh])
+        return facts | {key: (row.doc.filename, row.doc.uuid, superseded(row.doc.frontmatter))
+                        for key, row in fresh.items()}
 
-    def _read(self, table: Any, keys: list[int], columns: list[str]) -> list[dict[str, Any]]:
-        """Rows of ``keys``: by row id where a recent query gave one (checked against the key:
-        a compaction renumbers rows), else by key."""
-        found: dict[int, dict[str, Any]] = {}
-        by_row = [self._row_ids[key] for key in keys if key in self._row_ids]
-        if by_row:
-            with contextlib.suppress(*_QUERY_ERRORS):
-                for row in table.take_row_ids(by_row).select(columns).to_arrow().to_pylist():
-                    found[row["key"]] = row
-        rest = [key for key in keys if key not in found]
-        for start in range(0, len(rest), 500):
-            part = rest[start:start + 500]
-            for row in table.search().where(f"key IN ({', '.join(map(str, part))})") \
-                    .select(columns).limit(len(part)).to_arrow().to_pylist():
-                found[row["key"]] = row
-        return [found[key] for key in keys if key in found]
+    def _fresh_rows(self, keys: list[int]) -> dict[int, ChunkRow]:
+        overlay = self._overlay[1] if not self.context.writes() else None
+        if not overlay or not any(key in overlay.chunks for key in keys):
+            return {}
+        return overlay.rows(self.context.catalogue(), keys)
 
     def chunks(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
-        import json
-
-        from . import ChunkRow, DocRow
-
         wanted = [int(key) for key in dict.fromkeys(ids)]
-        table = self.dataset.table(CHUNKS) if wanted else None
-        if table is None:
-            return {}
-        found: dict[int, ChunkRow] = {}
-        for row in self._read(table, wanted, [*_ROW_COLUMNS, "superseded"]):
-            doc = DocRow(row["doc"], row["filename"], row["uuid"], row["title"], row["summary"],
-                         json.loads(row["frontmatter"]), row["last_modified"], row["size"], [])
-            found[row["key"]] = ChunkRow(row["key"], doc, row["ord"], row["kind"],
-                                         row["heading"], row["line_start"], row["line_end"],
-                                         row["body"])
-            self._seen[row["key"]] = (row["doc"], row["filename"], row["uuid"],
-                                      bool(row["superseded"]))
-        return found
+        found = self._fresh_rows(wanted)
+        rest = [key for key in wanted if key not in found]
+        table = self.dataset.table(CHUNKS) if rest else None
+        return found if table is None else found | self.hits.chunks(table, rest)
 
     def pending_chunk_vectors(self) -> int:
         """Chunks of pages written before all their vectors were computed (an upper bound:
         counted from the small ``pages`` table, once per version of it)."""
         if self.embedder is None:
             return 0
+        fresh = len(self.overlay().chunks)  # found by keywords in the catalogue meanwhile
         table = self.dataset.table(PAGES)
         if table is None:
-            return 0
+            return fresh
         with contextlib.suppress(*_QUERY_ERRORS):
             version = table.version
             if version != self._pending[0]:
                 rows = table.search().where("NOT complete").select(["chunks"]).limit(None) \
                     .to_arrow()
                 self._pending = (version, int(sum(rows["chunks"].to_pylist())))
-        return self._pending[1]
+        return self._pending[1] + fresh
 
     def filenames(self, names: list[str]) -> set[str]:
         """Which of ``names`` the dataset holds (tests, tools)."""

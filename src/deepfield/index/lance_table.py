@@ -52,6 +52,14 @@ neighbours (16 partitions, 8 probed: recall 0.85), so partitions only keep graph
 OPTIMIZE_UNINDEXED = 5_000
 """Rows added since the indexes were last brought up to date that trigger ``optimize``
 (new rows are searched exactly meanwhile, which slows searches, not results)."""
+OPTIMIZE_EVERY_S = 30.0
+"""A writer that keeps a dataset current (a bucket store's indexer, every round) folds new
+rows into the indexes and compacts their small files at most this often; rows added since are
+searched exactly meanwhile."""
+KEEP_VERSIONS_S = 60.0
+"""Old versions (and the files only they use) are removed this long after they were replaced:
+long enough for a replica's copy (a second behind) and a reader's open version; short enough
+that the dataset's folder, which every replica lists each second, stays a few hundred files."""
 READ_CONSISTENCY_S = 1.0
 """How often a handle looks for a newer version of the tables (another process's writes)."""
 
@@ -156,6 +164,8 @@ class LanceDataset:
         self.writing = threading.RLock()
         """Held by a sync for its whole diff-and-write (lance_backend.LanceBackend)."""
         self.rebuilt = 0
+        self.optimized_at = 0.0
+        """time.monotonic() of this handle's last ``optimize`` (0: never)."""
         """How many times this handle found the dataset gone or damaged and started over."""
 
     @property
@@ -282,9 +292,15 @@ class LanceDataset:
                 unindexed = table.index_stats("text_idx").num_unindexed_rows
         if force or unindexed >= OPTIMIZE_UNINDEXED:
             started = time.monotonic()
-            table.optimize(cleanup_older_than=timedelta(minutes=10))
+            keep = timedelta(seconds=KEEP_VERSIONS_S)
+            table.optimize(cleanup_older_than=keep)
             pages = self.table(PAGES)
             if pages is not None:
-                pages.optimize(cleanup_older_than=timedelta(minutes=10))
-            done["optimize_s"] = time.monotonic() - started
+                pages.optimize(cleanup_older_than=keep)
+            self.optimized_at = time.monotonic()
+            done["optimize_s"] = self.optimized_at - started
         return done
+
+    def optimize_due(self) -> bool:
+        return time.monotonic() - self.optimized_at >= OPTIMIZE_EVERY_S if self.optimized_at \
+            else True
