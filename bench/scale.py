@@ -361,6 +361,10 @@ def ann_sweep(corpus: Corpus, pages: int, queries: list[Query],
         ("IVF_HNSW_SQ x16", HnswSq(distance_type="dot", num_partitions=16, m=16,
                                    ef_construction=64),
          [{"nprobes": 8, "ef": 200, "refine": 1}, {"nprobes": 16, "ef": 200, "refine": 1}]),
+        ("IVF_HNSW_SQ, 250k rows a graph", HnswSq(
+            distance_type="dot", num_partitions=-(-rows // 250_000),
+            m=lance_table.HNSW_M, ef_construction=lance_table.HNSW_BUILD_EF),
+         [{"nprobes": 16, "ef": lance_backend.EF, "refine": lance_backend.REFINE}]),
         ("IVF_HNSW_SQ (shipped)", HnswSq(
             distance_type="dot", num_partitions=-(-rows // lance_table.ANN_PARTITION_ROWS),
             m=lance_table.HNSW_M, ef_construction=lance_table.HNSW_BUILD_EF),

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from . import ChunkRow
 
 NPROBES = 16
-"""IVF partitions searched per vector query: all of them up to 4M chunks
+"""IVF partitions searched per vector query: all of them up to 8M chunks
 (lance_table.ANN_PARTITION_ROWS)."""
 EF = 400
 """HNSW search beam (bench/scale.py --ann-sweep: recall against latency)."""
