@@ -209,11 +209,13 @@ def lost_writes(report: LoadReport, read: Any) -> list[str]:
 
 def probe_visibility(replicas: list[Replica], stop: threading.Event, delays: list[float],
                      field_name: str = "notes", limit: float = 10.0,
-                     vector_delays: list[float] | None = None) -> None:
+                     vector_delays: list[float] | None = None,
+                     vector_limit: float = 60.0) -> None:
     """Until ``stop``: write a probe page through one replica after another and record how
     long after the acknowledgement every replica's keyword search found it (``limit`` + 5 s
     at most: a longer delay is recorded as such); with ``vector_delays``, also how long until
-    every replica's vector search found it (the indexer's vectors reached every replica)."""
+    every replica's vector search found it (the indexer's vectors reached every replica;
+    ``vector_limit`` s at most)."""
     number = 0
     with httpx.Client(timeout=30) as http:
         while not stop.is_set():
@@ -228,7 +230,8 @@ def probe_visibility(replicas: list[Replica], stop: threading.Event, delays: lis
             modes = ["bm25"] + (["vector"] if vector_delays is not None else [])
             waiting = {(r.url, mode) for r in replicas for mode in modes}
             found: dict[str, float] = {}
-            while waiting and time.monotonic() - written < limit + 5:
+            while waiting and time.monotonic() - written < (
+                    limit + 5 if any(m == "bm25" for _, m in waiting) else vector_limit):
                 for url, mode in sorted(waiting):
                     hits = http.get(f"{url}/{field_name}/search",
                                     params={"q": word, "k": 3, "mode": mode}).json()
@@ -245,16 +248,24 @@ def probe_visibility(replicas: list[Replica], stop: threading.Event, delays: lis
 
 def unfound(replicas: list[Replica], report: LoadReport, field_name: str = "notes",
             wait: float = 15.0) -> list[str]:
-    """Created words some replica's search still does not find after up to ``wait`` s."""
+    """Created words some replica's search still does not find after up to ``wait`` s (each
+    replica is asked by one client at a time, the replicas at once)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     deadline = time.monotonic() + wait
-    pending = {(word, replica.url) for word in report.created for replica in replicas}
-    with httpx.Client(timeout=30) as http:
-        while pending and time.monotonic() < deadline:
-            for word, url in sorted(pending):
-                hits = http.get(f"{url}/{field_name}/search",
-                                params={"q": word, "k": 3, "mode": "bm25"}).json()
-                if any(word in r.get("snippet", "") for r in hits.get("results", [])):
-                    pending.discard((word, url))
-            if pending:
-                time.sleep(0.3)
-    return sorted(f"{word} @ {url}" for word, url in pending)
+
+    def missing(url: str) -> list[str]:
+        pending = sorted(report.created)
+        with httpx.Client(timeout=30) as http:
+            while pending and time.monotonic() < deadline:
+                pending = [word for word in pending if not any(
+                    word in r.get("snippet", "") for r in http.get(
+                        f"{url}/{field_name}/search",
+                        params={"q": word, "k": 3, "mode": "bm25"}).json().get("results", []))]
+                if pending:
+                    time.sleep(0.3)
+        return [f"{word} @ {url}" for word in pending]
+
+    with ThreadPoolExecutor(len(replicas) or 1) as pool:
+        return sorted(name for names in pool.map(missing, [r.url for r in replicas])
+                      for name in names)

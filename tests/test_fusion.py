@@ -32,3 +32,12 @@ def test_convex_hand_computed() -> None:
     assert fused[3] == pytest.approx(0.75 * (0.2 / 0.6))
     assert fused[4] == pytest.approx(0.0)
     assert [item for item, _ in convex(keyword, dense, 0.25)] == [2, 1, 3, 4]
+
+
+def test_convex_places_a_hit_without_a_vector_by_its_keyword_score() -> None:
+    keyword = [(5, 12.0), (1, 10.0), (2, 6.0)]  # chunk 5 has no vector: absent from dense
+    dense = [(2, 0.9), (3, 0.5), (1, 0.7)]
+    fused = dict(convex(keyword, dense, keyword_weight=0.25, keyword_only={5}))
+    assert fused[5] == pytest.approx(1.0)  # not 0.25: its similarity is unknown, not zero
+    assert fused[1] == pytest.approx(0.25 * (4 / 6) + 0.75 * (0.2 / 0.4))
+    assert dict(convex(keyword, dense, keyword_weight=0.25))[5] == pytest.approx(0.25)

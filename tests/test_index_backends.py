@@ -206,6 +206,25 @@ def test_keyword_search_does_not_wait_for_vectors(tmp_path: Path) -> None:
     store.close()
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "lancedb"])
+def test_hybrid_places_a_chunk_without_a_vector_by_its_keywords(
+        tmp_path: Path, backend: str) -> None:
+    """A page whose vectors are not computed yet is not scored 0 for its unknown similarity:
+    the best keyword match comes first in hybrid search too."""
+    from deepfield.search import search_fields
+
+    store = make_store(tmp_path / backend, backend)
+    field = store.field("notes")
+    field.embed()
+    (field.path / "wok.md").write_text("---\ntitle: Wok\n---\nCarbon fibre woks heat "
+                                       "unevenly on induction hobs.\n")
+    field.index(embed=False)
+    response = search_fields([field], "carbon fibre woks induction", mode="hybrid", sync=False)
+    assert response.pending_vectors > 0
+    assert response.results[0].filename == "wok.md"
+    store.close()
+
+
 def test_superseded_pages_are_hidden_on_both_backends(pair: Any) -> None:
     for field in pair:
         field.write("---\ntitle: Battery, again\nsupersedes: battery-decision\n---\n"

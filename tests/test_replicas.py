@@ -130,10 +130,11 @@ def test_the_indexer_dies_mid_write_and_another_takes_over(
     assert data is not None and data.endswith(big.split(b"---\n", 2)[2])
     reply = httpx.put(f"{alive[1].url}/notes/after.md", content=page("After", "zqafterkill."))
     assert reply.status_code == 201
-    while True:  # the new holder indexes the page for every replica left
-        hits = [httpx.get(f"{r.url}/notes/search", params={"q": "zqafterkill"}).json()
-                for r in alive]
-        if all(h["results"] and h["results"][0]["filename"] == "after.md" for h in hits):
+    while True:  # the new holder indexes the page (its vectors) for every replica left
+        hits = [httpx.get(f"{r.url}/notes/search",
+                          params={"q": "zqafterkill", "mode": "vector"}).json() for r in alive]
+        if lease_holder(client, bucket) not in (None, holder) and all(
+                h["results"] and h["results"][0]["filename"] == "after.md" for h in hits):
             break
         assert time.monotonic() - killed < 60, "no replica took over the indexer lease"
         time.sleep(0.3)

@@ -9,7 +9,7 @@ in every question category, for any keyword weight from 0.2 to 0.5 (default 0.35
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -50,18 +50,22 @@ def min_max_normalized(ranked: Ranked[K]) -> dict[K, float]:
 
 
 def convex(
-    keyword: Ranked[K], dense: Ranked[K], keyword_weight: float = 0.35
+    keyword: Ranked[K], dense: Ranked[K], keyword_weight: float = 0.35,
+    keyword_only: Collection[K] = (),
 ) -> list[tuple[K, float]]:
     """``w * minmax(bm25) + (1 - w) * minmax(cosine)`` over the union of both candidate lists.
 
     ``dense`` should hold the cosine of every candidate (the dense top list plus the keyword
     candidates), so a chunk found only by keywords is still placed by its similarity; a chunk
-    missing from a list scores 0 for that signal.
+    missing from a list scores 0 for that signal. Items in ``keyword_only`` have no vector to
+    compare (not computed yet, or text the model could not encode): they are placed by their
+    keyword score alone, not scored 0 for a similarity nobody knows.
     """
     kw = min_max_normalized(keyword)
     dn = min_max_normalized(dense)
     scores = {
-        item: keyword_weight * kw.get(item, 0.0) + (1.0 - keyword_weight) * dn.get(item, 0.0)
+        item: kw.get(item, 0.0) if item in keyword_only else
+        keyword_weight * kw.get(item, 0.0) + (1.0 - keyword_weight) * dn.get(item, 0.0)
         for item in dict.fromkeys([*kw, *dn])
     }
     return _ordered(scores)

@@ -285,7 +285,10 @@ def search_fields(
         dense.sort(key=lambda pair: -pair[1])
         fused = dense[:candidates]
     else:
-        fused = convex(keyword, dense, KEYWORD_WEIGHT)
+        # Every backend lists the cosine of each keyword hit that has a vector, so a keyword
+        # hit missing from the dense list has none yet (pending, or not encodable).
+        without_vector = {item for item, _ in keyword} - {item for item, _ in dense}
+        fused = convex(keyword, dense, KEYWORD_WEIGHT, keyword_only=without_vector)
     fused = rerank(indexes, fused, activation=activation, include_superseded=include_superseded,
                    scale=activation_scale(mode, fused))
     hits = collect_hits(indexes, fused, k, unit, query, distinct_lines)
