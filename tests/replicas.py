@@ -233,8 +233,11 @@ def probe_visibility(replicas: list[Replica], stop: threading.Event, delays: lis
             while waiting and time.monotonic() - written < (
                     limit + 5 if any(m == "bm25" for _, m in waiting) else vector_limit):
                 for url, mode in sorted(waiting):
+                    # By vector, the page's own words: one word alone is as near to any page
+                    # whose word shares its hashed dimension (tests/fakes.py).
+                    query = word if mode == "bm25" else f"Probe {number - 1} Probe {word}"
                     hits = http.get(f"{url}/{field_name}/search",
-                                    params={"q": word, "k": 3, "mode": mode}).json()
+                                    params={"q": query, "k": 3, "mode": mode}).json()
                     if any(word in r.get("snippet", "") for r in hits.get("results", [])):
                         waiting.discard((url, mode))
                 for mode in modes:
