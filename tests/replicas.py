@@ -221,9 +221,13 @@ def probe_visibility(replicas: list[Replica], stop: threading.Event, delays: lis
         while not stop.is_set():
             word = f"zqprobe{number}x{random.randrange(10**6)}"
             writer = replicas[number % len(replicas)]
-            reply = http.put(f"{writer.url}/{field_name}/probe-{number}.md",
-                             content=page(f"Probe {number}", f"Probe {word}."))
-            number += 1
+            try:
+                reply = http.put(f"{writer.url}/{field_name}/probe-{number}.md",
+                                 content=page(f"Probe {number}", f"Probe {word}."))
+            except httpx.HTTPError:  # the mixed load counts client errors; a probe retries
+                continue
+            finally:
+                number += 1
             if reply.status_code != 201:
                 continue
             written = time.monotonic()
@@ -236,8 +240,11 @@ def probe_visibility(replicas: list[Replica], stop: threading.Event, delays: lis
                     # By vector, the page's own words: one word alone is as near to any page
                     # whose word shares its hashed dimension (tests/fakes.py).
                     query = word if mode == "bm25" else f"Probe {number - 1} Probe {word}"
-                    hits = http.get(f"{url}/{field_name}/search",
-                                    params={"q": query, "k": 3, "mode": mode}).json()
+                    try:
+                        hits = http.get(f"{url}/{field_name}/search",
+                                        params={"q": query, "k": 3, "mode": mode}).json()
+                    except httpx.HTTPError:
+                        continue
                     if any(word in r.get("snippet", "") for r in hits.get("results", [])):
                         waiting.discard((url, mode))
                 for mode in modes:

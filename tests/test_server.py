@@ -567,12 +567,35 @@ def test_cli_serve_in_a_subprocess(keyword_store: deepfield.Store, workers: int 
                 for _ in range(4):  # whichever process answers sees the new page
                     found = client.get("notes/search", params={"q": "pans"}).json()
                     assert f"{name}.md" in [r["filename"] for r in found["results"]]
+            if workers == 1:
+                _keep_alive_outlives_a_pause(info["url"], 6.0)
         finally:
             proc.terminate()
             proc.wait(10)
     if workers == 1:
         missing = run_deepfield("serve", str(keyword_store.root / "nope"), "--port", "0")
         assert missing.returncode == 1 and b"error: no store" in missing.stderr
+
+
+def _keep_alive_outlives_a_pause(url: str, pause: float) -> None:
+    """A client that pauses ``pause`` s on a keep-alive connection can still send on it (a
+    server that closed it meanwhile races the client's next request: "connection reset")."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    request = f"GET / HTTP/1.1\r\nHost: {parts.hostname}\r\n\r\n".encode()
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        for attempt in range(2):
+            sock.sendall(request)
+            head = sock.recv(65536)
+            assert head.startswith(b"HTTP/1.1 200"), (attempt, head[:80])
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))
+            body = head.split(b"\r\n\r\n", 1)[1]
+            while len(body) < length:
+                body += sock.recv(65536)
+            if attempt == 0:
+                time.sleep(pause)
 
 
 def test_pages_have_validators_for_mirrors(server: tuple[Served, deepfield.Store],

@@ -102,16 +102,30 @@ def _warn_clear_logins(users: Any, host: str, tls: Tls) -> None:
              "or put a TLS proxy in front")
 
 
+KEEP_ALIVE_S = 75
+"""How long an idle keep-alive connection stays open. uvicorn's default (5 s) closes
+connections that clients pausing a few seconds still hold, and a request sent as the server
+closes one fails with "connection reset" (seen under bench/scale_replicas.py's load); longer
+than the 60 s idle timeout of common load balancers, so they close first."""
+
+
+def uvicorn_config(asgi: Any, log_level: str, workers: int = 1, tls: Tls = None) -> Any:
+    import uvicorn
+
+    return uvicorn.Config(asgi, log_level=log_level, lifespan="auto", access_log=False,
+                          workers=workers, factory=workers > 1,
+                          timeout_keep_alive=KEEP_ALIVE_S,
+                          ssl_certfile=tls[0] if tls else None,
+                          ssl_keyfile=tls[1] if tls else None)
+
+
 def _serve(asgi: Any, sock: socket.socket, log_level: str, workers: int = 1,
            tls: Tls = None) -> None:
     """Run uvicorn on ``sock``: ``asgi`` in this process, or (workers > 1) ``asgi`` is an
     import string of an app factory that each worker process calls."""
     import uvicorn
 
-    config = uvicorn.Config(asgi, log_level=log_level, lifespan="auto", access_log=False,
-                            workers=workers, factory=workers > 1,
-                            ssl_certfile=tls[0] if tls else None,
-                            ssl_keyfile=tls[1] if tls else None)
+    config = uvicorn_config(asgi, log_level, workers, tls)
     if workers > 1:
         from ..server.workers import Supervisor, balances_connections
 
