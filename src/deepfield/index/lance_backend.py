@@ -243,7 +243,7 @@ class LanceBackend(IndexBackend):
                 raise DatasetDamagedError(f"{self.uri}: no chunks table")
             # Not written yet: a reader finds the pages it has by keywords meanwhile.
             return (self.overlay().keyword(self.context.catalogue(), query, limit)
-                    if want_keywords and not self.context.writes() else []), []
+                    if want_keywords else []), []
         self.hits.follow(table)
         overlay = self.overlay()
         want_vectors = query_vector is not None and mode != "bm25"
@@ -357,7 +357,7 @@ class LanceBackend(IndexBackend):
             version = table.version
             if version != self._superseded[0]:
                 self._superseded = (version, table.count_rows("superseded") > 0)
-        return self._superseded[1] or (not self.context.writes() and self.overlay().superseded)
+        return self._superseded[1] or self.overlay().superseded
 
     def page_facts(self, ids: Iterable[int]) -> PageFacts:
         wanted = [int(key) for key in dict.fromkeys(ids)]
@@ -369,8 +369,8 @@ class LanceBackend(IndexBackend):
                         for key, row in fresh.items()}
 
     def _fresh_rows(self, keys: list[int]) -> dict[int, ChunkRow]:
-        overlay = self._overlay[1] if not self.context.writes() else None
-        if not overlay or not any(key in overlay.chunks for key in keys):
+        overlay = self.overlay()
+        if not any(key in overlay.chunks for key in keys):
             return {}
         return overlay.rows(self.context.catalogue(), keys)
 

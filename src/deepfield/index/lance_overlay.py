@@ -22,7 +22,7 @@ version of either.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .backend import Hits, superseded
@@ -70,8 +70,6 @@ class Overlay:
 
     def rows(self, catalogue: FieldIndex, keys: list[int]) -> dict[int, ChunkRow]:
         """The catalogue's chunks of ``keys`` (those in the overlay), under their keys."""
-        from dataclasses import replace
-
         wanted = {self.chunks[key]: key for key in keys if key in self.chunks}
         rows = catalogue.chunks(wanted)
         return {wanted[cid]: replace(row, id=wanted[cid],
