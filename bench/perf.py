@@ -68,7 +68,8 @@ from deepfield.index.db import (  # noqa: E402
 )
 from deepfield.index.latent import embed_pending_latent  # noqa: E402
 from deepfield.index.sync import page_embedding_text, parse_source  # noqa: E402
-from deepfield.index.vectors import chunk_embedding_text, embed_pending  # noqa: E402
+from deepfield.index.text import chunk_embedding_text  # noqa: E402
+from deepfield.index.vectors import embed_pending  # noqa: E402
 from deepfield.scan import scan_field  # noqa: E402
 from deepfield.search import search_fields  # noqa: E402
 from tests.fakes import FakeEmbedder  # noqa: E402

@@ -16,7 +16,8 @@ import deepfield
 from deepfield.config import EmbeddingConfig
 from deepfield.embed.base import Kind, Vectors
 from deepfield.errors import EmbeddingError
-from deepfield.index.vectors import chunk_embedding_text, count_pending
+from deepfield.index.text import chunk_embedding_text
+from deepfield.index.vectors import count_pending
 from deepfield.server import backfill as backfill_module
 from deepfield.server import service as service_module
 from deepfield.server.app import create_app

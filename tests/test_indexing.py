@@ -42,9 +42,10 @@ def test_a_run_reports_passes_and_tokens_by_purpose_and_pages_cost_no_pass(
     before = embedder.meter.snapshot()
     fld.index()
     spent = embedder.meter.since(before)
-    chunks = fld.index_handle().stats()["chunks"]
-    assert spent["chunk_dense"].texts == chunks and spent["chunk_sparse"].texts == chunks
-    assert spent["line_sparse"].texts == 8  # each transcript line, encoded alone
+    assert fld.index_handle().stats()["chunks"] == 9  # 8 windows of turns, 1 paragraph
+    # Each turn is encoded once (dense and sparse); its windows are composed from the lines.
+    assert spent["line_dense"].texts == 8 and spent["line_sparse"].texts == 8
+    assert spent["chunk_dense"].texts == 1 and spent["chunk_sparse"].texts == 1
     assert "page_vector" not in spent  # the page vectors are the means of the chunks'
     assert all(tally.tokens >= tally.texts and tally.passes == tally.texts
                for tally in spent.values())
@@ -53,8 +54,43 @@ def test_a_run_reports_passes_and_tokens_by_purpose_and_pages_cost_no_pass(
     fld.write(TRANSCRIPT.replace("line 3", "line three"), name="chat")
     before = embedder.meter.snapshot()
     fld.index()
-    # An edit re-encodes the windows around the changed line, not the whole page.
-    assert embedder.meter.since(before)["chunk_dense"].texts == 3
+    # An edit re-encodes the lines of the windows around the changed line, not the page.
+    spent = embedder.meter.since(before)
+    assert spent["line_dense"].texts == 5 and "chunk_dense" not in spent
+
+
+def test_a_window_of_turns_is_composed_from_its_lines_vectors_and_terms(
+        tmp_path: Path) -> None:
+    import numpy as np
+
+    from deepfield.index.encoding import WINDOW_CENTRE_WEIGHT
+    from deepfield.index.latent import unpack_terms
+    from deepfield.index.text import chunk_embedding_text, line_text
+
+    embedder = FakeLatentEmbedder()
+    deepfield.init(tmp_path / "s", EmbeddingConfig("fake-latent"))
+    fld = deepfield.open(tmp_path / "s", embedder=embedder).create_field("chats")
+    fld.write(TRANSCRIPT, name="chat")
+    fld.index()
+    conn = fld.index_handle().conn
+    context, body, blob, chunk_id = conn.execute(
+        "SELECT context, body, embedding, id FROM df_chunks WHERE kind = 'record' "
+        "ORDER BY ord LIMIT 1 OFFSET 2").fetchone()
+    lines = body.split("\n")
+    assert len(lines) == 3
+    parts = embedder.embed([chunk_embedding_text(context, line) for line in lines])
+    weights = [len(line) * (WINDOW_CENTRE_WEIGHT if n == 1 else 1) for n, line in enumerate(lines)]
+    expected = np.asarray(weights, np.float32) @ parts
+    expected /= np.linalg.norm(expected)
+    assert np.allclose(np.frombuffer(blob, np.float32), expected, atol=1e-5)
+    features, weights = unpack_terms(conn.execute(
+        "SELECT terms FROM df_latent WHERE chunk_id = ?", (chunk_id,)).fetchone()[0])
+    pooled: dict[int, float] = {}
+    for line_features, line_weights in embedder.embed_latent(
+            [line_text(line) for line in lines]):
+        for feature, weight in zip(line_features.tolist(), line_weights.tolist(), strict=True):
+            pooled[feature] = max(pooled.get(feature, 0.0), weight)
+    assert dict(zip(features.tolist(), weights.astype(float).tolist(), strict=True)) == pooled
 
 
 def test_index_json_seconds_and_encoding_match_the_wall_time(cli: Cli) -> None:
@@ -140,6 +176,27 @@ def test_fast_mode_defers_latent_terms_until_an_index_without_it(tmp_path: Path)
     report = cli.json("index", "--no-fast")
     assert report["fields"][0]["latent_terms"] == pending.latent_terms
     assert report["fields"][0]["pending"]["latent_terms"] == 0
+
+
+def test_windows_whole_encodes_every_window_and_a_bad_value_is_refused(tmp_path: Path) -> None:
+    from deepfield.config import load_config
+    from deepfield.errors import ConfigError
+
+    root = tmp_path / "s"
+    deepfield.init(root, EmbeddingConfig("fake-latent"))
+    with (root / "deepfield.toml").open("a") as config:
+        config.write('\n[index]\nwindows = "whole"\n')
+    embedder = FakeLatentEmbedder()
+    fld = deepfield.open(root, embedder=embedder).create_field("chats")
+    fld.write(TRANSCRIPT, name="chat")
+    fld.index()
+    spent = embedder.meter.since({})
+    assert spent["chunk_dense"].texts == spent["chunk_sparse"].texts == 8
+    assert "line_dense" not in spent and spent["line_sparse"].texts == 8
+    assert fld.index_handle().pending().total == 0
+    (root / "deepfield.toml").write_text('[index]\nwindows = "some"\n')
+    with pytest.raises(ConfigError, match=r"index\.windows must be one of lines, whole"):
+        load_config(root)
 
 
 def test_a_text_the_model_cannot_encode_is_skipped_and_kept_for_keywords(

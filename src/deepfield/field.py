@@ -98,6 +98,8 @@ class Field(FieldBackends):
         """Log an activation event for every read (manage/activation.py)."""
         self.page_vectors = "mean"
         """How page vectors are made: ``[index]`` in deepfield.toml (config.IndexConfig)."""
+        self.windows = "lines"
+        """Record windows composed from their lines' vectors and terms, or encoded whole."""
         self.fast = False
         """Fast mode: `index` leaves latent terms for later (config.IndexConfig)."""
 

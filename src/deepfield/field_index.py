@@ -42,6 +42,7 @@ class IndexHolder:
     name: str
     embedder: Embedder | None
     page_vectors: str
+    windows: str
     fast: bool
 
     def _init_index(self, index_dir: Path | None) -> None:
@@ -77,6 +78,7 @@ class IndexHolder:
             self._seen_file = file_id(path)
             self._index = FieldIndex(self.path, self.embedder, path.parent)
             self._next_replaced_check = time.monotonic() + REPLACED_CHECK_S
+        self._index.windows = self.windows
         return self._index
 
     def _drop_index(self) -> None:
@@ -137,7 +139,8 @@ class IndexHolder:
                 index.conn, index.embedder, self.path,
                 deadline=deadline or Deadline(budget), pages=pages,
                 latent=not self.fast if latent is None else latent,
-                page_vectors=self.page_vectors, threads=threads, progress=progress,
+                page_vectors=self.page_vectors, windows=self.windows, threads=threads,
+                progress=progress,
             )
 
         return self.with_index(run)

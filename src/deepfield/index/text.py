@@ -32,3 +32,13 @@ def line_text(line: str) -> str:
 def encodable(text: str) -> bool:
     """Whether ``text`` has anything for a model to read (a word character)."""
     return _WORD.search(text) is not None
+
+
+def window_lines(kind: str, line_start: int, line_end: int, body: str) -> list[str] | None:
+    """The page lines a record chunk is made of, when it is a window of whole lines: its
+    vector and latent terms are then composed from its lines' own (index/vectors.py,
+    index/latent.py). None for any other chunk (prose, a piece of a line cut for length)."""
+    if kind != "record":
+        return None
+    lines = body.split("\n")
+    return lines if len(lines) == line_end - line_start + 1 else None

@@ -5,7 +5,9 @@ deadline (index/budget.py) so a search never waits long; what is left stays pend
 search still covers it. A page's vector (the spec's ``pages`` table, also the first stage of
 dense search in large fields) is by default the normalised mean of its chunks' vectors, which
 costs no encoder pass (docs/DESIGN.md, "What indexing encodes"); ``page_vectors="whole"``
-encodes the whole file instead, as the spec words it. Searching the vectors is dense.py's job.
+encodes the whole file instead, as the spec words it. A window of record lines (a transcript
+turn and its neighbours) gets the weighted mean of its lines' vectors, each line encoded once
+(:class:`LineVectors`). Searching the vectors is dense.py's job.
 
 A chunk the model cannot encode (no word character left after cleaning, or refused by the
 backend as too long) gets an empty vector (``X''``): it is no longer pending, keeps its
@@ -23,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from ..embed.base import Embedder, Vectors
-from ..errors import EmbeddingInputError, ModelMismatchError
+from ..errors import ModelMismatchError
 from .budget import Deadline
 from .db import bump_generation, get_meta, set_meta, transaction
+from .encoding import LineVectors, encode_vectors
 from .sync import page_embedding_text
-from .text import chunk_embedding_text, encodable
 
 EMBED_BATCH = 32
 PAGE_VECTORS = ("mean", "first", "whole")
@@ -107,14 +109,17 @@ def embed_pending(
     pages: bool = True,
     latent: bool = True,
     page_vectors: str = "mean",
+    windows: str = "lines",
     threads: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> EmbedReport:
     """Embed pending chunks; then (``pages``) page vectors and, when the model has a sparse
     head and ``latent``, latent terms; all before ``deadline``. ``threads`` caps the CPU
-    threads of the model (1 for work a search waits for)."""
+    threads of the model (1 for work a search waits for). ``windows="lines"`` composes a
+    window of record lines from its lines' vectors and terms, ``"whole"`` encodes it."""
     deadline = deadline or Deadline(None)
-    report = _embed_chunks(conn, embedder, deadline, threads, progress)
+    compose = windows == "lines"
+    report = _embed_chunks(conn, embedder, deadline, threads, progress, compose)
     if pages and page_vectors == "whole":
         report.add(_embed_whole_pages(conn, embedder, field_dir, deadline, threads, progress))
     elif pages:
@@ -123,7 +128,7 @@ def embed_pending(
         from .latent import embed_pending_latent
 
         done = embed_pending_latent(conn, embedder, deadline, threads=threads,
-                                    progress=progress)
+                                    progress=progress, compose=compose)
         report.latent_chunks, report.latent_lines = done.chunks, done.lines
         report.skipped += done.skipped
     if report.skipped:
@@ -134,26 +139,27 @@ def embed_pending(
 
 
 def _embed_chunks(conn: sqlite3.Connection, embedder: Embedder, deadline: Deadline,
-                  threads: int | None, progress: Callable[[int], None] | None) -> EmbedReport:
+                  threads: int | None, progress: Callable[[int], None] | None,
+                  compose: bool) -> EmbedReport:
     report = EmbedReport()
     rate_key = f"document/{threads or 0}"
+    lines = LineVectors(compose)
     while not deadline.expired():
         rows = conn.execute(
-            "SELECT id, context, body FROM df_chunks WHERE embedding IS NULL "
-            "ORDER BY doc_id DESC, ord LIMIT ?",
+            "SELECT id, context, body, kind, line_start, line_end FROM df_chunks "
+            "WHERE embedding IS NULL ORDER BY doc_id DESC, ord LIMIT ?",
             (max(EMBED_BATCH, embedder.batch_size),),
         ).fetchall()
         if not rows:
             break
-        texts = [chunk_embedding_text(r[1], r[2]) for r in rows]
-        take = deadline.fit([len(t) for t in texts], embedder, rate_key)
+        take = deadline.fit(lines.costs([row[1:] for row in rows]), embedder, rate_key)
         if not take:
             break
-        rows, texts = rows[:take], texts[:take]
+        rows = rows[:take]
         started = time.perf_counter()
-        empty = {i for i, row in enumerate(rows) if not encodable(row[2])}
-        vectors, refused = encode_vectors(embedder, texts, threads, empty=empty)
-        deadline.observe(embedder, rate_key, sum(map(len, texts)), time.perf_counter() - started)
+        vectors, refused, chars = lines.chunk_vectors(embedder, [row[1:] for row in rows],
+                                                      threads)
+        deadline.observe(embedder, rate_key, chars, time.perf_counter() - started)
         with transaction(conn):
             if vectors is not None:
                 _check_dim(conn, embedder, vectors)
@@ -175,43 +181,6 @@ def _embed_chunks(conn: sqlite3.Connection, embedder: Embedder, deadline: Deadli
         if progress:
             progress(len(rows))
     return report
-
-
-def encode_vectors(embedder: Embedder, texts: list[str], threads: int | None,
-                   purpose: str = "chunk_dense", empty: set[int] | None = None,
-                   ) -> tuple[Vectors | None, set[int]]:
-    """Vectors of ``texts`` and the positions the model could not encode, left out: those in
-    ``empty`` (default: texts without a word character) and those the backend refused (a
-    refused batch is split to find them)."""
-    import numpy as np
-
-    refused = set(empty) if empty is not None else {
-        i for i, text in enumerate(texts) if not encodable(text)}
-    wanted = [i for i in range(len(texts)) if i not in refused]
-    found: dict[int, Any] = {}
-    last_refusal: BaseException | None = None
-    queue = [wanted] if wanted else []
-    while queue:
-        group = queue.pop()
-        try:
-            vectors = embedder.embed([texts[i] for i in group], purpose=purpose, threads=threads)
-        except EmbeddingInputError as exc:
-            if len(group) == 1:
-                refused.add(group[0])
-            else:
-                queue += [group[: len(group) // 2], group[len(group) // 2 :]]
-            last_refusal = exc
-            continue
-        found.update(zip(group, vectors, strict=True))
-    if not found and len(wanted) > 1 and last_refusal is not None:
-        raise last_refusal  # every text refused alone: the request is wrong, not the texts
-    if not found:
-        return None, refused
-    dim = len(next(iter(found.values())))
-    matrix = np.zeros((len(texts), dim), np.float32)
-    for i, vector in found.items():
-        matrix[i] = vector
-    return matrix, refused
 
 
 def derive_page_vectors(conn: sqlite3.Connection, *, first_only: bool = False) -> int:

@@ -144,6 +144,7 @@ class Backfiller:
                 self._embedder = self._make_embedder()
             field = self._fields[slot.name] = Field(slot.path, self._embedder, name=slot.name)
             field.page_vectors = slot.writer.page_vectors
+            field.windows = slot.writer.windows
         if not take_lease(field, self._owner, time.time()):
             return 0  # another worker is on it
         counted = [0]
