@@ -32,12 +32,22 @@ TRANSCRIPT = "\n".join(
                       for n in range(1, 9)]) + "\n"
 
 
+def chat_field(root: Path, index_config: str = "") -> tuple[deepfield.Field, FakeLatentEmbedder]:
+    """A store at ``root`` (``[index]`` lines appended to its config) with a field holding
+    TRANSCRIPT as chat.md, not indexed yet, and the embedder that will index it."""
+    deepfield.init(root, EmbeddingConfig("fake-latent"))
+    if index_config:
+        with (root / "deepfield.toml").open("a") as config:
+            config.write(f"\n[index]\n{index_config}\n")
+    embedder = FakeLatentEmbedder()
+    fld = deepfield.open(root, embedder=embedder).create_field("chats")
+    fld.write(TRANSCRIPT, name="chat")
+    return fld, embedder
+
+
 def test_a_run_reports_passes_and_tokens_by_purpose_and_pages_cost_no_pass(
         tmp_path: Path) -> None:
-    embedder = FakeLatentEmbedder()
-    deepfield.init(tmp_path / "s", EmbeddingConfig("fake-latent"))
-    fld = deepfield.open(tmp_path / "s", embedder=embedder).create_field("chats")
-    fld.write(TRANSCRIPT, name="chat")
+    fld, embedder = chat_field(tmp_path / "s")
     fld.add("Kitchen", "Shelves need wall plugs rated for the load.")
     before = embedder.meter.snapshot()
     fld.index()
@@ -67,10 +77,7 @@ def test_a_window_of_turns_is_composed_from_its_lines_vectors_and_terms(
     from deepfield.index.latent import unpack_terms
     from deepfield.index.text import chunk_embedding_text, line_text
 
-    embedder = FakeLatentEmbedder()
-    deepfield.init(tmp_path / "s", EmbeddingConfig("fake-latent"))
-    fld = deepfield.open(tmp_path / "s", embedder=embedder).create_field("chats")
-    fld.write(TRANSCRIPT, name="chat")
+    fld, embedder = chat_field(tmp_path / "s")
     fld.index()
     conn = fld.index_handle().conn
     context, body, blob, chunk_id = conn.execute(
@@ -163,11 +170,7 @@ def test_a_deadline_never_starts_a_batch_that_would_not_fit() -> None:
 
 def test_fast_mode_defers_latent_terms_until_an_index_without_it(tmp_path: Path) -> None:
     root = tmp_path / "s"
-    deepfield.init(root, EmbeddingConfig("fake-latent"))
-    with (root / "deepfield.toml").open("a") as config:
-        config.write("\n[index]\nfast = true\n")
-    fld = deepfield.open(root).create_field("chats")
-    fld.write(TRANSCRIPT, name="chat")
+    fld, _ = chat_field(root, "fast = true")
     assert fld.fast
     fld.index()
     pending = fld.index_handle().pending()
@@ -183,12 +186,7 @@ def test_windows_whole_encodes_every_window_and_a_bad_value_is_refused(tmp_path:
     from deepfield.errors import ConfigError
 
     root = tmp_path / "s"
-    deepfield.init(root, EmbeddingConfig("fake-latent"))
-    with (root / "deepfield.toml").open("a") as config:
-        config.write('\n[index]\nwindows = "whole"\n')
-    embedder = FakeLatentEmbedder()
-    fld = deepfield.open(root, embedder=embedder).create_field("chats")
-    fld.write(TRANSCRIPT, name="chat")
+    fld, embedder = chat_field(root, 'windows = "whole"')
     fld.index()
     spent = embedder.meter.since({})
     assert spent["chunk_dense"].texts == spent["chunk_sparse"].texts == 8
