@@ -13,7 +13,8 @@ def test_all_is_complete_and_sorted() -> None:
     public = {name for name in dir(deepfield) if not name.startswith("_")}
     modules = {"archive", "bucket", "cli", "confidence", "config", "context", "debris", "domains",
                "embed", "errors", "fence", "field", "field_backends", "field_index", "freshness",
-               "fsutil", "fusion", "httpjson", "importers", "index", "listing", "llm", "manage",
+               "fsutil", "fusion", "hits", "httpjson", "importers", "index", "line_rank", "listing",
+               "llm", "manage",
                "markdown", "memo", "memorize", "page", "portable", "qa", "read", "research",
                "salience", "scan", "search", "server", "sessions", "split", "store", "tokens",
                "writer"}

@@ -207,3 +207,37 @@ def test_a_query_without_terms_and_a_line_cut_into_pieces(
     text = (fld.path / "sunday.md").read_text().split("\n")
     short = {n for n, line in enumerate(text, 1) if line.endswith(("Hello.", "Bye."))}
     assert len(short) == 2 and lines == short
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_hybrid_chunk_search_ranks_lines_by_their_latent_terms(
+        latent_store: tuple[deepfield.Store, FakeLatentEmbedder], parallel: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """"sports" is said by no line; the surfing line shares its kind's latent feature, so a
+    hybrid search ranks it higher than without latent terms (the query's terms encoded once,
+    on a worker thread when the search runs in parallel)."""
+    from deepfield import line_rank
+    from deepfield.search import search_fields
+
+    store, embedder = latent_store
+    fld = chat_field(store)
+    query = "Which sports came up?"
+
+    def place() -> int:
+        hits = search_fields([fld], query, k=8, unit="chunk", mode="hybrid", parallel=parallel)
+        return [h.snippet_line for h in hits.results].index(surfing_line(fld))
+
+    with_terms = place()
+    assert embedder.latent_texts.count(query) == 1
+    monkeypatch.setattr(line_rank, "LINE_LATENT_WEIGHT", 0.0)
+    assert place() > with_terms
+    assert embedder.latent_texts.count(query) == 1  # weight 0: not encoded
+
+
+def test_a_failing_sparse_head_leaves_chunk_search_to_windows_and_words(
+        latent_store: tuple[deepfield.Store, FakeLatentEmbedder]) -> None:
+    store, embedder = latent_store
+    fld = chat_field(store)
+    embedder.latent_error = EmbeddingServiceError("sparse head down")
+    hits = fld.search("Who fixed the kitchen shelf?", k=2, unit="chunk", mode="hybrid")
+    assert "kitchen shelf" in hits.results[0].snippet

@@ -220,16 +220,64 @@ def test_snippet_points_at_the_matching_line_of_a_wrapped_paragraph(
 
 
 def test_chunk_hits_point_at_distinct_lines(field: deepfield.Field) -> None:
-    """The overlapping windows around a matching turn all point at it: they are one hit
-    (matches counts them), so k hits show k different lines."""
+    """Each line of the matching windows is ranked on its own: the lines that say the query's
+    words come first, then their neighbours, and k hits show k different lines; ``matches``
+    counts the candidate windows holding a hit's line."""
     turns = [f"Ana (D1:{i}): small talk number {i} about the weather" for i in range(1, 9)]
     turns[3] = "Ben (D1:4): the Mombasa gasket order ships on Friday"
     turns[6] = "Ana (D1:7): did the gasket from Mombasa pass the dust test?"
     field.write("---\ntitle: Call\n---\n" + "\n".join(turns) + "\n", name="call.md")
     hits = field.search("Mombasa gasket", unit="chunk", mode="bm25", k=4).results
-    # Six windows hold a matching line (lines 3-8 of the transcript); two lines match.
-    assert sorted(h.snippet for h in hits) == sorted([turns[3], turns[6]])
-    assert sum(h.matches for h in hits) == 6
+    assert sorted(h.snippet for h in hits[:2]) == sorted([turns[3], turns[6]])
+    assert len({h.snippet_line for h in hits}) == 4
+    for hit in hits[2:]:  # a neighbour, shown in a window that matched
+        assert "Mombasa" not in hit.snippet and "Mombasa" in hit.text
+        assert hit.line_start <= hit.snippet_line <= hit.line_end
+    assert [h.matches for h in hits[:2]] == [3, 3]  # the matching windows holding each line
     every = search_fields([field], "Mombasa gasket", unit="chunk", mode="bm25", k=4,
                           distinct_lines=False).results
     assert len(every) == 4 and len({h.snippet_line for h in every}) == 2  # every window
+
+
+def test_a_line_said_by_the_person_the_query_names_ranks_first(field: deepfield.Field) -> None:
+    turns = ["Ana (D1:1): we talked about the garden today",
+             "Ben (D1:2): I painted the fence blue on Sunday",
+             "Ana (D1:3): the weather was fine all week long",
+             "Cleo (D1:4): the weather in town was cold and grey",
+             "Ana (D1:5): I painted the shed blue on Sunday",
+             "Cleo (D1:6): we talked about the garden as well"]
+    field.write("---\ntitle: Chat\n---\n" + "\n".join(turns) + "\n", name="chat.md")
+    for who, said in (("Ana", turns[4]), ("Ben", turns[1])):
+        hits = field.search(f"What did {who} paint blue?", unit="chunk", mode="bm25", k=3)
+        assert hits.results[0].snippet == said
+
+
+def test_line_ranking_stops_early_without_changing_the_best_lines() -> None:
+    """rank_lines stops reading windows once no later line can reach the k-th best; the k
+    lines it returns are those of scoring every line."""
+    import random
+
+    from deepfield import line_rank
+
+    words = ["gasket", "mombasa", "dust", "order", "friday", "weather", "coffee", "ship"]
+    rng = random.Random(7)
+    for _ in range(30):
+        windows = []
+        score = 1.0
+        for w in range(40):
+            score *= rng.uniform(0.85, 1.0)
+            held = [((0, 1, w + i), f"{rng.choice(['Ana', 'Ben'])}: "
+                     + " ".join(rng.choices(words, k=4))) for i in range(3)]
+            windows.append(((0, w), score, held))
+        query = "Did Ana ship the gasket on friday?"
+        found = line_rank.rank_lines(windows, query, lambda _t: 1.0, 5)
+        saved = line_rank.LINE_WORDS_WEIGHT, line_rank.LINE_SPEAKER_WEIGHT
+        # Brute force: every line of every window, scored alike.
+        every: dict[tuple[int, int, int], float] = {}
+        words_of = line_rank.QueryWords(["ana", "ship", "gasket", "friday"], lambda _t: 1.0)
+        for _key, window_score, held in windows:
+            for key, text in held:
+                every.setdefault(key, window_score + saved[0] * words_of.share(text)
+                                 + (saved[1] if text.startswith("Ana") else 0.0))
+        best = sorted(every.values(), reverse=True)[:5]
+        assert [round(line.score, 9) for line in found] == [round(v, 9) for v in best]

@@ -40,8 +40,11 @@ class Tunable:
 
 TUNABLES = (
     Tunable("deepfield.search.KEYWORD_WEIGHT", (0.2, 0.3, 0.35, 0.4, 0.5, 0.65), "search"),
+    Tunable("deepfield.line_rank.LINE_WORDS_WEIGHT", (0.1, 0.2, 0.3, 0.4, 0.5), "search"),
+    Tunable("deepfield.line_rank.LINE_SPEAKER_WEIGHT", (0.0, 0.2, 0.3, 0.4, 0.6), "search"),
+    Tunable("deepfield.line_rank.LINE_LATENT_WEIGHT", (0.0, 0.1, 0.2, 0.4), "search"),
     Tunable("deepfield.research.evidence.LENGTH_PRIOR", (0.0, 0.2, 0.4, 0.6), "research"),
-    Tunable("deepfield.research.evidence.SPEAKER_WEIGHT", (1.0, 1.3, 1.6), "research"),
+    Tunable("deepfield.research.evidence.SPEAKER_WEIGHT", (1.0, 1.3, 1.6, 2.0), "research"),
     Tunable("deepfield.research.evidence.IDF_SCALE", (1.5, 2.0, 3.0), "research"),
 )
 RESEARCH_BUDGET = 1000

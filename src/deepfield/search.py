@@ -12,18 +12,20 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from dataclasses import field as dc_field
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from .confidence import SEARCH, Confidence, Line, assess
 from .domains.atomic import Filters
 from .domains.filtering import filtered_retrieve
 from .errors import DeepfieldError, EmbeddingError
 from .fusion import convex, max_normalized
+from .hits import Hit as Hit
+from .hits import SearchResponse as SearchResponse
+from .index.backend import search_pool
 from .index.budget import Deadline
 from .index.health import heals_fields
 from .index.keyword import query_terms
+from .line_rank import LatentLines, line_hits, make_snippet, pointed_line
 from .manage.activation import rerank
 
 if TYPE_CHECKING:
@@ -38,138 +40,6 @@ KEYWORD_WEIGHT = 0.35
 """Weight of BM25 in hybrid fusion; the rest is dense similarity (docs/DESIGN.md)."""
 CANDIDATES = 200
 """Chunks taken from each retriever before fusion (100-200 measured equal to unlimited)."""
-SNIPPET_CHARS = 280
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One search result: a page stub (unit=page) or a single chunk (unit=chunk)."""
-
-    field: str
-    filename: str
-    uuid: str | None
-    title: str
-    summary: str | None
-    frontmatter: dict[str, Any] | None
-    score: float
-    snippet: str
-    """The best part of the chunk: a window around the first query term, or for a window of
-    record lines (transcript turns, list items) the line that matches the query best."""
-    snippet_line: int
-    """Line of the page file where the snippet starts."""
-    heading: str
-    line_start: int
-    line_end: int
-    text: str
-    """The whole matching chunk (the snippet is cut from it)."""
-    matches: int = 1
-    """How many of the page's chunks matched (page results); for chunk results, how many
-    overlapping chunks pointed at this hit's line."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "filename": self.filename,
-            "frontmatter": self.frontmatter,
-            "score": round(self.score, 6),
-            "field": self.field,
-            "uuid": self.uuid,
-            "title": self.title,
-            "summary": self.summary,
-            "snippet": self.snippet,
-            "snippet_line": self.snippet_line,
-            "heading": self.heading,
-            "line_start": self.line_start,
-            "line_end": self.line_end,
-            "matches": self.matches,
-        }
-
-
-@dataclass
-class SearchResponse:
-    query: str
-    mode: str
-    unit: str
-    k: int
-    results: list[Hit]
-    took_ms: float
-    warnings: list[str] = dc_field(default_factory=list)
-    pending_vectors: int = 0
-
-    @property
-    def confidence(self) -> Confidence:
-        """How far the best results' lines support an answer (deepfield.confidence)."""
-        return assess(self.query, [Line(hit.snippet, hit.score, hit.title)
-                                   for hit in self.results], SEARCH)
-
-    def to_json(self, with_text: bool = False) -> dict[str, Any]:
-        results = []
-        for hit in self.results:
-            item = hit.to_json()
-            if with_text:
-                item["text"] = hit.text
-            results.append(item)
-        return {
-            "results": results,
-            "count": len(results),
-            "query": self.query,
-            "mode": self.mode,
-            "unit": self.unit,
-            "k": self.k,
-            "took_ms": round(self.took_ms, 2),
-            "pending_vectors": self.pending_vectors,
-            "warnings": self.warnings,
-            "confidence": self.confidence.to_json(),
-        }
-
-
-def best_line(lines: Sequence[str], terms: Sequence[str], ties: str = "middle") -> int:
-    """Index of the line with the most distinct query terms; ties go to the line nearest the
-    middle (a record window is centred on its own line) or, with ``ties="first"``, to the
-    earliest (prose reads from the top)."""
-    middle = (len(lines) - 1) / 2
-
-    def rank(index: int) -> tuple[int, float]:
-        lower = lines[index].lower()
-        place = -abs(index - middle) if ties == "middle" else -index
-        return (sum(1 for t in terms if t[:6] in lower), place)
-
-    return max(range(len(lines)), key=rank)
-
-
-def pointed_line(body: str, kind: str, line_start: int, line_end: int,
-                 terms: Sequence[str]) -> tuple[str, int]:
-    """(the text a hit's snippet is cut from, the page line it points at): the chunk's line
-    with the most query terms, so a paragraph wrapped over many lines points at the sentence
-    that matched, not at its first line. A record window keeps its own (middle) line when no
-    line matches better; prose keeps its first. Chunks whose text does not keep the page's
-    line breaks (a memo, a paragraph cut at sentences) point at their first line."""
-    lines = body.split("\n")
-    if kind == "summary" or len(lines) < 2 or len(lines) != line_end - line_start + 1:
-        return body, line_start
-    if kind == "record":
-        best = best_line(lines, terms)
-        return lines[best], line_start + best
-    best = best_line(lines, terms, ties="first")
-    return "\n".join(lines[best:]), line_start + best
-
-
-def make_snippet(text: str, terms: Sequence[str], width: int = SNIPPET_CHARS) -> str:
-    """A window of ``text`` around the first query term, whitespace collapsed."""
-    flat = " ".join(text.split())
-    if len(flat) <= width:
-        return flat
-    lower = flat.lower()
-    positions = [lower.find(t[:6]) for t in terms if t and lower.find(t[:6]) >= 0]
-    centre = min(positions) if positions else 0
-    start = max(0, min(centre - width // 3, len(flat) - width))
-    if start:
-        space = flat.find(" ", start)
-        start = space + 1 if 0 <= space < start + 20 else start
-    end = start + width
-    if end < len(flat):
-        space = flat.rfind(" ", start, end)
-        end = space if space > start + width // 2 else end
-    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
 
 
 def check_mode(mode: str, unit: str, k: int) -> None:
@@ -259,6 +129,10 @@ def search_fields(
     keyword: list[tuple[tuple[int, int], float]] = []
     dense: list[tuple[tuple[int, int], float]] = []
     query_vector = None
+    lines = unit == "chunk" and distinct_lines and mode != "vector"
+    # Started before the query's vector so both encoder passes run at once (line_rank).
+    latent = (LatentLines(indexes, query, search_pool() if parallel else None)
+              if lines and mode == "hybrid" else None)
     if mode != "bm25":
         embedder = indexes[0][1].embedder if indexes else None
         try:
@@ -291,7 +165,11 @@ def search_fields(
         fused = convex(keyword, dense, KEYWORD_WEIGHT, keyword_only=without_vector)
     fused = rerank(indexes, fused, activation=activation, include_superseded=include_superseded,
                    scale=activation_scale(mode, fused))
-    hits = collect_hits(indexes, fused, k, unit, query, distinct_lines)
+    if lines:
+        hits = line_hits(indexes, fused, k, query,
+                         latent.result() if latent is not None and mode == "hybrid" else None)
+    else:
+        hits = collect_hits(indexes, fused, k, unit, query, distinct_lines)
     took = (time.perf_counter() - started) * 1000
     return SearchResponse(query, mode, unit, k, hits, took, warnings, pending)
 

@@ -147,7 +147,7 @@ class SqliteBackend(IndexBackend):
         found: Hits
         if parallel:
             # SQLite and numpy both release the GIL: BM25 runs while the vectors are scored.
-            future = _pool().submit(index.keyword, query, limit)
+            future = search_pool().submit(index.keyword, query, limit)
             near = vectors.search(query_vector, limit)
             found = future.result()
         else:
@@ -182,7 +182,8 @@ def superseded(frontmatter: dict[str, Any] | None) -> bool:
 _POOL: ThreadPoolExecutor | None = None
 
 
-def _pool() -> ThreadPoolExecutor:
+def search_pool() -> ThreadPoolExecutor:
+    """Two worker threads a search hands work that releases the GIL (BM25, an encoder pass)."""
     global _POOL
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deepfield-search")

@@ -27,7 +27,7 @@ from .backend import (
     Hits,
     IndexBackend,
     PageFacts,
-    _pool,
+    search_pool,
     superseded,
 )
 from .cjk import cjk_query_terms
@@ -250,7 +250,7 @@ class LanceBackend(IndexBackend):
         hybrid = want_keywords and want_vectors
         future = None
         if want_keywords and want_vectors and parallel:
-            future = _pool().submit(self._keyword_rows, table, query, limit, hybrid)
+            future = search_pool().submit(self._keyword_rows, table, query, limit, hybrid)
         keyword_rows = None
         if want_keywords and future is None:
             keyword_rows = self._keyword_rows(table, query, limit, hybrid)

@@ -14,16 +14,15 @@ as "yesterday" need), pages by their best line (research/reading.py).
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
-from functools import lru_cache
 from typing import Any
 
 from ..field import Field
 from ..index.keyword import query_terms
+from ..line_rank import Weigh, idf_weigher, label_and_text, speaker, stem
 from ..markdown import split_sentences
 from ..salience import sentence_score
 from ..search import Hit
@@ -107,24 +106,16 @@ def page_date(hit: Hit) -> str | None:
     return None
 
 
-@lru_cache(maxsize=65536)  # line_weight stems the same query terms for every line
-def stem(word: str) -> str:
-    """A light suffix stripper, so "researching" matches "research" and "kids" "kid"."""
-    for suffix, keep in (("ies", 4), ("ing", 5), ("ed", 4), ("es", 4), ("s", 3)):
-        if word.endswith(suffix) and len(word) >= keep + len(suffix) - 1:
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return word
-
-
 IDF_SCALE = 2.0
 """A query word's weight in a line is its inverse chunk frequency in the field,
 ``log(1 + chunks / (1 + chunks with it))``, divided by this: a word in one chunk of a
 hundred weighs about 2.3, a name in every line of a conversation about 0.35. Chosen on LoCoMo
 dev (multi-hop recall at 1,000 tokens +0.02 over unweighted words; 1.5–3 all within 0.005)."""
-SPEAKER_WEIGHT = 1.3
+SPEAKER_WEIGHT = 1.6
 """Lines said by a person the question names ("what does Melanie like") count this much more:
-in a conversation what someone did or likes is mostly in their own lines (LoCoMo dev, +0.005
-to +0.01 of multi-hop recall)."""
+in a conversation what someone did or likes is mostly in their own lines. 1.6 is the value
+every leave-one-conversation-out fold picks on LoCoMo dev (``python bench/locomo.py --loo
+research``; docs/DESIGN.md has the in-sample and held-out figures)."""
 
 LENGTH_PRIOR = 0.4
 """A line's votes are multiplied by ``(words / 20) ** LENGTH_PRIOR`` (at least 4 words): a
@@ -133,9 +124,6 @@ document-length prior, as ad-hoc retrieval uses. Its in-sample and leave-one-con
 figures on LoCoMo dev: `python bench/locomo.py --loo research`; the researcher without it:
 `python bench/locomo.py --ablations` ("no length prior")."""
 
-Weigh = Callable[[str], float]
-_LABEL = re.compile(r"^([^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s)(.*)$")
-"""A transcript line's label: ``Speaker (D1:3): `` or ``Speaker: ``."""
 
 
 class TermWeights:
@@ -143,16 +131,10 @@ class TermWeights:
     (cached there until the index changes), so words every line shares count little."""
 
     def __init__(self, fld: Field) -> None:
-        self._index = fld.index_handle()
-        self._weights: dict[str, float] = {}
+        self._weigh = idf_weigher(fld.index_handle().term_counts, IDF_SCALE)
 
     def __call__(self, term: str) -> float:
-        weight = self._weights.get(term)
-        if weight is None:
-            size, counts = self._index.term_counts([term])
-            weight = math.log(1.0 + size / (1.0 + counts.get(term, 0))) / IDF_SCALE
-            self._weights[term] = weight
-        return weight
+        return self._weigh(term)
 
 
 def line_weight(text: str, terms: set[str], entities: Sequence[str],
@@ -175,14 +157,6 @@ def line_weight(text: str, terms: set[str], entities: Sequence[str],
     return hits / (1.0 + 0.02 * len(words))
 
 
-def speaker(line: str) -> str | None:
-    """Who says ``line`` in a transcript ("Melanie (D4:6): …" or "Melanie: …"), if anyone."""
-    match = _LABEL.match(line)
-    if match is None:
-        return None
-    return match.group(1).split("(", 1)[0].rstrip(": ").strip() or None
-
-
 ELIDE_TOKENS = 24
 """Lines longer than this are quoted by their label and the sentences that carry facts."""
 ELISION = " … "
@@ -202,8 +176,7 @@ def excerpt(line: str, terms: set[str], entities: Sequence[str], keep_sentences:
     from the line."""
     if count_tokens(line) <= ELIDE_TOKENS:
         return line
-    match = _LABEL.match(line)
-    label, text = (match.group(1), match.group(2)) if match else ("", line)
+    label, text = label_and_text(line)
     sentences = split_sentences(text)
     if len(sentences) <= keep_sentences:
         return line

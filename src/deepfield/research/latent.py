@@ -16,7 +16,8 @@ from ..embed.base import LatentTerms
 from ..field import Field
 from ..fusion import max_normalized
 from ..index.keyword import query_terms
-from ..search import Hit, collect_hits, make_snippet
+from ..line_rank import make_snippet
+from ..search import Hit, collect_hits
 
 CANDIDATES = 50
 LINES = {"latent": False, "latent_lines": True}
