@@ -260,7 +260,11 @@ def search_systems(ctx: Context) -> list[SearchSystem]:
         "bm25", "vector", "hybrid")
     if ctx.args.probe_pages:
         modes = tuple(m for m in modes if m != "bm25")
-    return [PlainFTS5(ctx.dataset), *(DeepfieldSearch(ctx.fields, m) for m in modes)]
+    systems: list[SearchSystem] = [PlainFTS5(ctx.dataset),
+                                   *(DeepfieldSearch(ctx.fields, m) for m in modes)]
+    if "hybrid" in modes:  # the same search before its lines were ranked on their own
+        systems.append(DeepfieldSearch(ctx.fields, "hybrid", per_window=True))
+    return systems
 
 
 def budget_systems(ctx: Context, plain: PlainFTS5) -> list[BudgetSystem]:

@@ -4,9 +4,11 @@ Search systems rank turns and sessions for the turn and session metrics:
 
 * :class:`PlainFTS5` — the reference baseline (evalkit.fts): one document per turn, so a hit
   is its turn; one document per session for the session metrics;
-* :class:`DeepfieldSearch` — ``Field.search`` on the session pages as ``deepfield import
+* :class:`DeepfieldSearch` — ``search_fields`` on the session pages as ``deepfield import
   locomo`` writes them, ``unit="chunk"``: a hit is credited with the turn on the page line its
-  ``snippet_line`` points at, and nothing when that line shows no turn. The turns of the rest
+  ``snippet_line`` points at, and nothing when that line shows no turn. BM25 and hybrid rank
+  the lines of the candidate windows (deepfield.line_rank); vector search, and the hybrid row
+  "one hit per window", give one hit per window in window order. The turns of the rest
   of the chunk are reported only as a labelled secondary figure. Sessions: ``unit="page"``.
 
 Budget systems fill a token budget with evidence (one token counter: deepfield.tokens):
@@ -117,15 +119,22 @@ class DeepfieldSearch:
     unit = "chunk of a session page (3-line window of turns); session page for session metrics"
     credit = "the turn on the line its snippet_line points at"
 
-    def __init__(self, fields: Fields, mode: str) -> None:
+    def __init__(self, fields: Fields, mode: str, per_window: bool = False) -> None:
         self.fields = fields
         self.mode = mode
-        self.name = f"deepfield {mode}"
+        self.per_window = per_window
+        """One hit per chunk, in chunk order (``search_fields(line_ranking=False)``): the
+        chunk search before its lines were ranked on their own, kept as a labelled row."""
+        self.name = f"deepfield {mode}" + (" (one hit per window)" if per_window else "")
+        if mode != "vector" and not per_window:
+            self.unit = ("line of a session page, ranked on its own (deepfield.line_rank) "
+                         "and shown in its best 3-line window; session page for session "
+                         "metrics")
 
     def hits(self, question: Question, k: int) -> list[Hit]:
         fld = self.fields.fields[question.conversation]
-        return fld.search(question.question, k=k, mode=self.mode, unit="chunk",
-                          activation=False).results
+        return search_fields([fld], question.question, k=k, mode=self.mode, unit="chunk",
+                             activation=False, line_ranking=not self.per_window).results
 
     def rank(self, question: Question, k: int, sessions: int) -> Ranking:
         turns = self.fields.turns[question.conversation]

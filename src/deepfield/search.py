@@ -67,6 +67,7 @@ def search_fields(
     where: Filters | None = None,
     parallel: bool = True,
     distinct_lines: bool = True,
+    line_ranking: bool = True,
     started: float | None = None,
 ) -> SearchResponse:
     """Search ``fields`` together; see :meth:`deepfield.Field.search`.
@@ -87,7 +88,10 @@ def search_fields(
     passes False, as the extra thread only competes with the other searches for the CPU.
     ``distinct_lines`` (unit="chunk"): each hit points at a different page line (see
     :func:`collect_hits`); False returns every chunk as ranked (the researcher, whose line
-    votes count each window that holds a line).
+    votes count each window that holds a line). ``line_ranking`` (bm25 and hybrid chunk
+    searches with ``distinct_lines``): the lines of the candidate chunks are ranked on their
+    own (deepfield.line_rank); False keeps one hit per chunk in chunk order, each pointing at
+    its line with the most query words (what chunk searches did before; benchmarks compare).
     """
     if not isinstance(query, str):
         raise DeepfieldError(f"the query must be text, not {type(query).__name__}")
@@ -129,7 +133,7 @@ def search_fields(
     keyword: list[tuple[tuple[int, int], float]] = []
     dense: list[tuple[tuple[int, int], float]] = []
     query_vector = None
-    lines = unit == "chunk" and distinct_lines and mode != "vector"
+    lines = unit == "chunk" and distinct_lines and line_ranking and mode != "vector"
     # Started before the query's vector so both encoder passes run at once (line_rank).
     latent = (LatentLines(indexes, query, search_pool() if parallel else None)
               if lines and mode == "hybrid" else None)
