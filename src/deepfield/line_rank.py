@@ -19,7 +19,8 @@ on it. Here each line of the candidate windows is scored on its own:
 Measured on LoCoMo dev (bench/locomo.py, hybrid, a hit credited with the turn its line
 shows): turn R@10 and multi-hop all@10 against one hit per window, and the
 leave-one-conversation-out figure of each weight, are in docs/DESIGN.md ("Chunks and hybrid
-fusion"). Prose chunks keep one line, the one with the most query words (search.pointed_line).
+fusion"). A prose chunk counts as one line, its line with the most query words
+(pointed_line), scored the same way. Vector search keeps one hit per window (search.py).
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ LINE_BATCH = 40
 """Candidate chunks read at a time when their lines are ranked (line_hits)."""
 WINDOWS_PER_HIT = 4
 """At most this many candidate chunks per hit asked for (at least LINE_BATCH) are read for
-their lines: on LoCoMo dev reading 30, 50, 80, 120 or all 200 for k = 10 gave the same turn
-R@10 (a scratch probe), and a search of prose chunks reads a fifth as many rows."""
+their lines. The best lines lie in the best windows: reading every candidate did not change
+LoCoMo dev's recall, and cost a search over prose chunks (whose bonuses rarely let a line
+stop the reading early) five times the rows."""
 
 _LABEL = re.compile(r"^([^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s)(.*)$")
 """A transcript line's label: ``Speaker (D1:3): `` or ``Speaker: ``."""
