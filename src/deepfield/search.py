@@ -3,8 +3,9 @@
 Candidates come from each field's index (BM25 over chunks, cosine over chunk vectors), are fused
 across all requested fields at once (so scores are comparable between fields), and are returned
 either per page (a stub: title, summary, best snippet with its heading path) or per chunk (the
-unit an agent can quote with its line numbers). The JSON shape extends the spec's ``/search``
-response: ``{"results": [{"filename", "frontmatter", "score", ...}]}``.
+unit an agent can quote with its line numbers: one hit per page line, the lines of the
+candidate chunks ranked on their own by deepfield.line_rank). The JSON shape extends the
+spec's ``/search`` response: ``{"results": [{"filename", "frontmatter", "score", ...}]}``.
 """
 
 from __future__ import annotations

@@ -178,7 +178,8 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str | 
               help="bm25 (keywords), vector (meaning) or hybrid (both, BM25-led). Default: "
               "hybrid when the store has an embedding model, else bm25.")
 @click.option("--unit", type=click.Choice(UNITS), default="page", show_default=True,
-              help="One result per page (a stub) or per matching chunk.")
+              help="One result per page (a stub) or per matching line, shown in its chunk "
+              "(bm25 and hybrid rank the lines of the matching chunks on their own).")
 @click.option("--batch", "batch", type=click.Path(allow_dash=True, dir_okay=False),
               default=None,
               help="Run many queries from a file (one per line, text or JSON objects with "

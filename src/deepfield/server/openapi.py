@@ -83,7 +83,8 @@ def openapi_document(version: str) -> dict[str, Any]:
                 _q("mode", "bm25, vector or hybrid (default: hybrid when the field has an "
                    "embedding model, else bm25).",
                    {"type": "string", "enum": ["bm25", "vector", "hybrid"]}),
-                _q("unit", "One result per page (stub) or per chunk (with its text).",
+                _q("unit", "One result per page (stub) or per matching line, with the text of its "
+                   "chunk.",
                    {"type": "string", "enum": ["page", "chunk"], "default": "page"}),
                 _q("k", "Number of results.",
                    {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}),
