@@ -86,6 +86,20 @@ def test_spec_pages_table(field: deepfield.Field, embedder: FakeEmbedder,
     assert np.allclose(vector, expected)
 
 
+def test_a_full_sync_of_the_index_makes_page_vectors_as_the_field_says(
+        field: deepfield.Field, embedder: FakeEmbedder) -> None:
+    """FieldIndex.sync(embed_budget=None) (a bucket poller's refresh) encodes pages whole
+    where ``[index] page_vectors = "whole"``, as Field.index does."""
+    from deepfield.scan import scan_field
+
+    write(field.path, "woks.md", "---\ntitle: Woks\n---\nCarbon woks.\n\n## Care\n\nOil them.\n")
+    field.page_vectors = "whole"
+    index = field.index_handle()
+    embedder.calls.clear()
+    index.sync(scan_field(field.path).files, embed_budget=None)
+    assert embedder.calls == [("document", 2), ("document", 1)]  # chunks, then the page
+
+
 def test_reindex_rebuilds_from_markdown_alone(field: deepfield.Field) -> None:
     for i in range(3):
         field.add(f"Note {i}", f"text about item {i}")

@@ -79,6 +79,7 @@ class IndexHolder:
             self._index = FieldIndex(self.path, self.embedder, path.parent)
             self._next_replaced_check = time.monotonic() + REPLACED_CHECK_S
         self._index.windows = self.windows
+        self._index.page_vectors = self.page_vectors
         return self._index
 
     def _drop_index(self) -> None:

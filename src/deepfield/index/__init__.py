@@ -114,6 +114,8 @@ class FieldIndex:
             raise
         self.windows = "lines"
         """How record windows get vectors and terms (config.IndexConfig.windows)."""
+        self.page_vectors = "mean"
+        """How page vectors are made (config.IndexConfig.page_vectors)."""
         self.file_id = file_id(self.path)
         """The file this connection opened: another process may replace it (healing)."""
         self._vector_cache = self.path.parent / ".deepfield" / f"{self.model_code}.vectors"
@@ -174,7 +176,7 @@ class FieldIndex:
                 done = embed_pending(
                     self.conn, self.embedder, self.field_dir,
                     deadline=Deadline(embed_budget), pages=embed_budget is None,
-                    windows=self.windows,
+                    page_vectors=self.page_vectors, windows=self.windows,
                     threads=None if embed_budget is None else 1, progress=embed_progress,
                 )
                 report.chunks_embedded, report.pages_embedded = done.chunks, done.pages
