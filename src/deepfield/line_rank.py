@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from .embed.base import LatentTerms
 from .errors import EmbeddingError
 from .hits import Hit
-from .index.keyword import query_terms
+from .index.keyword import query_terms, text_words
 
 if TYPE_CHECKING:
     from .field import Field
@@ -66,8 +66,6 @@ LineKey = tuple[int, int, int]
 """(field position, doc id, page line)."""
 WindowKey = tuple[int, int]
 """(field position, chunk id)."""
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
-"""A word as index.keyword.query_terms reads one (after lower-casing, ’ as ')."""
 SNIPPET_CHARS = 280
 
 
@@ -125,7 +123,7 @@ class QueryWords:
         """The weighed share of the query's words that ``text`` says."""
         if not self.total:
             return 0.0
-        said = {stem(w.split("'")[0]) for w in _WORD.findall(text.lower().replace("’", "'"))}
+        said = {stem(w) for w in text_words(text)}
         return sum(weight for key, weight in self.stems.items() if key in said) / self.total
 
 
@@ -201,7 +199,6 @@ class LineScore:
     score: float = 0.0
 
 
-
 def rank_lines(
     windows: Iterable[tuple[WindowKey, float, Sequence[tuple[LineKey, str]]]],
     query: str,
@@ -237,9 +234,8 @@ def rank_lines(
                 heapq.heappush(best, line.score)
             elif line.score > best[0]:
                 heapq.heapreplace(best, line.score)
-    scored = lines.values()
     # Stable: ties keep the windows' order.
-    return sorted(scored, key=lambda line: -line.score)[:k]
+    return sorted(lines.values(), key=lambda line: -line.score)[:k]
 
 
 class LatentLines:

@@ -43,11 +43,16 @@ STOP_WORDS = frozenset(
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 
 
+def text_words(text: str) -> list[str]:
+    """The lower-cased words of ``text`` as a query's are read (’ as ', a trailing 's or 't
+    dropped: "Melanie's" is "melanie"), stop words and CJK kept."""
+    words = [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+    return [w.split("'")[0] if w.endswith(("'s", "'t")) else w for w in words]
+
+
 def query_terms(text: str) -> list[str]:
     """Lower-cased word terms of a query, stop words removed unless nothing else is left."""
-    words = [w.lower().replace("’", "'") for w in _WORD.findall(text)]
-    words = [w.split("'")[0] if w.endswith(("'s", "'t")) else w for w in words]
-    words = [w for w in words if not has_cjk(w)]
+    words = [w for w in text_words(text) if not has_cjk(w)]
     kept = [w for w in words if w not in STOP_WORDS]
     return list(dict.fromkeys(kept or words))
 
