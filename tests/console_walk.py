@@ -162,12 +162,27 @@ class Walk:
         self.click(self.css(selector))
 
     def click(self, element: Any) -> None:
-        from selenium.webdriver.support import expected_conditions
+        from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
         from selenium.webdriver.support.ui import WebDriverWait
 
         old = self.css("html")
         element.click()
-        WebDriverWait(self.driver, 30).until(expected_conditions.staleness_of(old))
+
+        def replaced(_driver: Any) -> bool:
+            # expected_conditions.staleness_of, except that chromedriver, asked about a node
+            # while its document is being replaced, may answer with an inspector error
+            # ("Node with given id does not belong to the document") instead of "stale".
+            try:
+                old.is_enabled()
+            except StaleElementReferenceException:
+                return True
+            except WebDriverException as exc:
+                if "does not belong to the document" not in str(exc):
+                    raise
+                return True
+            return False
+
+        WebDriverWait(self.driver, 30).until(replaced)
 
     # -- steps
     def fields_and_pages(self) -> None:
