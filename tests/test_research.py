@@ -426,6 +426,79 @@ def test_a_long_line_outranks_a_short_one_with_the_same_votes(
     assert "sardines" in pool.ranked()[1].text and pool.ranked()[2].text.endswith("Wow!")
 
 
+def test_the_final_order_fuses_votes_with_the_line_ranked_order(
+        keyword_store: deepfield.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Votes rank the lines of a window alike; the line-ranked search of the question ranks
+    each line on its own. The final order is their reciprocal-rank fusion
+    (evidence.REFERENCE_WEIGHT), and a line only that search found joins it."""
+    from deepfield.research import evidence
+    from deepfield.research.evidence import EvidencePool
+    from deepfield.search import Hit
+
+    field = keyword_store.create_field("fusion")
+    field.add("Trip", "Ana (D1:1): How was Lisbon?\nBen (D1:2): Wow!\n"
+              "Ben (D1:3): We walked the old town for hours, ate grilled sardines by the river "
+              "and took the tram up the hill at sunset.\nAna (D1:4): The tram is my favourite.\n")
+    lines = (field.path / "trip.md").read_text().splitlines()
+    first = next(n for n, line in enumerate(lines, 1) if "(D1:1)" in line)
+    window = Hit("fusion", "trip.md", None, "Trip", None, {}, 1.0, "", first, "", first,
+                 first + 2, "\n".join(lines[first - 1:first + 2]))
+    pool = EvidencePool([field])
+    pool.add_hits([window], "Lisbon", 1, {"lisbon"}, [])
+    votes = [e.line - first for e in pool.ranked()]
+    assert votes == [0, 2, 1]  # the question's own line, then the longer reply
+
+    def pointing(offset: int) -> Hit:  # a line-ranked hit: its window, pointing at one line
+        return Hit("fusion", "trip.md", None, "Trip", None, {}, 1.0, "", first + offset, "",
+                   max(first, first + offset - 1), first + offset + 1, "")
+
+    # The line search ranks "Wow!" first and finds the tram line no window held.
+    assert pool.add_reference([pointing(1), pointing(3), pointing(0)], "Lisbon", 1,
+                              {"lisbon"}, []) == 1
+    assert pool.add_reference([pointing(1)], "Lisbon", 1, {"lisbon"}, []) == 0  # once
+    fused = pool.final()
+    assert [e.line - first for e in fused] == [1, 0, 3, 2]
+    c, w = evidence.REFERENCE_OFFSET, evidence.REFERENCE_WEIGHT
+    assert fused[0].score == pytest.approx(1 / (c + 2) + w / c)
+    assert fused[2].score == pytest.approx(w / (c + 1)) and fused[2].text.endswith("favourite.")
+    assert [e.line for e in pool.ranked()] == [first, first + 2, first + 1]  # votes untouched
+    monkeypatch.setattr(evidence, "REFERENCE_WEIGHT", 0.0)
+    assert [e.line - first for e in pool.final()][:3] == votes
+
+
+def test_research_ranks_by_the_fused_order_and_shows_the_line_search(
+        keyword_store: deepfield.Store) -> None:
+    field = keyword_store.create_field("fused")
+    field.add("Chat", "\n".join(f"Ana (D1:{n}): Ben walked the dog on day {n}."
+                                for n in range(1, 20)) + "\nBen (D1:20): I tried archery.")
+    result = research([field], "What has Ben tried?", budget=300, record=False)
+    first = result.to_json()["rounds"][0]["queries"]
+    lines = [q for q in first if q["tool"] == "lines"]
+    assert len(lines) == 1 and lines[0]["unit"] == "line" and lines[0]["hits"]
+    assert lines[0]["mode"] == "bm25"  # a keyword-only field: the bm25 line search
+    scores = [e.score for e in result.ranked]
+    assert scores == sorted(scores, reverse=True)
+    assert result.ranked[0].text.startswith("Ben (D1:20)")
+
+
+def test_lines_already_held_are_not_excerpted_again(keyword_store: deepfield.Store) -> None:
+    from deepfield.research.evidence import PageLines, lines_of_hit
+    from deepfield.search import Hit
+
+    field = keyword_store.create_field("held")
+    long = " ".join(f"Sentence {n} says something about the boiler." for n in range(8))
+    field.add("Log", f"Ana (D1:1): {long}\nBen (D1:2): ok")
+    lines = (field.path / "log.md").read_text().splitlines()
+    first = next(n for n, line in enumerate(lines, 1) if "(D1:1)" in line)
+    hit = Hit("held", "log.md", None, "Log", None, {}, 1.0, "", first, "", first, first + 1,
+              "")
+    pages = PageLines([field])
+    fresh = lines_of_hit(hit, pages, {"boiler"}, [])
+    held = lines_of_hit(hit, pages, {"boiler"}, [], quoted=lambda number, text: True)
+    assert fresh[0][2] and held[0][2] is None  # the excerpt is not made again
+    assert [(n, t, w) for n, t, _s, w in fresh] == [(n, t, w) for n, t, _s, w in held]
+
+
 def test_rare_words_and_the_named_speaker_weigh_most(keyword_store: deepfield.Store) -> None:
     from deepfield.research.evidence import TermWeights, line_weight, speaker
 

@@ -39,13 +39,15 @@ class Tunable:
 
 
 TUNABLES = (
-    Tunable("deepfield.search.KEYWORD_WEIGHT", (0.2, 0.3, 0.35, 0.4, 0.5, 0.65), "search"),
+    Tunable("deepfield.search.KEYWORD_WEIGHT", (0.2, 0.3, 0.35, 0.4, 0.5, 0.65, 0.8), "search"),
     Tunable("deepfield.line_rank.LINE_WORDS_WEIGHT", (0.1, 0.2, 0.3, 0.4, 0.5), "search"),
     Tunable("deepfield.line_rank.LINE_SPEAKER_WEIGHT", (0.0, 0.2, 0.3, 0.4, 0.6), "search"),
     Tunable("deepfield.line_rank.LINE_LATENT_WEIGHT", (0.0, 0.1, 0.2, 0.4), "search"),
     Tunable("deepfield.research.evidence.LENGTH_PRIOR", (0.0, 0.2, 0.4, 0.6), "research"),
     Tunable("deepfield.research.evidence.SPEAKER_WEIGHT", (1.0, 1.3, 1.6, 2.0), "research"),
     Tunable("deepfield.research.evidence.IDF_SCALE", (1.5, 2.0, 3.0), "research"),
+    Tunable("deepfield.research.evidence.REFERENCE_WEIGHT", (0.5, 1.0, 2.0, 3.0), "research"),
+    Tunable("deepfield.research.evidence.REFERENCE_OFFSET", (5.0, 10.0, 30.0, 60.0), "research"),
 )
 RESEARCH_BUDGET = 1000
 
@@ -57,6 +59,9 @@ ABLATIONS: tuple[tuple[str, dict[str, object]], ...] = (
     ("latent-term tools for date questions too", {"deepfield.research.offline.LATENT_SKIPS": ()}),
     ("no length prior", {"deepfield.research.evidence.LENGTH_PRIOR": 0.0}),
     ("no speaker weight", {"deepfield.research.evidence.SPEAKER_WEIGHT": 1.0}),
+    ("no line-ranked order (votes alone)", {"deepfield.research.evidence.REFERENCE_WEIGHT": 0.0}),
+    # Search's held-out choice (--loo search): what it would do to the researcher.
+    ("keyword weight 0.65 in every search", {"deepfield.search.KEYWORD_WEIGHT": 0.65}),
 )
 """Researcher variants (constants overridden) whose recall the docs compare with the shipped
 one: what each part of the researcher buys."""
@@ -65,13 +70,15 @@ one: what each part of the researcher buys."""
 class MemoisedSearches:
     """Searches made inside research, answered from memory once made: the research constants
     swept here (evidence scoring, which tools run) never change what a given search returns,
-    so every pass after the first costs only the researcher's own work."""
+    so every pass after the first costs only the researcher's own work. The hybrid fusion's
+    keyword weight does change them: it is part of the key."""
 
     def __init__(self) -> None:
         self.cache: dict[tuple[object, ...], Any] = {}
         self._saved: list[tuple[Any, str, Any]] = []
 
     def __enter__(self) -> MemoisedSearches:
+        from deepfield import search
         from deepfield.research import latent, loop
 
         def remember(module: Any, name: str, skip: int = 0) -> None:
@@ -79,8 +86,8 @@ class MemoisedSearches:
 
             def memoised(fields: Any, *args: Any, **kwargs: Any) -> Any:
                 # ``skip``: leading arguments that are caches, not part of the search.
-                key = (name, tuple(f.name for f in fields), *args[skip:],
-                       *sorted(kwargs.items()))
+                key = (name, search.KEYWORD_WEIGHT, tuple(f.name for f in fields),
+                       *args[skip:], *sorted(kwargs.items()))
                 if key not in self.cache:
                     self.cache[key] = original(fields, *args, **kwargs)
                 return self.cache[key]

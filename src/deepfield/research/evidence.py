@@ -6,8 +6,9 @@ quoted by its label (``Speaker (D1:3):``) and its two sentences that carry the f
 when the question asks for several things found in several places), joined by " … " — every
 piece copied from the line, so it doubles what a budget holds without writing a word the page
 does not have. Only lines that say something are candidates (research/reading.py: no
-rules, delimiters, split-page footers or navigation). The pool keeps the best-scoring items;
-packing takes them best first until the token budget is spent, saying how much evidence it left
+rules, delimiters, split-page footers or navigation). Chunk hits vote for their lines; the
+final order fuses the votes with a line-ranked search of the question (REFERENCE_WEIGHT);
+packing takes the items best first until the token budget is spent, saying how much evidence it left
 out, and shows them grouped by page (with the page's title and date, which relative times such
 as "yesterday" need), pages by their best line (research/reading.py).
 """
@@ -15,7 +16,7 @@ as "yesterday" need), pages by their best line (research/reading.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from typing import Any
@@ -124,6 +125,17 @@ document-length prior, as ad-hoc retrieval uses. Its in-sample and leave-one-con
 figures on LoCoMo dev: `python bench/locomo.py --loo research`; the researcher without it:
 `python bench/locomo.py --ablations` ("no length prior")."""
 
+REFERENCE_WEIGHT = 2.0
+"""Weight of the line-ranked search of the question (deepfield.line_rank) in the final order.
+Votes pool what every query found, but a line's votes say little about the line itself (a
+window votes for all three of its lines); the line-ranked search scores each line on its own
+words, speaker and latent terms. The final order fuses the two rankings by reciprocal rank:
+``1 / (REFERENCE_OFFSET + vote rank) + REFERENCE_WEIGHT / (REFERENCE_OFFSET + line rank)``.
+Chosen on LoCoMo dev; in-sample and leave-one-conversation-out figures: ``python
+bench/locomo.py --loo research``; without it: ``--ablations`` ("no line-ranked order")."""
+REFERENCE_OFFSET = 10.0
+"""The rank offset of that fusion: small, so the first lines of each ranking count most."""
+
 
 
 class TermWeights:
@@ -198,9 +210,12 @@ def excerpt(line: str, terms: set[str], entities: Sequence[str], keep_sentences:
 def lines_of_hit(
     hit: Hit, pages: PageLines, terms: set[str], entities: Sequence[str],
     keep_sentences: int = 2, weigh: Weigh | None = None,
+    quoted: Callable[[int, str], bool] | None = None,
 ) -> list[tuple[int, str, str | None, float]]:
     """(line number, verbatim text, shorter excerpt or None, weight) of a chunk hit's lines;
-    excerpts keep at most ``keep_sentences`` sentences of a line; ``weigh`` weighs words."""
+    excerpts keep at most ``keep_sentences`` sentences of a line; ``weigh`` weighs words.
+    Lines for which ``quoted(number, text)`` is true are already held with their excerpt:
+    theirs is not made again (None)."""
     lines = pages.lines(hit.field, hit.filename)
     found: list[tuple[int, str, str | None, float]] = []
     start = pages.body_start(hit.field, hit.filename)
@@ -225,7 +240,9 @@ def lines_of_hit(
                     found.append((number, sentence, None,
                                   line_weight(sentence, terms, entities, weigh)))
                 continue
-        short = excerpt(text, terms, entities, keep_sentences, weigh)
+        short = None
+        if quoted is None or not quoted(number, text):
+            short = excerpt(text, terms, entities, keep_sentences, weigh)
         found.append((number, text, short if short != text else None,
                       line_weight(text, terms, entities, weigh)))
     return found
@@ -240,6 +257,10 @@ class EvidencePool:
         self.excerpt_sentences = excerpt_sentences
         """Sentences an excerpt keeps: BREADTH_SENTENCES when the answer is spread out."""
         self.weights = {f.name: TermWeights(f) for f in fields}
+        self.reference: dict[tuple[str, str, int], int] = {}
+        """Line → its rank in the line-ranked search of the question (add_reference)."""
+        self.unvoted: dict[tuple[str, str, int, str], Evidence] = {}
+        """Lines only the line-ranked search found (no votes)."""
 
     def add_hits(
         self, hits: Iterable[Hit], query: str, round_number: int, terms: set[str],
@@ -250,9 +271,13 @@ class EvidencePool:
         named = {e.lower() for e in entities}
         for rank, hit in enumerate(hits):
             rank_score = weight / (rank + 2)
+
+            def held(number: int, text: str, hit: Hit = hit) -> bool:
+                return (hit.field, hit.filename, number, text) in self.items
+
             for number, text, short, relevance in lines_of_hit(
                     hit, self.pages, terms, entities, self.excerpt_sentences,
-                    self.weights.get(hit.field)):
+                    self.weights.get(hit.field), quoted=held):
                 # Lines that share no word with the query stay: in a conversation the answer
                 # often follows the line that matched the question.
                 score = rank_score * (LINE_BASE + relevance)
@@ -274,8 +299,61 @@ class EvidencePool:
                         item.queries.append(query)
         return new
 
+    def add_reference(self, hits: Iterable[Hit], query: str, round_number: int,
+                      terms: set[str], entities: Sequence[str]) -> int:
+        """Record the order of a line-ranked search (one hit per line, best first): the
+        lines each hit points to, in rank order, for :meth:`final`. Lines no query voted for
+        join the pool through it; returns how many of those are new."""
+        new = 0
+        voted = {(item.field, item.filename, item.line) for item in self.items.values()}
+        for hit in hits:
+            place = (hit.field, hit.filename, hit.snippet_line)
+            if place in self.reference:
+                continue
+            self.reference[place] = len(self.reference)
+            if place in voted:
+                continue
+            if hit.snippet_line >= self.pages.body_start(hit.field, hit.filename):
+                # Only the line the hit points to (quoting a line's neighbours costs time).
+                hit = replace(hit, line_start=hit.snippet_line, line_end=hit.snippet_line)
+            for number, text, short, _relevance in lines_of_hit(
+                    hit, self.pages, terms, entities, self.excerpt_sentences,
+                    self.weights.get(hit.field)):
+                key = (hit.field, hit.filename, number, text)
+                if number != hit.snippet_line or key in self.unvoted:
+                    continue
+                self.unvoted[key] = Evidence(
+                    hit.field, hit.filename, number, text, hit.heading, hit.title,
+                    page_date(hit), 0.0, round_number, [query], short)
+                new += 1
+        return new
+
     def ranked(self) -> list[Evidence]:
+        """The evidence with votes, by votes (what reflection reads between rounds)."""
         return sorted(self.items.values(), key=lambda e: (-e.score, e.filename, e.line))
+
+    def final(self) -> list[Evidence]:
+        """All evidence best first: the vote order fused with the line-ranked order
+        (REFERENCE_WEIGHT); each item's score is its fused score."""
+        if not self.reference:
+            return self.ranked()
+        fused: list[Evidence] = []
+        credited: set[tuple[str, str, int]] = set()
+        for rank, item in enumerate(self.ranked()):
+            place = (item.field, item.filename, item.line)
+            score = 1.0 / (REFERENCE_OFFSET + rank)
+            if place in self.reference and place not in credited:
+                # A long line quoted as several sentences: its best-voted one takes the rank.
+                credited.add(place)
+                score += REFERENCE_WEIGHT / (REFERENCE_OFFSET + self.reference[place])
+            fused.append(replace(item, score=score))
+        for item in self.unvoted.values():
+            if item.key in self.items:
+                continue  # a later query voted for it: ranked above
+            place = (item.field, item.filename, item.line)
+            score = REFERENCE_WEIGHT / (REFERENCE_OFFSET + self.reference[place])
+            fused.append(replace(item, score=score))
+        return sorted(fused, key=lambda e: (-e.score, e.filename, e.line))
 
 
 @dataclass

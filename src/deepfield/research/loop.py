@@ -49,6 +49,9 @@ PAGES_PER_QUERY = 15
 SPREAD = {"list": 0.5, "other": 0.0}
 """How strongly packing spreads evidence over pages (deepfield.research.evidence.diversify):
 answers to a list question lie on many pages; a date or a name is usually in one place."""
+REFERENCE_LINES = 100
+"""Lines of the line-ranked search of the question ("lines" tool) whose order the final
+ranking fuses with the votes (evidence.REFERENCE_WEIGHT)."""
 MAIN_QUERY_HITS = 30
 """Chunk hits for the question itself, the query that finds most evidence (twice as many when
 the answer is several things in several places: offline.QuestionPlan.breadth)."""
@@ -170,7 +173,7 @@ def research(
     else:
         rounds, summary = session.model_rounds(llm, max_rounds, usage)
         mode = f"llm:{llm.model}"
-    ranked = session.pool.ranked()
+    ranked = session.pool.final()
     spread = SPREAD.get(session.plan.answer_type, SPREAD["other"])
     packed = _pack(ranked, budget, summary, spread)
     if record:
@@ -221,6 +224,21 @@ class _Session:
             k = PAGES_PER_QUERY if unit == "page" else HITS_PER_QUERY
             if query == self.question and unit == "chunk":
                 k = MAIN_QUERY_HITS * (2 if self.plan.breadth else 1)
+            if tool == "lines":
+                # One hit per line, lines ranked on their own (deepfield.line_rank): an order,
+                # not votes; the final ranking fuses it with the votes (EvidencePool.final).
+                response = search_fields(self.fields, query, k=REFERENCE_LINES,
+                                         mode="hybrid" if self.dense else "bm25",
+                                         unit="chunk", sync=False)
+                self.warnings += [w for w in response.warnings if w not in self.warnings]
+                new += self.pool.add_reference(response.results, query, number, terms,
+                                               self.plan.entities)
+                done.append({"tool": tool, "mode": response.mode, "unit": "line",
+                             "query": query, "hits": [
+                                 {"field": h.field, "filename": h.filename,
+                                  "line": h.snippet_line, "score": round(h.score, 4)}
+                                 for h in response.results]})
+                continue
             if tool in latent_tools.LINES:
                 results = self._latent_search(tool, query, k)
             else:
@@ -325,6 +343,8 @@ class _Session:
                 self.warnings.append(f"round {number}: {exc.message}; heuristic plan used")
                 plan = gam.Plan([], "", [], [])
                 queries = offline.first_queries(offline.analyse(request), dense=self.dense)
+            if number == 1 and ("lines", self.question) not in queries:
+                queries.append(("lines", self.question))
             if plan.keyword:
                 queries.append(("bm25", plan.keyword))
             queries += [("vector" if self.dense else "bm25", q) for q in plan.vector]

@@ -4,7 +4,9 @@ Plan: the question itself is searched three ways — hybrid chunk search, pure v
 (meaning: "activities" finds "went swimming") and page search (the best chunk of each of the
 best pages, for answers spread over many pages) — then by an entity-focused keyword query per
 name in it and a keyword query of its content words; page names or uuids in the question are
-read directly (page_id tool). Without an embedder only the keyword tools run.
+read directly (page_id tool). The ``lines`` tool ranks the question's lines on their own
+(deepfield.line_rank); its order is fused with the votes at the end (research/evidence.py).
+Without an embedder only the keyword tools run.
 Fields whose model has a sparse head are also searched by latent terms (research/latent.py):
 the kind a question names ("sports") shares features with its instances ("went surfing").
 Reflect: the evidence covers the question when every entity appears in it, most content words
@@ -151,6 +153,9 @@ def first_queries(plan: QuestionPlan, *, dense: bool,
             queries.append(("bm25", f"{entity} {rest}"))
     if len(plan.entities) != 1 and rest:
         queries.append(("bm25", rest))
+    # Not a vote: the order of the question's lines on their own (evidence.REFERENCE_WEIGHT);
+    # last, so that the lines other searches found are not quoted twice.
+    queries.append(("lines", plan.question))
     for ref in plan.page_refs[:5]:
         queries.append(("page_id", ref))
     return list(dict.fromkeys(queries))
