@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -404,21 +405,29 @@ def test_packing_fills_the_budget(keyword_store: deepfield.Store) -> None:
     assert count_tokens(packed.text) == packed.tokens
 
 
+def _trip(store: deepfield.Store, name: str) -> tuple[deepfield.Field, int, Any]:
+    """A four-turn chat page, the line number of its first turn and a chunk hit on the window
+    of its first three turns."""
+    from deepfield.search import Hit
+
+    field = store.create_field(name)
+    field.add("Trip", "Ana (D1:1): How was Lisbon?\nBen (D1:2): Wow!\n"
+              "Ben (D1:3): We walked the old town for hours, ate grilled sardines by the river "
+              "and took the tram up the hill at sunset.\nAna (D1:4): The tram is my favourite.\n")
+    lines = (field.path / "trip.md").read_text().splitlines()
+    first = next(n for n, line in enumerate(lines, 1) if "(D1:1)" in line)
+    window = Hit(name, "trip.md", None, "Trip", None, {}, 1.0, "", first, "", first,
+                 first + 2, "\n".join(lines[first - 1:first + 2]))
+    return field, first, window
+
+
 def test_a_long_line_outranks_a_short_one_with_the_same_votes(
         keyword_store: deepfield.Store) -> None:
     """Lines of one hit that share no word with the question get the same votes; the longer
     one (more facts) ranks first, the one-word reply last (evidence.LENGTH_PRIOR)."""
     from deepfield.research.evidence import EvidencePool
-    from deepfield.search import Hit
 
-    field = keyword_store.create_field("lengths")
-    field.add("Trip", "Ana (D1:1): How was Lisbon?\nBen (D1:2): Wow!\n"
-              "Ben (D1:3): We walked the old town for hours, ate grilled sardines by the river "
-              "and took the tram up the hill at sunset.\n")
-    lines = (field.path / "trip.md").read_text().splitlines()
-    first = next(n for n, line in enumerate(lines, 1) if "(D1:1)" in line)
-    hit = Hit("lengths", "trip.md", None, "Trip", None, {}, 1.0, "", first, "", first,
-              first + 2, "\n".join(lines[first - 1:first + 2]))
+    field, _first, hit = _trip(keyword_store, "lengths")
     pool = EvidencePool([field])
     pool.add_hits([hit], "Lisbon", 1, {"lisbon"}, [])
     order = [e.text.split(":", 1)[0] for e in pool.ranked()]
@@ -435,14 +444,7 @@ def test_the_final_order_fuses_votes_with_the_line_ranked_order(
     from deepfield.research.evidence import EvidencePool
     from deepfield.search import Hit
 
-    field = keyword_store.create_field("fusion")
-    field.add("Trip", "Ana (D1:1): How was Lisbon?\nBen (D1:2): Wow!\n"
-              "Ben (D1:3): We walked the old town for hours, ate grilled sardines by the river "
-              "and took the tram up the hill at sunset.\nAna (D1:4): The tram is my favourite.\n")
-    lines = (field.path / "trip.md").read_text().splitlines()
-    first = next(n for n, line in enumerate(lines, 1) if "(D1:1)" in line)
-    window = Hit("fusion", "trip.md", None, "Trip", None, {}, 1.0, "", first, "", first,
-                 first + 2, "\n".join(lines[first - 1:first + 2]))
+    field, first, window = _trip(keyword_store, "fusion")
     pool = EvidencePool([field])
     pool.add_hits([window], "Lisbon", 1, {"lisbon"}, [])
     votes = [e.line - first for e in pool.ranked()]
