@@ -79,7 +79,7 @@ def collect(store: deepfield.Store, items: list[dict[str, Any]]) -> list[dict[st
         hits = field.search(item["question"], k=10, activation=False).results
         found = research([field], item["question"], budget=1000, record=False)
         read = {"search": [Line(h.snippet, h.score, h.title) for h in hits][:TOP_LINES],
-                "research": [Line(e.text, e.score, e.title) for e in found.ranked][:TOP_LINES]}
+                "research": found.confidence_lines()[:TOP_LINES]}
         row = dict(item)
         for system in SYSTEMS:
             turns = {t for line in read[system] for t in _TURN.findall(line.text)}

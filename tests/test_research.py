@@ -469,7 +469,9 @@ def test_the_final_order_fuses_votes_with_the_line_ranked_order(
 
 
 def test_research_ranks_by_the_fused_order_and_shows_the_line_search(
-        keyword_store: deepfield.Store) -> None:
+        keyword_store: deepfield.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepfield.research import evidence
+
     field = keyword_store.create_field("fused")
     field.add("Chat", "\n".join(f"Ana (D1:{n}): Ben walked the dog on day {n}."
                                 for n in range(1, 20)) + "\nBen (D1:20): I tried archery.")
@@ -481,6 +483,12 @@ def test_research_ranks_by_the_fused_order_and_shows_the_line_search(
     scores = [e.score for e in result.ranked]
     assert scores == sorted(scores, reverse=True)
     assert result.ranked[0].text.startswith("Ben (D1:20)")
+    # Confidence reads the lines by their votes, whatever weight the fusion gives the order.
+    assert [line.text for line in result.confidence_lines()] == [e.text for e in result.voted]
+    monkeypatch.setattr(evidence, "REFERENCE_WEIGHT", 0.0)
+    alone = research([field], "What has Ben tried?", budget=300, record=False)
+    assert alone.confidence == result.confidence
+    assert [e.score for e in alone.voted] == [e.score for e in result.voted]
 
 
 def test_lines_already_held_are_not_excerpted_again(keyword_store: deepfield.Store) -> None:

@@ -96,11 +96,17 @@ class ResearchResult:
     """All evidence found, best first (``evidence`` is the part that fit the budget)."""
 
     spread: float = field(default=SPREAD["other"], repr=False)
+    voted: list[Evidence] = field(default_factory=list, repr=False)
+    """The evidence some query voted for, by its votes: what confidence reads (the fused
+    scores of ``ranked`` are rank-based, flat, and say less how strongly lines matched)."""
 
     @property
     def confidence(self) -> Confidence:  # how far the best evidence supports an answer
-        return assess(self.question, [Line(e.text, e.score, e.title) for e in self.ranked],
-                      RESEARCH)
+        return assess(self.question, self.confidence_lines(), RESEARCH)
+
+    def confidence_lines(self) -> list[Line]:
+        """The lines (best first, with their vote scores) the confidence signal reads."""
+        return [Line(e.text, e.score, e.title) for e in self.voted or self.ranked]
 
     def repack(self, budget: int) -> Packed:
         """The same research packed to another budget (no new searches)."""
@@ -181,7 +187,7 @@ def research(
     return ResearchResult(
         question, packed.text, packed.evidence, rounds, usage, budget, packed.tokens,
         packed.left_out, mode, time.perf_counter() - started, summary, warnings, ranked,
-        spread,
+        spread, session.pool.ranked(),
     )
 
 
