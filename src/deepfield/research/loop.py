@@ -224,47 +224,43 @@ class _Session:
             # "pages": the best chunk of each of the best pages, so evidence spread over many
             # pages (a list of things done at different times) is not crowded out by one page.
             unit = "page" if tool == "pages" else "chunk"
-            mode = "hybrid" if tool == "pages" else tool
+            mode = "hybrid" if tool in ("pages", "lines") else tool
             if not self.dense:
                 mode = "bm25"
             k = PAGES_PER_QUERY if unit == "page" else HITS_PER_QUERY
             if query == self.question and unit == "chunk":
                 k = MAIN_QUERY_HITS * (2 if self.plan.breadth else 1)
             if tool == "lines":
-                # One hit per line, lines ranked on their own (deepfield.line_rank): an order,
-                # not votes; the final ranking fuses it with the votes (EvidencePool.final).
-                response = search_fields(self.fields, query, k=REFERENCE_LINES,
-                                         mode="hybrid" if self.dense else "bm25",
-                                         unit="chunk", sync=False)
-                self.warnings += [w for w in response.warnings if w not in self.warnings]
-                new += self.pool.add_reference(response.results, query, number, terms,
-                                               self.plan.entities)
-                done.append({"tool": tool, "mode": response.mode, "unit": "line",
-                             "query": query, "hits": [
-                                 {"field": h.field, "filename": h.filename,
-                                  "line": h.snippet_line, "score": round(h.score, 4)}
-                                 for h in response.results]})
-                continue
+                k = REFERENCE_LINES
             if tool in latent_tools.LINES:
                 results = self._latent_search(tool, query, k)
             else:
                 # Every window, not one hit per line: a line's votes count each window
-                # that holds it (evidence.py).
+                # that holds it (evidence.py). "lines": one hit per line, the lines ranked
+                # on their own (deepfield.line_rank).
                 response = search_fields(self.fields, query, k=k, mode=mode, unit=unit,
-                                         sync=False, distinct_lines=False)
+                                         sync=False, distinct_lines=tool == "lines")
                 self.warnings += [w for w in response.warnings if w not in self.warnings]
                 results = response.results
-            for hit in results:
-                people = (hit.frontmatter or {}).get("participants") or (
-                    hit.frontmatter or {}).get("speakers") or []
-                if isinstance(people, list):
-                    self.speakers.update(str(p) for p in people)
-            # The question itself weighs most; other queries add to it.
-            weight = TOOL_WEIGHTS.get(tool, 1.0) if query == self.question else FOLLOW_UP_WEIGHT
-            new += self.pool.add_hits(results, query, number, terms, self.plan.entities, weight)
-            done.append({"tool": tool, "mode": mode, "unit": unit, "query": query, "hits": [
-                {"field": h.field, "filename": h.filename, "line": h.snippet_line,
-                 "score": round(h.score, 4)} for h in results]})
+            if tool == "lines":
+                # An order, not votes: the final ranking fuses it with them (EvidencePool.final).
+                new += self.pool.add_reference(results, query, number, terms, self.plan.entities)
+            else:
+                for hit in results:
+                    people = (hit.frontmatter or {}).get("participants") or (
+                        hit.frontmatter or {}).get("speakers") or []
+                    if isinstance(people, list):
+                        self.speakers.update(str(p) for p in people)
+                # The question itself weighs most; other queries add to it.
+                weight = (TOOL_WEIGHTS.get(tool, 1.0) if query == self.question
+                          else FOLLOW_UP_WEIGHT)
+                new += self.pool.add_hits(results, query, number, terms, self.plan.entities,
+                                          weight)
+            done.append({"tool": tool, "mode": mode,
+                         "unit": "line" if tool == "lines" else unit, "query": query,
+                         "hits": [{"field": h.field, "filename": h.filename,
+                                   "line": h.snippet_line, "score": round(h.score, 4)}
+                                  for h in results]})
         return done, new
 
     def _latent_search(self, tool: str, query: str, k: int) -> list[Hit]:
