@@ -38,6 +38,7 @@ from deepfield.research.evidence import (
     lines_of_hit,
     pack_evidence,
     page_date,
+    pointed_lines,
 )
 from deepfield.research.loop import SPREAD, ResearchResult
 from deepfield.search import Hit, search_fields
@@ -223,11 +224,12 @@ def evidence_lines(hits: Sequence[Hit], pages: PageLines, question: str, weigh: 
     ranked: list[Evidence] = []
     seen: set[tuple[str, str, int, str]] = set()
     for hit in hits:
-        found = lines_of_hit(hit, pages, terms, entities, keep, weigh)
-        found.sort(key=lambda item: item[0] != hit.snippet_line)  # the pointed line first
+        if whole_window:
+            found = lines_of_hit(hit, pages, terms, entities, keep, weigh)
+            found.sort(key=lambda item: item[0] != hit.snippet_line)  # the pointed line first
+        else:
+            found = pointed_lines(hit, pages, terms, entities, keep, weigh)
         for number, text, short, _weight in found:
-            if number != hit.snippet_line and not whole_window:
-                break
             key = (hit.field, hit.filename, number, text)
             if key in seen:
                 continue

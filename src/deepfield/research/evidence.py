@@ -248,6 +248,18 @@ def lines_of_hit(
     return found
 
 
+def pointed_lines(
+    hit: Hit, pages: PageLines, terms: set[str], entities: Sequence[str],
+    keep_sentences: int = 2, weigh: Weigh | None = None,
+) -> list[tuple[int, str, str | None, float]]:
+    """:func:`lines_of_hit` of the one line a hit points to (its snippet line; the memo for
+    a summary chunk): what a line-ranked search credits, without quoting the neighbours."""
+    if hit.snippet_line >= pages.body_start(hit.field, hit.filename):
+        hit = replace(hit, line_start=hit.snippet_line, line_end=hit.snippet_line)
+    return [item for item in lines_of_hit(hit, pages, terms, entities, keep_sentences, weigh)
+            if item[0] == hit.snippet_line]
+
+
 class EvidencePool:
     """Evidence from every query of every round, scored and de-duplicated."""
 
@@ -313,14 +325,11 @@ class EvidencePool:
             self.reference[place] = len(self.reference)
             if place in voted:
                 continue
-            if hit.snippet_line >= self.pages.body_start(hit.field, hit.filename):
-                # Only the line the hit points to (quoting a line's neighbours costs time).
-                hit = replace(hit, line_start=hit.snippet_line, line_end=hit.snippet_line)
-            for number, text, short, _relevance in lines_of_hit(
+            for number, text, short, _relevance in pointed_lines(
                     hit, self.pages, terms, entities, self.excerpt_sentences,
                     self.weights.get(hit.field)):
                 key = (hit.field, hit.filename, number, text)
-                if number != hit.snippet_line or key in self.unvoted:
+                if key in self.unvoted:
                     continue
                 self.unvoted[key] = Evidence(
                     hit.field, hit.filename, number, text, hit.heading, hit.title,
