@@ -480,6 +480,7 @@ def test_research_ranks_by_the_fused_order_and_shows_the_line_search(
     lines = [q for q in first if q["tool"] == "lines"]
     assert len(lines) == 1 and lines[0]["unit"] == "line" and lines[0]["hits"]
     assert lines[0]["mode"] == "bm25"  # a keyword-only field: the bm25 line search
+    assert not [q for q in first if q["tool"] == "keyword_lines"]  # ... is the keyword one
     scores = [e.score for e in result.ranked]
     assert scores == sorted(scores, reverse=True)
     assert result.ranked[0].text.startswith("Ben (D1:20)")
@@ -489,6 +490,50 @@ def test_research_ranks_by_the_fused_order_and_shows_the_line_search(
     alone = research([field], "What has Ben tried?", budget=300, record=False)
     assert alone.confidence == result.confidence
     assert [e.score for e in alone.voted] == [e.score for e in result.voted]
+
+
+def test_the_keyword_line_order_is_fused_beside_the_hybrid_one(
+        keyword_store: deepfield.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each line-ranked order adds its own reciprocal rank, by its own weight."""
+    from deepfield.research import evidence
+    from deepfield.research.evidence import EvidencePool
+    from deepfield.search import Hit
+
+    field, first, window = _trip(keyword_store, "orders")
+
+    def pointing(offset: int) -> Hit:
+        return Hit("orders", "trip.md", None, "Trip", None, {}, 1.0, "", first + offset, "",
+                   max(first, first + offset - 1), first + offset + 1, "")
+
+    def fused(keyword_weight: float) -> list[tuple[int, float]]:
+        monkeypatch.setattr(evidence, "KEYWORD_REFERENCE_WEIGHT", keyword_weight)
+        pool = EvidencePool([field])
+        pool.add_hits([window], "Lisbon", 1, {"lisbon"}, [])  # votes: lines 0, 2, 1
+        pool.add_reference([pointing(0)], "Lisbon", 1, {"lisbon"}, [], "lines")
+        pool.add_reference([pointing(1)], "Lisbon", 1, {"lisbon"}, [], "keyword_lines")
+        return [(e.line - first, e.score) for e in pool.final()]
+
+    c, w = evidence.REFERENCE_OFFSET, evidence.REFERENCE_WEIGHT
+    assert [line for line, _ in fused(0.0)] == [0, 2, 1]  # weight 0: the keyword order is inert
+    both = dict(fused(w))
+    assert both[0] == pytest.approx(1 / c + w / c)
+    assert both[1] == pytest.approx(1 / (c + 2) + w / c)  # lifted over line 2 by its order
+    assert [line for line, _ in fused(w)] == [0, 1, 2]
+
+
+def test_a_field_with_vectors_searches_hybrid_and_keyword_lines(
+        store: deepfield.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepfield.research import evidence
+
+    field = store.create_field("two-orders")
+    field.add("Chat", "Ana (D1:1): Ben walked the dog.\nBen (D1:2): I tried archery.")
+    trace = research([field], "What has Ben tried?", budget=300, record=False).to_json()
+    modes = {q["tool"]: q["mode"] for q in trace["rounds"][0]["queries"]
+             if q["tool"] in ("lines", "keyword_lines")}
+    assert modes == {"lines": "hybrid", "keyword_lines": "bm25"}
+    monkeypatch.setattr(evidence, "KEYWORD_REFERENCE_WEIGHT", 0.0)  # not fused: not searched
+    trace = research([field], "What has Ben tried?", budget=300, record=False).to_json()
+    assert "keyword_lines" not in {q["tool"] for q in trace["rounds"][0]["queries"]}
 
 
 def test_lines_already_held_are_not_excerpted_again(keyword_store: deepfield.Store) -> None:

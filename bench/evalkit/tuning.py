@@ -47,7 +47,9 @@ TUNABLES = (
     Tunable("deepfield.research.evidence.SPEAKER_WEIGHT", (1.0, 1.3, 1.6, 2.0), "research"),
     Tunable("deepfield.research.evidence.IDF_SCALE", (1.5, 2.0, 3.0), "research"),
     Tunable("deepfield.research.evidence.REFERENCE_WEIGHT", (0.5, 1.0, 2.0, 3.0), "research"),
-    Tunable("deepfield.research.evidence.REFERENCE_OFFSET", (5.0, 10.0, 30.0, 60.0), "research"),
+    Tunable("deepfield.research.evidence.REFERENCE_OFFSET", (3.0, 5.0, 10.0, 30.0), "research"),
+    Tunable("deepfield.research.evidence.KEYWORD_REFERENCE_WEIGHT", (0.0, 0.5, 1.0, 2.0),
+            "research"),
 )
 RESEARCH_BUDGET = 1000
 
@@ -59,7 +61,11 @@ ABLATIONS: tuple[tuple[str, dict[str, object]], ...] = (
     ("latent-term tools for date questions too", {"deepfield.research.offline.LATENT_SKIPS": ()}),
     ("no length prior", {"deepfield.research.evidence.LENGTH_PRIOR": 0.0}),
     ("no speaker weight", {"deepfield.research.evidence.SPEAKER_WEIGHT": 1.0}),
-    ("no line-ranked order (votes alone)", {"deepfield.research.evidence.REFERENCE_WEIGHT": 0.0}),
+    ("no line-ranked orders (votes alone)",
+     {"deepfield.research.evidence.REFERENCE_WEIGHT": 0.0,
+      "deepfield.research.evidence.KEYWORD_REFERENCE_WEIGHT": 0.0}),
+    ("no keyword line order (hybrid lines only)",
+     {"deepfield.research.evidence.KEYWORD_REFERENCE_WEIGHT": 0.0}),
     # Search's held-out choice (--loo search): what it would do to the researcher.
     ("keyword weight 0.65 in every search", {"deepfield.search.KEYWORD_WEIGHT": 0.65}),
 )

@@ -49,9 +49,11 @@ PAGES_PER_QUERY = 15
 SPREAD = {"list": 0.5, "other": 0.0}
 """How strongly packing spreads evidence over pages (deepfield.research.evidence.diversify):
 answers to a list question lie on many pages; a date or a name is usually in one place."""
+REFERENCE_TOOLS = ("lines", "keyword_lines")
+"""Line-ranked searches: orders the final ranking fuses with the votes, not votes."""
 REFERENCE_LINES = 100
-"""Lines of the line-ranked search of the question ("lines" tool) whose order the final
-ranking fuses with the votes (evidence.REFERENCE_WEIGHT)."""
+"""Lines of each line-ranked search of the question (REFERENCE_TOOLS) whose order the final
+ranking fuses with the votes (evidence.REFERENCE_WEIGHT, KEYWORD_REFERENCE_WEIGHT)."""
 MAIN_QUERY_HITS = 30
 """Chunk hits for the question itself, the query that finds most evidence (twice as many when
 the answer is several things in several places: offline.QuestionPlan.breadth)."""
@@ -224,13 +226,13 @@ class _Session:
             # "pages": the best chunk of each of the best pages, so evidence spread over many
             # pages (a list of things done at different times) is not crowded out by one page.
             unit = "page" if tool == "pages" else "chunk"
-            mode = "hybrid" if tool in ("pages", "lines") else tool
+            mode = {"pages": "hybrid", "lines": "hybrid", "keyword_lines": "bm25"}.get(tool, tool)
             if not self.dense:
                 mode = "bm25"
             k = PAGES_PER_QUERY if unit == "page" else HITS_PER_QUERY
             if query == self.question and unit == "chunk":
                 k = MAIN_QUERY_HITS * (2 if self.plan.breadth else 1)
-            if tool == "lines":
+            if tool in REFERENCE_TOOLS:
                 k = REFERENCE_LINES
             if tool in latent_tools.LINES:
                 results = self._latent_search(tool, query, k)
@@ -239,12 +241,13 @@ class _Session:
                 # that holds it (evidence.py). "lines": one hit per line, the lines ranked
                 # on their own (deepfield.line_rank).
                 response = search_fields(self.fields, query, k=k, mode=mode, unit=unit,
-                                         sync=False, distinct_lines=tool == "lines")
+                                         sync=False, distinct_lines=tool in REFERENCE_TOOLS)
                 self.warnings += [w for w in response.warnings if w not in self.warnings]
                 results = response.results
-            if tool == "lines":
+            if tool in REFERENCE_TOOLS:
                 # An order, not votes: the final ranking fuses it with them (EvidencePool.final).
-                new += self.pool.add_reference(results, query, number, terms, self.plan.entities)
+                new += self.pool.add_reference(results, query, number, terms, self.plan.entities,
+                                               tool)
             else:
                 for hit in results:
                     people = (hit.frontmatter or {}).get("participants") or (
@@ -257,7 +260,7 @@ class _Session:
                 new += self.pool.add_hits(results, query, number, terms, self.plan.entities,
                                           weight)
             done.append({"tool": tool, "mode": mode,
-                         "unit": "line" if tool == "lines" else unit, "query": query,
+                         "unit": "line" if tool in REFERENCE_TOOLS else unit, "query": query,
                          "hits": [{"field": h.field, "filename": h.filename,
                                    "line": h.snippet_line, "score": round(h.score, 4)}
                                   for h in results]})
@@ -345,8 +348,9 @@ class _Session:
                 self.warnings.append(f"round {number}: {exc.message}; heuristic plan used")
                 plan = gam.Plan([], "", [], [])
                 queries = offline.first_queries(offline.analyse(request), dense=self.dense)
-            if number == 1 and ("lines", self.question) not in queries:
-                queries.append(("lines", self.question))
+            if number == 1:
+                queries += [q for q in offline.reference_queries(self.question, dense=self.dense)
+                            if q not in queries]
             if plan.keyword:
                 queries.append(("bm25", plan.keyword))
             queries += [("vector" if self.dense else "bm25", q) for q in plan.vector]

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..index.keyword import query_terms
 from ..salience import has_date, has_number, names
+from . import evidence
 from .evidence import Evidence
 
 _QUESTION_WORDS = frozenset({"What", "When", "Where", "Who", "Whom", "Whose", "Why", "How",
@@ -137,6 +138,16 @@ def analyse(question: str) -> QuestionPlan:
     return QuestionPlan(question, entities, keywords, answer, refs, breadth)
 
 
+def reference_queries(question: str, *, dense: bool) -> list[tuple[str, str]]:
+    """The line-ranked searches of the question whose orders the final ranking fuses with the
+    votes: hybrid lines, and with vectors also keyword-only lines (a keyword-only store's
+    "lines" search already is one)."""
+    queries = [("lines", question)]
+    if dense and evidence.KEYWORD_REFERENCE_WEIGHT:
+        queries.append(("keyword_lines", question))
+    return queries
+
+
 def first_queries(plan: QuestionPlan, *, dense: bool,
                   latent: bool = False) -> list[tuple[str, str]]:
     """Round one: (tool, query) pairs (``latent``: the fields have latent terms)."""
@@ -155,7 +166,7 @@ def first_queries(plan: QuestionPlan, *, dense: bool,
         queries.append(("bm25", rest))
     # Not a vote: the order of the question's lines on their own (evidence.REFERENCE_WEIGHT);
     # last, so that the lines other searches found are not quoted twice.
-    queries.append(("lines", plan.question))
+    queries += reference_queries(plan.question, dense=dense)
     for ref in plan.page_refs[:5]:
         queries.append(("page_id", ref))
     return list(dict.fromkeys(queries))
