@@ -115,8 +115,8 @@ dev (multi-hop recall at 1,000 tokens +0.02 over unweighted words; 1.5–3 all w
 SPEAKER_WEIGHT = 1.6
 """Lines said by a person the question names ("what does Melanie like") count this much more:
 in a conversation what someone did or likes is mostly in their own lines. 1.6 is the value
-every leave-one-conversation-out fold picks on LoCoMo dev (``python bench/locomo.py --loo
-research``; docs/DESIGN.md has the in-sample and held-out figures)."""
+four of five leave-one-conversation-out folds pick on LoCoMo dev (``python bench/locomo.py
+--loo research``; docs/DESIGN.md has the in-sample and held-out figures)."""
 
 LENGTH_PRIOR = 0.4
 """A line's votes are multiplied by ``(words / 20) ** LENGTH_PRIOR`` (at least 4 words): a
