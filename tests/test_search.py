@@ -112,6 +112,18 @@ def test_bad_arguments(filled: deepfield.Field) -> None:
         filled.search("x", k=0)
 
 
+def test_a_search_that_started_long_ago_embeds_nothing_more(field: deepfield.Field) -> None:
+    """``started`` (the CLI's process start, a request's arrival) sets the time a search may
+    spend embedding new chunks: past it, they stay pending and are found by keywords."""
+    import time
+
+    field.add("Kiwi", "kiwi fruit notes")
+    field.index(embed=False)
+    late = search_fields([field], "kiwi", mode="hybrid", started=time.monotonic() - 60)
+    assert late.pending_vectors > 0 and late.results[0].filename == "kiwi.md"
+    assert search_fields([field], "kiwi", mode="hybrid").pending_vectors == 0
+
+
 def test_store_search_across_fields(store: deepfield.Store) -> None:
     a = store.create_field("alpha")
     b = store.create_field("beta")

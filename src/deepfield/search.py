@@ -99,7 +99,7 @@ def search_fields(
     if mode is None:
         mode = "hybrid" if fields and all(f.embedder is not None for f in fields) else "bm25"
     check_mode(mode, unit, k)
-    started = time.perf_counter()
+    clock = time.perf_counter()
     # Shared by every field searched.
     deadline = Deadline.for_search(time.monotonic() if started is None else started)
     warnings: list[str] = []
@@ -175,7 +175,7 @@ def search_fields(
                          latent.result() if latent is not None and mode == "hybrid" else None)
     else:
         hits = collect_hits(indexes, fused, k, unit, query, distinct_lines)
-    took = (time.perf_counter() - started) * 1000
+    took = (time.perf_counter() - clock) * 1000
     return SearchResponse(query, mode, unit, k, hits, took, warnings, pending)
 
 
