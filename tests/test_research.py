@@ -536,6 +536,27 @@ def test_a_field_with_vectors_searches_hybrid_and_keyword_lines(
     assert "keyword_lines" not in {q["tool"] for q in trace["rounds"][0]["queries"]}
 
 
+def test_the_researcher_fuses_its_hybrid_searches_with_its_own_keyword_weight(
+        store: deepfield.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepfield import search
+    from deepfield.research import loop
+
+    field = store.create_field("weights")
+    field.add("Chat", "Ana (D1:1): Ben walked the dog.\nBen (D1:2): I tried archery.")
+    weights = []
+    original = loop.search_fields
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("mode") == "hybrid":
+            weights.append(kwargs.get("keyword_weight"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "search_fields", recorded)
+    research([field], "What has Ben tried?", budget=300, record=False)
+    assert weights and set(weights) == {loop.SEARCH_KEYWORD_WEIGHT}
+    assert loop.SEARCH_KEYWORD_WEIGHT != search.KEYWORD_WEIGHT  # each chosen on its own task
+
+
 def test_lines_already_held_are_not_excerpted_again(keyword_store: deepfield.Store) -> None:
     from deepfield.research.evidence import PageLines, lines_of_hit
     from deepfield.search import Hit

@@ -112,6 +112,16 @@ def test_bad_arguments(filled: deepfield.Field) -> None:
         filled.search("x", k=0)
 
 
+def test_the_keyword_weight_moves_hybrid_between_its_two_legs(filled: deepfield.Field) -> None:
+    query = "LiFePO4 heat valve"
+    bm25 = [h.filename for h in filled.search(query, mode="bm25", k=5).results]
+    only_words = search_fields([filled], query, k=5, mode="hybrid", keyword_weight=1.0)
+    assert [h.filename for h in only_words.results][:len(bm25)] == bm25
+    for bad in (1.5, -0.1, "0.3", True):
+        with pytest.raises(deepfield.DeepfieldError, match="keyword weight must be a number"):
+            search_fields([filled], query, mode="hybrid", keyword_weight=bad)  # type: ignore
+
+
 def test_a_search_that_started_long_ago_embeds_nothing_more(field: deepfield.Field) -> None:
     """``started`` (the CLI's process start, a request's arrival) sets the time a search may
     spend embedding new chunks: past it, they stay pending and are found by keywords."""

@@ -50,6 +50,8 @@ TUNABLES = (
     Tunable("deepfield.research.evidence.REFERENCE_OFFSET", (3.0, 5.0, 10.0, 30.0), "research"),
     Tunable("deepfield.research.evidence.KEYWORD_REFERENCE_WEIGHT", (0.0, 0.5, 1.0, 2.0),
             "research"),
+    Tunable("deepfield.research.loop.SEARCH_KEYWORD_WEIGHT", (0.2, 0.35, 0.5, 0.65),
+            "research"),
 )
 RESEARCH_BUDGET = 1000
 
@@ -66,8 +68,9 @@ ABLATIONS: tuple[tuple[str, dict[str, object]], ...] = (
       "deepfield.research.evidence.KEYWORD_REFERENCE_WEIGHT": 0.0}),
     ("no keyword line order (hybrid lines only)",
      {"deepfield.research.evidence.KEYWORD_REFERENCE_WEIGHT": 0.0}),
-    # Search's held-out choice (--loo search): what it would do to the researcher.
-    ("keyword weight 0.65 in every search", {"deepfield.search.KEYWORD_WEIGHT": 0.65}),
+    # A plain search's keyword weight, what it would do to the researcher's searches.
+    ("the search's keyword weight (0.65) in research too",
+     {"deepfield.research.loop.SEARCH_KEYWORD_WEIGHT": 0.65}),
 )
 """Researcher variants (constants overridden) whose recall the docs compare with the shipped
 one: what each part of the researcher buys."""
@@ -92,7 +95,8 @@ class MemoisedSearches:
 
             def memoised(fields: Any, *args: Any, **kwargs: Any) -> Any:
                 # ``skip``: leading arguments that are caches, not part of the search.
-                key = (name, search.KEYWORD_WEIGHT, tuple(f.name for f in fields),
+                key = (name, search.KEYWORD_WEIGHT, loop.SEARCH_KEYWORD_WEIGHT,
+                       tuple(f.name for f in fields),
                        *args[skip:], *sorted(kwargs.items()))
                 if key not in self.cache:
                     self.cache[key] = original(fields, *args, **kwargs)

@@ -37,10 +37,23 @@ Unit = Literal["page", "chunk"]
 MODES: tuple[str, ...] = ("bm25", "vector", "hybrid")
 UNITS: tuple[str, ...] = ("page", "chunk")
 
-KEYWORD_WEIGHT = 0.35
-"""Weight of BM25 in hybrid fusion; the rest is dense similarity (docs/DESIGN.md)."""
+KEYWORD_WEIGHT = 0.65
+"""Weight of BM25 in a hybrid search's fusion; the rest is dense similarity. Chosen by the
+line-ranked chunk search's turn recall on LoCoMo dev (every leave-one-conversation-out fold
+picks it; docs/DESIGN.md). The researcher fuses its own searches with its own weight
+(``research.loop.SEARCH_KEYWORD_WEIGHT``): it packs evidence from many searches, and dense
+similarity finds more of the turns a multi-hop question needs."""
 CANDIDATES = 200
 """Chunks taken from each retriever before fusion (100-200 measured equal to unlimited)."""
+
+
+def check_weight(weight: object) -> float:
+    """A hybrid fusion's keyword weight: a number from 0 (dense only) to 1 (BM25 only)."""
+    if (not isinstance(weight, (int, float)) or isinstance(weight, bool)
+            or not 0.0 <= weight <= 1.0):
+        raise DeepfieldError(f"the keyword weight must be a number from 0 to 1, not {weight!r}",
+                             "0 ranks by dense similarity alone, 1 by BM25 alone")
+    return float(weight)
 
 
 def check_mode(mode: str, unit: str, k: int) -> None:
@@ -69,6 +82,7 @@ def search_fields(
     parallel: bool = True,
     distinct_lines: bool = True,
     line_ranking: bool = True,
+    keyword_weight: float | None = None,
     started: float | None = None,
 ) -> SearchResponse:
     """Search ``fields`` together; see :meth:`deepfield.Field.search`.
@@ -93,12 +107,14 @@ def search_fields(
     searches with ``distinct_lines``): the lines of the candidate chunks are ranked on their
     own (deepfield.line_rank); False keeps one hit per chunk in chunk order, each pointing at
     its line with the most query words (what chunk searches did before; benchmarks compare).
+    ``keyword_weight`` (hybrid): BM25's share of the fusion, 0 to 1; None: KEYWORD_WEIGHT.
     """
     if not isinstance(query, str):
         raise DeepfieldError(f"the query must be text, not {type(query).__name__}")
     if mode is None:
         mode = "hybrid" if fields and all(f.embedder is not None for f in fields) else "bm25"
     check_mode(mode, unit, k)
+    weight = KEYWORD_WEIGHT if keyword_weight is None else check_weight(keyword_weight)
     clock = time.perf_counter()
     # Shared by every field searched.
     deadline = Deadline.for_search(time.monotonic() if started is None else started)
@@ -167,7 +183,7 @@ def search_fields(
         # Every backend lists the cosine of each keyword hit that has a vector, so a keyword
         # hit missing from the dense list has none yet (pending, or not encodable).
         without_vector = {item for item, _ in keyword} - {item for item, _ in dense}
-        fused = convex(keyword, dense, KEYWORD_WEIGHT, keyword_only=without_vector)
+        fused = convex(keyword, dense, weight, keyword_only=without_vector)
     fused = rerank(indexes, fused, activation=activation, include_superseded=include_superseded,
                    scale=activation_scale(mode, fused))
     if lines:

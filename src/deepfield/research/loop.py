@@ -45,6 +45,11 @@ TOOL_WEIGHTS = {"hybrid": 1.0, "vector": 0.7, "pages": 0.4, "bm25": 1.0, "latent
                 "latent_lines": 0.7}
 """Weight of each search of the question itself (the hybrid chunk search is the reference)."""
 FOLLOW_UP_WEIGHT = 0.6
+SEARCH_KEYWORD_WEIGHT = 0.35
+"""BM25's share of the fusion in the researcher's hybrid searches (a plain search uses
+search.KEYWORD_WEIGHT). The researcher votes lines from many searches and packs hundreds of
+lines, where dense similarity finds turns that share no word with the question; a plain
+search's top ten is better with more BM25. Chosen on LoCoMo dev (bench/locomo.py --loo)."""
 PAGES_PER_QUERY = 15
 SPREAD = {"list": 0.5, "other": 0.0}
 """How strongly packing spreads evidence over pages (deepfield.research.evidence.diversify):
@@ -241,7 +246,8 @@ class _Session:
                 # that holds it (evidence.py). "lines": one hit per line, the lines ranked
                 # on their own (deepfield.line_rank).
                 response = search_fields(self.fields, query, k=k, mode=mode, unit=unit,
-                                         sync=False, distinct_lines=tool in REFERENCE_TOOLS)
+                                         sync=False, distinct_lines=tool in REFERENCE_TOOLS,
+                                         keyword_weight=SEARCH_KEYWORD_WEIGHT)
                 self.warnings += [w for w in response.warnings if w not in self.warnings]
                 results = response.results
             if tool in REFERENCE_TOOLS:
