@@ -117,6 +117,9 @@ def test_the_keyword_weight_moves_hybrid_between_its_two_legs(filled: deepfield.
     bm25 = [h.filename for h in filled.search(query, mode="bm25", k=5).results]
     only_words = search_fields([filled], query, k=5, mode="hybrid", keyword_weight=1.0)
     assert [h.filename for h in only_words.results][:len(bm25)] == bm25
+    vector = [h.filename for h in filled.search(query, mode="vector", k=5).results]
+    only_meaning = search_fields([filled], query, k=5, mode="hybrid", keyword_weight=0.0)
+    assert [h.filename for h in only_meaning.results] == vector
     for bad in (1.5, -0.1, "0.3", True):
         with pytest.raises(deepfield.DeepfieldError, match="keyword weight must be a number"):
             search_fields([filled], query, mode="hybrid", keyword_weight=bad)  # type: ignore
