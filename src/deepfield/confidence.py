@@ -60,7 +60,7 @@ class Line(NamedTuple):
 
 @dataclass(frozen=True)
 class Thresholds:
-    none_share: float = 0.65
+    none_share: float = 0.7
     """Subject share under this: none."""
     high_share: float = 0.8
     """Subject share at least this, with ``high_support``: high."""
@@ -68,14 +68,14 @@ class Thresholds:
     """Share of content words a line about the subject must hold for high (fixed, not tuned)."""
 
 
-RESEARCH = Thresholds(none_share=0.65, high_share=0.8)
-"""For research evidence. Tuned on LoCoMo dev by bench/confidence.py: none_share maximises
-none on unanswerable (category 5) minus none on answerable questions (0.713 and 0.188; 0.65 in
-every leave-one-conversation-out fold, so the same held out); high_share is the lowest giving
-high to at most 2% of unanswerable questions (0.004 in-sample, 0.021 held out)."""
-SEARCH = Thresholds(none_share=0.6, high_share=0.9)
-"""For search results, tuned the same way (none on 0.624 of unanswerable and 0.257 of answerable
-questions, the same held out; high on 0.013 of unanswerable ones, 0.017 held out)."""
+RESEARCH = Thresholds(none_share=0.7, high_share=0.8)
+"""For research evidence. Tuned on LoCoMo dev by bench/confidence.py (its table in
+docs/BENCHMARKS.md has the rates): none_share maximises none on unanswerable (category 5) minus
+none on answerable questions, and every leave-one-conversation-out fold picks 0.7; high_share
+is the lowest giving high to at most 2% of unanswerable questions."""
+SEARCH = Thresholds(none_share=0.7, high_share=0.95)
+"""For search results, tuned the same way: none_share 0.7 in every fold; high_share 0.95, the
+lowest that keeps high under 2% of unanswerable questions (three of five folds pick it)."""
 DEFAULT = RESEARCH
 
 
