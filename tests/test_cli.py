@@ -249,3 +249,12 @@ def test_an_empty_title_is_refused_and_nothing_is_written(cli: Cli) -> None:
         result = cli("add", "notes", "--title", title, "Some text.")
         assert result.exit_code == 2 and "the title is empty" in result.output
     assert cli.json("ls", "notes")["pages"] == []
+
+
+def test_starting_the_cli_imports_no_numpy() -> None:
+    """Every command pays the CLI's imports before it starts (cold `deepfield search`: ≤ 0.5 s,
+    docs/BENCHMARKS.md); numpy alone took about 0.1 s of them, and only vector work needs it."""
+    code = "import sys, deepfield.cli\nassert 'numpy' not in sys.modules\n"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stderr

@@ -27,8 +27,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 if TYPE_CHECKING:
     from ..field import Field
 
@@ -157,6 +155,8 @@ class ActivationLog:
 def base_level(moments: Sequence[float], now: float, decay: float = DECAY) -> float:
     """ACT-R base-level activation of uses at ``moments`` (epoch seconds) seen at ``now``."""
     if len(moments) > 64:  # a much-used page: one vector operation, not a Python loop
+        import numpy as np  # here: a CLI command that never meets such a page starts faster
+
         ages = np.maximum(now - np.asarray(moments, dtype=np.float64), MIN_AGE_SECONDS)
         return math.log(float(np.sum(ages ** -decay)))
     total = sum(max(now - t, MIN_AGE_SECONDS) ** -decay for t in moments)
