@@ -241,3 +241,27 @@ def test_a_failing_sparse_head_leaves_chunk_search_to_windows_and_words(
     embedder.latent_error = EmbeddingServiceError("sparse head down")
     hits = fld.search("Who fixed the kitchen shelf?", k=2, unit="chunk", mode="hybrid")
     assert "kitchen shelf" in hits.results[0].snippet
+
+
+def test_a_sync_reports_pending_vectors_without_counting_latent_terms(
+        latent_store: tuple[deepfield.Store, FakeLatentEmbedder]) -> None:
+    # Counting chunks without terms reads every chunk (an anti-join): a cold CLI search's
+    # quick sync paid ~0.07 s for it at 10k pages, for a figure it never showed.
+    store, _ = latent_store
+    fld = chat_field(store)
+    index = fld.index_handle()
+    with index.conn:
+        index.conn.execute("DELETE FROM df_latent")
+    assert index.pending_vectors() == 0
+    assert index.pending().latent_terms == rows(fld, "df_chunks")  # still counted where asked
+    statements: list[str] = []
+    index.conn.set_trace_callback(statements.append)
+    try:
+        # An edit from outside, as a fresh process finds the folder: the whole folder is read.
+        (fld.path / "garden.md").write_text("# Garden\n\nThe tomatoes need stakes.\n")
+        fld.mark_changed()
+        fld.ensure_synced(embed=False)
+    finally:
+        index.conn.set_trace_callback(None)
+    assert any("df_chunks" in sql for sql in statements)  # the sync ran on this connection
+    assert not any("df_latent l" in sql for sql in statements)

@@ -201,8 +201,12 @@ class FieldIndex:
         return count_pending(self.conn, latent=latent)
 
     def pending_vectors(self) -> int:
-        """Chunk and page vectors still to compute (latent terms: :meth:`pending`)."""
-        pending = self.pending()
+        """Chunk and page vectors still to compute (latent terms: :meth:`pending`). Every
+        sync reports it, so it skips the latent count: that anti-join reads every chunk
+        (~0.13 s at 100k chunks, half a cold CLI search's sync)."""
+        if not self.with_vectors:
+            return 0
+        pending = count_pending(self.conn, latent=False)
         return pending.chunk_vectors + pending.page_vectors
 
     def pending_chunk_vectors(self) -> int:
