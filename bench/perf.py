@@ -1086,7 +1086,8 @@ def write_markdown(path: Path, section: str) -> None:
                 "script named in its heading; rerun it rather than editing the numbers.\n\n")
     start, end = text.find(MARK_START), text.find(MARK_END)
     if start >= 0 and end > start:
-        text = text[:start] + section + text[end + len(MARK_END) :].lstrip("\n")
+        rest = text[end + len(MARK_END) :].lstrip("\n")
+        text = text[:start] + section + ("\n" + rest if rest else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
     path.parent.mkdir(parents=True, exist_ok=True)
