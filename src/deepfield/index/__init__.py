@@ -192,21 +192,19 @@ class FieldIndex:
             last_sync=float(get_meta(self.conn, "synced_at") or 0.0),
         )
 
-    def pending(self) -> Pending:
+    def pending(self, *, latent: bool = True) -> Pending:
         """Work still to do by kind: chunk vectors, page vectors and (for a model with a
-        sparse head) chunks without latent terms."""
+        sparse head, unless ``latent`` is false) chunks without latent terms."""
         if not self.with_vectors:
             return Pending()
-        latent = self.embedder is not None and self.embedder.has_latent
+        latent = latent and self.embedder is not None and self.embedder.has_latent
         return count_pending(self.conn, latent=latent)
 
     def pending_vectors(self) -> int:
         """Chunk and page vectors still to compute (latent terms: :meth:`pending`). Every
         sync reports it, so it skips the latent count: that anti-join reads every chunk
-        (~0.13 s at 100k chunks, half a cold CLI search's sync)."""
-        if not self.with_vectors:
-            return 0
-        pending = count_pending(self.conn, latent=False)
+        (a quick sync of 10k pages, 103k chunks, took 0.138 s with it and 0.064 s without)."""
+        pending = self.pending(latent=False)
         return pending.chunk_vectors + pending.page_vectors
 
     def pending_chunk_vectors(self) -> int:
