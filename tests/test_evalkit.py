@@ -230,6 +230,23 @@ def test_baselines_pack_distinct_pointed_lines_within_budget(
         assert evidence_recall(packed, ("D2:1",)) == 1.0
 
 
+def test_found_recall_counts_what_a_budget_left_out(imported: tuple[Fields, Any]) -> None:
+    from evalkit.report import budget_summary, found_table
+    from evalkit.run import run_budgets
+
+    fields, dataset = imported
+    question = dataset.questions[2]  # two gold turns, a budget that holds one line at most
+    (run,) = run_budgets([SingleSearchLines(fields, "bm25")], [question], (40,))
+    packed = run.records[40][0][1]["recall"]
+    found = run.found[0][1]["recall"]
+    assert packed is not None and found is not None
+    assert packed < found == 1.0
+    table = found_table([run], 40)
+    assert f"| {packed:.3f} / 1.000 |" in table and "multi-hop (n=1)" in table
+    summary = budget_summary([run])[run.name]["found recall"]
+    assert summary["multi-hop"] == {"n": 1, "value": 1.0}
+
+
 def test_recall_and_answer_words() -> None:
     assert evidence_recall("Ana (D1:31): x", ("D1:3",)) == 0.0
     assert evidence_recall("Ana (D1:3): x", ("D1:3", "D2:1")) == 0.5

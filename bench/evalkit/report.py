@@ -104,8 +104,29 @@ def budget_summary(runs: Sequence[BudgetRun]) -> dict[str, Any]:
                                   for b, m in budget_means(run).items()},
                        "answer words": {b: {g: {"n": v.n, "value": v.value}
                                             for g, v in m.items()}
-                                        for b, m in budget_means(run, "answer words").items()}}
+                                        for b, m in budget_means(run, "answer words").items()},
+                       "found recall": {g: {"n": v.n, "value": v.value}
+                                        for g, v in means(run.found, "recall").items()}}
             for run in runs}
+
+
+def found_table(runs: Sequence[BudgetRun], budget: int) -> str:
+    """Per category and system: recall at ``budget`` beside the recall of everything the
+    system found (no budget), so a gap reads as ranking (found, not packed) or retrieval
+    (never found)."""
+    head = ["system", *(f"{g} (n={n})" for g, n in _group_sizes(runs))]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for run in runs:
+        packed, found = budget_means(run)[budget], means(run.found, "recall")
+        cells = [f"{packed[g].value or 0:.3f} / {found[g].value or 0:.3f}"
+                 for g, _n in _group_sizes(runs)]
+        lines.append(f"| {run.name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _group_sizes(runs: Sequence[BudgetRun]) -> list[tuple[str, int]]:
+    first = means(runs[0].found, "recall") if runs else {}
+    return [(g, first[g].n) for g in GROUPS if g in first and first[g].n]
 
 
 def loo_table(rows: Sequence[tuple[str, str, HeldOut]]) -> str:

@@ -14,6 +14,9 @@ from .systems import BudgetSystem, SearchSystem
 
 TURNS_K = 10
 SESSIONS_K = 5
+FOUND_BUDGET = 1_000_000
+"""A budget nothing a system finds fills: its recall is that of everything the system found,
+ranked anywhere (what a better order could pack), beside what a real budget packs."""
 
 
 @dataclass
@@ -34,6 +37,8 @@ class BudgetRun:
     seconds: list[float] = field(default_factory=list)
     over_budget: int = 0
     """Packed texts the shared token counter finds over their budget (must stay 0)."""
+    found: list[tuple[Question, Scores]] = field(default_factory=list)
+    """Scores of everything the system found, packed with no budget (FOUND_BUDGET)."""
 
 
 def _progress(done: int, total: int, what: str) -> None:
@@ -72,5 +77,7 @@ def run_budgets(systems: Sequence[BudgetSystem], questions: Sequence[Question],
                 scores = budget_scores(question, packer.pack(budget), budget)
                 run.over_budget += int((scores["tokens"] or 0) > budget)
                 run.records[budget].append((question, scores))
+            everything = packer.pack(FOUND_BUDGET)
+            run.found.append((question, budget_scores(question, everything, FOUND_BUDGET)))
         _progress(done, len(questions), "budgets")
     return runs
