@@ -38,12 +38,15 @@ def search_table(runs: Sequence[SearchRun]) -> str:
     return "\n".join(lines)
 
 
+def _means_json(table: dict[str, Mean]) -> dict[str, dict[str, Any]]:
+    return {group: {"n": mean.n, "value": mean.value} for group, mean in table.items()}
+
+
 def search_summary(runs: Sequence[SearchRun]) -> dict[str, Any]:
     return {run.name: {"unit": run.unit, "credit": run.credit,
                        "p50_ms": round(statistics.median(run.seconds) * 1000, 2)
                        if run.seconds else None,
-                       "metrics": {m: {g: {"n": v.n, "value": v.value}
-                                       for g, v in means(run.records, m).items()}
+                       "metrics": {m: _means_json(means(run.records, m))
                                    for m in (*SEARCH_METRICS, SECONDARY)}}
             for run in runs}
 
@@ -100,13 +103,10 @@ def budget_summary(runs: Sequence[BudgetRun]) -> dict[str, Any]:
                        if run.seconds else None,
                        "p95_ms": round(statistics.quantiles(run.seconds, n=20)[-1] * 1000, 2)
                        if len(run.seconds) > 1 else None,
-                       "recall": {b: {g: {"n": v.n, "value": v.value} for g, v in m.items()}
-                                  for b, m in budget_means(run).items()},
-                       "answer words": {b: {g: {"n": v.n, "value": v.value}
-                                            for g, v in m.items()}
+                       "recall": {b: _means_json(m) for b, m in budget_means(run).items()},
+                       "answer words": {b: _means_json(m)
                                         for b, m in budget_means(run, "answer words").items()},
-                       "found recall": {g: {"n": v.n, "value": v.value}
-                                        for g, v in means(run.found, "recall").items()}}
+                       "found recall": _means_json(means(run.found, "recall"))}
             for run in runs}
 
 
@@ -114,19 +114,15 @@ def found_table(runs: Sequence[BudgetRun], budget: int) -> str:
     """Per category and system: recall at ``budget`` beside the recall of everything the
     system found (no budget), so a gap reads as ranking (found, not packed) or retrieval
     (never found)."""
-    head = ["system", *(f"{g} (n={n})" for g, n in _group_sizes(runs))]
+    sizes = means(runs[0].found, "recall") if runs else {}
+    groups = [g for g in GROUPS if g in sizes and sizes[g].n]
+    head = ["system", *(f"{g} (n={sizes[g].n})" for g in groups)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for run in runs:
-        packed, found = budget_means(run)[budget], means(run.found, "recall")
-        cells = [f"{packed[g].value or 0:.3f} / {found[g].value or 0:.3f}"
-                 for g, _n in _group_sizes(runs)]
+        packed, found = means(run.records[budget], "recall"), means(run.found, "recall")
+        cells = [f"{packed[g].value or 0:.3f} / {found[g].value or 0:.3f}" for g in groups]
         lines.append(f"| {run.name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def _group_sizes(runs: Sequence[BudgetRun]) -> list[tuple[str, int]]:
-    first = means(runs[0].found, "recall") if runs else {}
-    return [(g, first[g].n) for g in GROUPS if g in first and first[g].n]
 
 
 def loo_table(rows: Sequence[tuple[str, str, HeldOut]]) -> str:
