@@ -35,7 +35,7 @@ from .health import file_id, is_corruption
 from .keyword import TermCounts, bm25_search
 from .latent import LatentIndex, latent_stamp
 from .sync import NOT_A_PAGE, SyncReport, sync_files
-from .vectors import Pending, count_pending, embed_pending
+from .vectors import Pending, count_pending, count_pending_chunks, embed_pending
 
 __all__ = ["ChunkRow", "DocRow", "FieldIndex", "Pending", "SyncReport"]
 
@@ -208,10 +208,8 @@ class FieldIndex:
         return pending.chunk_vectors + pending.page_vectors
 
     def pending_chunk_vectors(self) -> int:
-        if not self.with_vectors:
-            return 0
-        row = self.conn.execute("SELECT count(*) FROM df_chunks WHERE embedding IS NULL")
-        return int(row.fetchone()[0])
+        """Chunk vectors still to compute (what a search waits for; no page or latent count)."""
+        return count_pending_chunks(self.conn) if self.with_vectors else 0
 
     def unencodable_chunks(self) -> int:
         """Chunks the model could not encode (found by keywords only)."""

@@ -77,11 +77,18 @@ class EmbedReport:
         self.warnings += other.warnings
 
 
+def count_pending_chunks(conn: sqlite3.Connection) -> int:
+    """Chunks whose vector is still NULL (an empty vector marks one the model could not
+    encode: not pending)."""
+    return int(conn.execute("SELECT count(*) FROM df_chunks WHERE embedding IS NULL")
+               .fetchone()[0])
+
+
 def count_pending(conn: sqlite3.Connection, *, latent: bool = False) -> Pending:
     """Chunks without a vector, pages without one and (``latent``) chunks without terms."""
     from .latent import count_pending_latent
 
-    chunks = conn.execute("SELECT count(*) FROM df_chunks WHERE embedding IS NULL").fetchone()[0]
+    chunks = count_pending_chunks(conn)
     pages = conn.execute("SELECT count(*) FROM df_docs WHERE page_embedded = 0").fetchone()[0]
     terms = count_pending_latent(conn) + int(chunks) if latent else 0
     return Pending(int(chunks), int(pages), terms)
