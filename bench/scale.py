@@ -44,6 +44,7 @@ REPO = BENCH_DIR.parent
 sys.path[:0] = [str(BENCH_DIR), str(REPO)]
 
 from corpus import Corpus, Query  # noqa: E402
+from evalkit.report import write_marked  # noqa: E402
 from perf import (  # noqa: E402
     DIM,
     FAKE_CODE,
@@ -476,18 +477,6 @@ def render_sweep(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_markdown(path: Path, section: str) -> None:
-    """Replace the section between the markers ``section`` starts and ends with."""
-    start, end = section.split("\n", 1)[0], section.rsplit("\n", 1)[-1]
-    text = path.read_text() if path.exists() else ""
-    if start in text and end in text:
-        head, rest = text.split(start, 1)
-        text = head + section + rest.split(end, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
-
 def sizes(text: str) -> list[int]:
     return [int(p) for p in text.split(",") if p.strip() and int(p) > 0]
 
@@ -534,9 +523,9 @@ def main(argv: list[str] | None = None) -> None:
     args.out.write_text(json.dumps(results, indent=2))
     if str(args.docs) != "-":
         if runs:
-            write_markdown(args.docs, render(results))
+            write_marked(args.docs, render(results))
         if sweep:
-            write_markdown(args.docs, render_sweep(results))
+            write_marked(args.docs, render_sweep(results))
     log(f"wrote {args.out}")
 
 

@@ -36,7 +36,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 sys.path[:0] = [str(BENCH_DIR), str(REPO)]
 
-from scale import write_markdown  # noqa: E402
+from evalkit.report import write_marked  # noqa: E402
 
 from tests.replicas import (  # noqa: E402
     lost_writes,
@@ -186,7 +186,7 @@ def main() -> None:
     print(json.dumps({k: v for k, v in result.items() if k not in ("errors", "lost")},
                      indent=1))
     if str(args.docs) != "-":
-        write_markdown(args.docs, render(result))
+        write_marked(args.docs, render(result))
 
 
 if __name__ == "__main__":

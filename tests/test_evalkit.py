@@ -20,6 +20,7 @@ from deepfield.tokens import count_tokens
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
 
+from evalkit import report  # noqa: E402
 from evalkit.data import EvalDataError, Question, load  # noqa: E402
 from evalkit.fts import PlainFTS, match_query  # noqa: E402
 from evalkit.metrics import (  # noqa: E402
@@ -362,3 +363,16 @@ def test_qa_bench_scores_the_researcher_beside_one_search(
     assert any(r.startswith("| multi-hop | 1 | one hybrid search") for r in rows)
     assert qa.main(["--url", openai_server.url, "--answer-model", "m",
                     "--data", "/nonexistent/locomo.json", "--no-write"]) == 2
+
+
+def test_marked_blocks_replace_their_section_or_are_refused(tmp_path: Path) -> None:
+    doc = tmp_path / "BENCHMARKS.md"
+    doc.write_text("# Benchmarks\n\n<!-- perf:start -->\nold\n<!-- perf:end -->\n\nkept\n")
+    report.write_marked(doc, "<!-- perf:start -->\n## Performance\nnew\n<!-- perf:end -->\n")
+    report.write_marked(doc, "<!-- scale:start -->\n\nadded\n\n<!-- scale:end -->\n")
+    text = doc.read_text()
+    assert "old" not in text and "## Performance\nnew\n<!-- perf:end -->" in text
+    assert text.index("kept") < text.index("<!-- scale:start -->\n\nadded\n<!-- scale:end -->")
+    with pytest.raises(ValueError, match="marked block"):
+        report.write_marked(doc, "<!-- perf:start -->\nno end marker\n")
+    assert doc.read_text() == text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -186,6 +187,18 @@ def write_section(doc: Path, name: str, text: str, after: str | None = None) -> 
     else:
         current = current.rstrip() + "\n\n" + block + "\n"
     doc.write_text(current)
+
+
+def write_marked(doc: Path, block: str) -> None:
+    """:func:`write_section` for a block rendered with its own ``<!-- name:start -->`` and
+    ``<!-- name:end -->`` lines (bench/perf.py, scale.py, scale_replicas.py)."""
+    first, _, rest = block.strip().partition("\n")
+    opened = re.fullmatch(r"<!-- (\S+):start -->", first)
+    if opened is None or not rest.rstrip().endswith(f"<!-- {opened.group(1)}:end -->"):
+        raise ValueError("a marked block starts with <!-- name:start --> and ends with "
+                         "<!-- name:end -->")
+    name = opened.group(1)
+    write_section(doc, name, rest.rstrip()[: -len(f"<!-- {name}:end -->")])
 
 
 def drop_section(doc: Path, name: str) -> None:
