@@ -39,10 +39,10 @@ UNITS: tuple[str, ...] = ("page", "chunk")
 
 KEYWORD_WEIGHT = 0.65
 """Weight of BM25 in a hybrid search's fusion; the rest is dense similarity. Chosen by the
-line-ranked chunk search's turn recall on LoCoMo dev (every leave-one-conversation-out fold
-picks it; docs/DESIGN.md). The researcher fuses its own searches with its own weight
-(``research.loop.SEARCH_KEYWORD_WEIGHT``): it packs evidence from many searches, and dense
-similarity finds more of the turns a multi-hop question needs."""
+line-ranked chunk search's turn recall on LoCoMo dev (the in-sample best; each
+leave-one-conversation-out fold's pick is in docs/DESIGN.md). The researcher fuses its own
+searches with its own weight (``research.loop.SEARCH_KEYWORD_WEIGHT``): it packs evidence
+from many searches, and dense similarity finds more of the turns a multi-hop question needs."""
 CANDIDATES = 200
 """Chunks taken from each retriever before fusion (100-200 measured equal to unlimited)."""
 

@@ -114,9 +114,9 @@ hundred weighs about 2.3, a name in every line of a conversation about 0.35. Cho
 dev (multi-hop recall at 1,000 tokens +0.02 over unweighted words; 1.5–3 all within 0.005)."""
 SPEAKER_WEIGHT = 1.6
 """Lines said by a person the question names ("what does Melanie like") count this much more:
-in a conversation what someone did or likes is mostly in their own lines. 1.6 is the value
-four of five leave-one-conversation-out folds pick on LoCoMo dev (``python bench/locomo.py
---loo research``; docs/DESIGN.md has the in-sample and held-out figures)."""
+in a conversation what someone did or likes is mostly in their own lines. Chosen on LoCoMo
+dev; the in-sample and leave-one-conversation-out figures, and each fold's pick: ``python
+bench/locomo.py --loo research`` (docs/DESIGN.md)."""
 
 LENGTH_PRIOR = 0.4
 """A line's votes are multiplied by ``(words / 20) ** LENGTH_PRIOR`` (at least 4 words): a
@@ -138,9 +138,10 @@ REFERENCE_OFFSET = 5.0
 KEYWORD_REFERENCE_WEIGHT = 1.0
 """Weight of a second line-ranked order, the keyword-only (BM25) line search of the question,
 fused the same way ("keyword_lines" tool; 0: not searched). Hybrid lines find what the words
-miss; keyword lines keep the exact-word answer on top, which single-fact questions need (on
-LoCoMo dev, research at 500 tokens: single-hop 0.905 → 0.919 with it; in-sample and
-leave-one-conversation-out figures: ``python bench/locomo.py --loo research``)."""
+miss; keyword lines keep the exact-word answer on top, which single-fact questions need
+(LoCoMo dev: ``python bench/locomo.py --ablations``, row "no keyword line order", for what
+single-hop recall loses without it; in-sample and leave-one-conversation-out figures:
+``--loo research``)."""
 
 
 def order_weight(order: str) -> float:
