@@ -111,7 +111,8 @@ IDF_SCALE = 2.0
 """A query word's weight in a line is its inverse chunk frequency in the field,
 ``log(1 + chunks / (1 + chunks with it))``, divided by this: a word in one chunk of a
 hundred weighs about 2.3, a name in every line of a conversation about 0.35. Chosen on LoCoMo
-dev (multi-hop recall at 1,000 tokens +0.02 over unweighted words; 1.5–3 all within 0.005)."""
+dev; in-sample and leave-one-conversation-out figures: ``python bench/locomo.py --loo
+research`` (docs/DESIGN.md)."""
 SPEAKER_WEIGHT = 1.6
 """Lines said by a person the question names ("what does Melanie like") count this much more:
 in a conversation what someone did or likes is mostly in their own lines. Chosen on LoCoMo
