@@ -232,7 +232,6 @@ def test_baselines_pack_distinct_pointed_lines_within_budget(
 
 
 def test_found_recall_counts_what_a_budget_left_out(imported: tuple[Fields, Any]) -> None:
-    from evalkit.report import budget_summary, found_table
     from evalkit.run import run_budgets
 
     fields, dataset = imported
@@ -242,9 +241,9 @@ def test_found_recall_counts_what_a_budget_left_out(imported: tuple[Fields, Any]
     found = run.found[0][1]["recall"]
     assert packed is not None and found is not None
     assert packed < found == 1.0
-    table = found_table([run], 40)
+    table = report.found_table([run], 40)
     assert f"| {packed:.3f} / 1.000 |" in table and "multi-hop (n=1)" in table
-    summary = budget_summary([run])[run.name]["found recall"]
+    summary = report.budget_summary([run])[run.name]["found recall"]
     assert summary["multi-hop"] == {"n": 1, "value": 1.0}
 
 

@@ -186,19 +186,20 @@ def write_section(doc: Path, name: str, text: str, after: str | None = None) -> 
         current = f"{head}<!-- {after}:end -->\n\n{block}{tail}"
     else:
         current = current.rstrip() + "\n\n" + block + "\n"
+    doc.parent.mkdir(parents=True, exist_ok=True)  # perf.py --docs may name a new folder
     doc.write_text(current)
 
 
 def write_marked(doc: Path, block: str) -> None:
     """:func:`write_section` for a block rendered with its own ``<!-- name:start -->`` and
     ``<!-- name:end -->`` lines (bench/perf.py, scale.py, scale_replicas.py)."""
-    first, _, rest = block.strip().partition("\n")
+    first, _, body = block.strip().partition("\n")
     opened = re.fullmatch(r"<!-- (\S+):start -->", first)
-    if opened is None or not rest.rstrip().endswith(f"<!-- {opened.group(1)}:end -->"):
+    end = f"<!-- {opened.group(1)}:end -->" if opened else ""
+    if opened is None or not body.endswith(end):
         raise ValueError("a marked block starts with <!-- name:start --> and ends with "
                          "<!-- name:end -->")
-    name = opened.group(1)
-    write_section(doc, name, rest.rstrip()[: -len(f"<!-- {name}:end -->")])
+    write_section(doc, opened.group(1), body[: -len(end)])
 
 
 def drop_section(doc: Path, name: str) -> None:
