@@ -16,14 +16,14 @@ from starlette.testclient import TestClient
 import deepfield
 from deepfield.context import FENCE_TOKENS, build_context
 from deepfield.research import research
-from deepfield.research.reading import is_evidence, reading_order
+from deepfield.research.reading import Span, evidence_spans, is_evidence, reading_order
 from deepfield.server import create_app
 from deepfield.server.mcp_server import create_mcp_server
 
 from .conftest import Cli
 
 QUESTION = "when did we pick LiFePO4?"
-_CITED = re.compile(r"^\[([^/\]]+)/([^\] ]+\.md)|^L(\d+): ", re.MULTILINE)
+_CITED = re.compile(r"^\[([^/\]]+)/([^\] ]+\.md)|^L(\d+)(?:-\d+)?: ", re.MULTILINE)
 
 
 @pytest.mark.parametrize(("line", "evidence"), [
@@ -62,6 +62,72 @@ def test_reading_order_pages_by_best_line_passages_best_first() -> None:
     # its weaker line 3; in a.md the passage 5-7 holds a's best line, then line 30.
     assert shown == [["b.md:39", "b.md:40", "b.md:41", "b.md:3"],
                      ["a.md:5", "a.md:7", "a.md:30"]]
+
+
+WRAPPED = """# Design history
+
+The valve scheduler opens a valve when the moisture falls below the lower threshold and
+closes it at the upper one. Two lessons carried
+forward: measure the soil, and never hold a coil energised. Grit blocking the valve seat
+caused the one valve failure.
+
+- A list item that the editor
+  wrapped onto two lines.
+- Another item.
+
+| Part | Cost |
+| Valve | 38.00 |
+
+Priya: The packs are fine.
+assistant: Noted, thanks
+Wanjiru: The valve on plot 7 stuck again.
+
+```
+def f():
+    return 1
+```
+"""
+
+
+def test_wrapped_paragraphs_are_quoted_by_sentences_with_their_lines() -> None:
+    spans = evidence_spans(WRAPPED.splitlines(), 1)
+    assert spans == [
+        Span(3, 4, "The valve scheduler opens a valve when the moisture falls below the lower "
+                   "threshold and closes it at the upper one."),
+        # "forward: measure …" looks like a "label:" line but continues the sentence above.
+        Span(4, 5, "Two lessons carried forward: measure the soil, and never hold a coil "
+                   "energised."),
+        Span(5, 6, "Grit blocking the valve seat caused the one valve failure."),
+        Span(8, 9, "- A list item that the editor wrapped onto two lines."),
+        Span(10, 10, "- Another item."),
+        Span(12, 12, "| Part | Cost |"), Span(13, 13, "| Valve | 38.00 |"),
+        # A transcript: every turn is its own line, lowercase speakers too.
+        Span(15, 15, "Priya: The packs are fine."), Span(16, 16, "assistant: Noted, thanks"),
+        Span(17, 17, "Wanjiru: The valve on plot 7 stuck again."),
+        Span(20, 20, "def f():"), Span(21, 21, "return 1"),
+    ]
+    # Lines without sentence ends are not run together into one endless quote.
+    unpunctuated = ["word " * 20] * 10
+    assert [s.line for s in evidence_spans(unpunctuated, 1)] == list(range(1, 11))
+
+
+def test_research_quotes_whole_sentences_of_wrapped_prose(
+        keyword_store: deepfield.Store) -> None:
+    field = keyword_store.create_field("wrapped")
+    field.add("Design history", WRAPPED.split("\n", 2)[2], name="history")
+    result = research([field], "what caused the valve failure?", budget=200, record=False)
+    grit = next(e for e in result.evidence if "Grit" in e.text)
+    assert grit.text == "Grit blocking the valve seat caused the one valve failure."
+    assert (grit.last, grit.to_json()["last_line"]) == (grit.line + 1, grit.line + 1)
+    assert f"L{grit.line}-{grit.line + 1}: {grit.text}" in result.context
+    # No evidence is a fragment that a line break cut out of a sentence.
+    for item in result.ranked:
+        assert not item.text.startswith(("forward:", "caused", "closes")), item
+    lines = (field.path / "history.md").read_text().splitlines()
+    for item in result.evidence:  # every citation is checkable against the page
+        quoted = " ".join(" ".join(lines[item.line - 1:max(item.line, item.last)]).split())
+        pieces = [piece.strip() for piece in item.text.split("…") if piece.strip()]
+        assert pieces and all(piece in quoted for piece in pieces), item
 
 
 def _history() -> str:
@@ -174,6 +240,8 @@ def test_every_interface_shows_the_same_order(tmp_path: Path, cli: Cli,
     order = _cited(text.stdout)
     assert order and order == _cited(data["context"]) == _listed(data)
     assert f"— confidence: {data['confidence']['level']} — " in text.stderr
+    rounds = len(data["rounds"])
+    assert f" {rounds} round{'' if rounds == 1 else 's'}, 0 model calls," in text.stderr
     store = deepfield.open(cli.store_path)
     with TestClient(create_app(store)) as http:
         served = http.get("/research/_/research", params={"q": QUESTION, "budget": 300})

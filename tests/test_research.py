@@ -393,7 +393,8 @@ def test_token_tally_is_the_count_of_the_joined_text(pieces: list[str]) -> None:
 
 
 def test_packing_fills_the_budget(keyword_store: deepfield.Store) -> None:
-    from deepfield.research.evidence import Evidence, pack_evidence
+    from deepfield.research.evidence import Evidence
+    from deepfield.research.packing import pack_evidence
 
     ranked = [Evidence("talks", f"chat-{n % 7}.md", n, f"Ana (D1:{n}): I took up hobby "
                        f"number {n} last week.", "", f"Chat {n % 7}", None, 100.0 - n)
@@ -572,7 +573,7 @@ def test_lines_already_held_are_not_excerpted_again(keyword_store: deepfield.Sto
     fresh = lines_of_hit(hit, pages, {"boiler"}, [])
     held = lines_of_hit(hit, pages, {"boiler"}, [], quoted=lambda number, text: True)
     assert fresh[0][2] and held[0][2] is None  # the excerpt is not made again
-    assert [(n, t, w) for n, t, _s, w in fresh] == [(n, t, w) for n, t, _s, w in held]
+    assert [(q.line, q.text, q.weight) for q in fresh] == [(q.line, q.text, q.weight) for q in held]
 
 
 def test_rare_words_and_the_named_speaker_weigh_most(keyword_store: deepfield.Store) -> None:

@@ -36,11 +36,11 @@ from deepfield.research.evidence import (
     PageLines,
     TermWeights,
     lines_of_hit,
-    pack_evidence,
     page_date,
     pointed_lines,
 )
 from deepfield.research.loop import SPREAD, ResearchResult
+from deepfield.research.packing import pack_evidence
 from deepfield.search import Hit, search_fields
 
 from .data import Dataset, Question
@@ -226,17 +226,17 @@ def evidence_lines(hits: Sequence[Hit], pages: PageLines, question: str, weigh: 
     for hit in hits:
         if whole_window:
             found = lines_of_hit(hit, pages, terms, entities, keep, weigh)
-            found.sort(key=lambda item: item[0] != hit.snippet_line)  # the pointed line first
+            found.sort(key=lambda item: item.line != hit.snippet_line)  # the pointed line first
         else:
             found = pointed_lines(hit, pages, terms, entities, keep, weigh)
-        for number, text, short, _weight in found:
+        for number, text, short, _weight, last in found:
             key = (hit.field, hit.filename, number, text)
             if key in seen:
                 continue
             seen.add(key)
             ranked.append(Evidence(hit.field, hit.filename, number, text, hit.heading,
                                    hit.title, page_date(hit), 1.0 / (len(ranked) + 1),
-                                   short=short))
+                                   short=short, last=last))
     return _Lines(ranked, spread)
 
 

@@ -21,6 +21,17 @@ _RECORD = re.compile(
 )
 
 
+def is_record_line(line: str) -> bool:
+    """Whether ``line`` opens a record of its own: a list item, table row, quote, ``[tag]``
+    entry or ``Speaker:`` line (never the continuation of a hard-wrapped paragraph)."""
+    return bool(_RECORD.match(line))
+
+
+def is_fence(line: str) -> bool:
+    """Whether ``line`` opens or closes a fenced code block."""
+    return bool(_FENCE.match(line))
+
+
 @dataclass(frozen=True)
 class Section:
     """A heading and the text up to the next heading of any level (level 0: text before any)."""

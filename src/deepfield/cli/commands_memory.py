@@ -16,6 +16,7 @@ from ..research import research
 from ..sessions import FORMATS
 from .app import app, json_option, print_json, settings, warn
 from .indexing import describe_document, fast_option, index_after_write
+from .terminal import counted
 
 _OFFLINE = click.option(
     "--offline", is_flag=True,
@@ -112,9 +113,10 @@ def research_command(ctx: click.Context, question: str, fields: tuple[str, ...],
     usage = result.to_json()["usage"]
     confidence = result.confidence
     click.echo(
-        f"\n— {len(result.evidence)} evidence lines from {len(result.sources)} pages, "
-        f"{result.tokens}/{budget} tokens, {len(result.rounds)} rounds, "
-        f"{usage['calls']} model calls, {usage['seconds']:.2f} s ({result.mode})\n"
+        f"\n— {counted(len(result.evidence), 'evidence line')} from "
+        f"{counted(len(result.sources), 'page')}, {result.tokens}/{budget} tokens, "
+        f"{counted(len(result.rounds), 'round')}, {counted(usage['calls'], 'model call')}, "
+        f"{usage['seconds']:.2f} s ({result.mode})\n"
         f"— confidence: {confidence.level} — {confidence.reason}", err=True)
 
 

@@ -24,6 +24,7 @@ from ..research import research
 from ..store import init
 from .app import print_json
 from .indexing import index_field
+from .terminal import counted
 
 DEMO_FIELD = "aurora"
 QUERIES = [
@@ -119,7 +120,7 @@ def run_demo(directory: Path, embedder_name: str | None, *, as_json: bool) -> No
     log["remember"]["indexed"] = filed.document
     found = research([field], RESEARCH_QUESTION, budget=400)
     log["research"] = found.to_json()
-    say(f"7. research: {RESEARCH_QUESTION}  ({len(found.rounds)} rounds, "
+    say(f"7. research: {RESEARCH_QUESTION}  ({counted(len(found.rounds), 'round')}, "
         f"{found.seconds * 1000:.0f} ms, {found.tokens} tokens, offline)")
     for line in found.context.splitlines():
         say(f"     {line[:150]}")

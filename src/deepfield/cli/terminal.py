@@ -38,6 +38,11 @@ def clean(text: str) -> str:
                          _ESCAPES.sub("", text))
 
 
+def counted(count: int, noun: str) -> str:
+    """``count`` with ``noun``, plural unless it is one: "1 round", "3 rounds"."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def secho(text: str, **style: Any) -> None:
     """``click.secho`` of cleaned ``text``: deepfield's own styling reaches the terminal,
     whatever styling the text itself carried does not."""

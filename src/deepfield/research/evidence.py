@@ -1,25 +1,23 @@
-"""Evidence: verbatim lines of pages, pooled across queries and rounds, packed to a budget.
+"""Evidence: verbatim pieces of pages, pooled across queries and rounds, scored and ordered.
 
-Every evidence item is one line of a page file, with the file name and line number, so a
-citation can be checked by opening the page. Short lines are quoted whole; a long line is
-quoted by its label (``Speaker (D1:3):``) and its two sentences that carry the facts (one,
-when the question asks for several things found in several places), joined by " … " — every
-piece copied from the line, so it doubles what a budget holds without writing a word the page
-does not have. Only lines that say something are candidates (research/reading.py: no
-rules, delimiters, split-page footers or navigation). Chunk hits vote for their lines; the
-final order fuses the votes with a line-ranked search of the question (REFERENCE_WEIGHT);
-packing takes the items best first until the token budget is spent, saying how much evidence it left
-out, and shows them grouped by page (with the page's title and date, which relative times such
-as "yesterday" need), pages by their best line (research/reading.py).
+Every evidence item is one line of a page file — or one sentence of a paragraph hard-wrapped
+over several lines (research/reading.py) — with the file name and line number, so a citation
+can be checked by opening the page. Short lines are quoted whole; a long line is quoted by its
+label (``Speaker (D1:3):``) and its two sentences that carry the facts (one, when the question
+asks for several things found in several places), joined by " … " — every piece copied from
+the line, so it doubles what a budget holds without writing a word the page does not have.
+Only lines that say something are candidates (research/reading.py: no rules, delimiters,
+split-page footers or navigation). Chunk hits vote for their lines; the final order fuses the
+votes with a line-ranked search of the question (REFERENCE_WEIGHT); research/packing.py takes
+the items best first until the token budget is spent.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..field import Field
 from ..index.keyword import query_terms
@@ -27,13 +25,11 @@ from ..line_rank import Weigh, idf_weigher, label_and_text, speaker, stem
 from ..markdown import split_sentences
 from ..salience import sentence_score
 from ..search import Hit
-from ..tokens import TokenTally, count_tokens
-from .reading import is_evidence, reading_order
+from ..tokens import count_tokens
+from .reading import Span, evidence_spans
 
 LINE_BASE = 0.3
 """Score of a line of a hit chunk before its own word matches are counted."""
-FULL_LINES = 5
-"""Evidence lines (best first) quoted whole before excerpts take over."""
 LONG_LINE_TOKENS = 120
 """Prose lines longer than this are quoted by their matching sentences only."""
 
@@ -52,6 +48,8 @@ class Evidence:
     queries: list[str] = dc_field(default_factory=list)
     short: str | None = None
     """A shorter verbatim excerpt of the line (label + the sentences that matter), if any."""
+    last: int = 0
+    """Last line of a sentence hard-wrapped over several lines (0: the item is on ``line``)."""
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -61,7 +59,8 @@ class Evidence:
         return {
             "field": self.field, "filename": self.filename, "line": self.line,
             "heading": self.heading, "text": self.text, "title": self.title, "date": self.date,
-            "score": round(self.score, 4), "round": self.round, "queries": self.queries,
+            "last_line": max(self.line, self.last), "score": round(self.score, 4),
+            "round": self.round, "queries": self.queries,
         }
 
 
@@ -72,6 +71,7 @@ class PageLines:
         self._fields = {f.name: f for f in fields}
         self._cache: dict[tuple[str, str], list[str]] = {}
         self._starts: dict[tuple[str, str], int] = {}
+        self._spans: dict[tuple[str, str], dict[int, list[Span]]] = {}
 
     def lines(self, field_name: str, filename: str) -> list[str]:
         key = (field_name, filename)
@@ -96,6 +96,23 @@ class PageLines:
                         self._starts[key] = number + 1
                         break
         return self._starts[key]
+
+    def spans(self, field_name: str, filename: str, first: int, last: int) -> list[Span]:
+        """The evidence spans (research/reading.py) of the page body that overlap lines
+        ``first``..``last``, in page order: a sentence wrapped onto a line of the range
+        counts, so a chunk cut mid-paragraph still quotes whole sentences."""
+        key = (field_name, filename)
+        by_line = self._spans.get(key)
+        if by_line is None:
+            by_line = self._spans[key] = {}
+            for span in evidence_spans(self.lines(field_name, filename),
+                                       self.body_start(field_name, filename)):
+                for number in range(span.line, span.last + 1):
+                    by_line.setdefault(number, []).append(span)
+        found: dict[Span, None] = {}
+        for number in range(first, last + 1):
+            found.update(dict.fromkeys(by_line.get(number, ())))
+        return list(found)
 
 
 def page_date(hit: Hit) -> str | None:
@@ -220,57 +237,94 @@ def excerpt(line: str, terms: set[str], entities: Sequence[str], keep_sentences:
     return label + quoted + ("" if keep[-1][1] == len(sentences) - 1 else " …")
 
 
+class Quote(NamedTuple):
+    """One evidence candidate of a hit: where it is, its text, a shorter excerpt (or None)
+    and how well it matches the query."""
+
+    line: int
+    text: str
+    short: str | None
+    weight: float
+    last: int = 0
+    """Last line of a sentence wrapped over several lines (0: it is on ``line``)."""
+
+
 def lines_of_hit(
     hit: Hit, pages: PageLines, terms: set[str], entities: Sequence[str],
     keep_sentences: int = 2, weigh: Weigh | None = None,
     quoted: Callable[[int, str], bool] | None = None,
-) -> list[tuple[int, str, str | None, float]]:
-    """(line number, verbatim text, shorter excerpt or None, weight) of a chunk hit's lines;
-    excerpts keep at most ``keep_sentences`` sentences of a line; ``weigh`` weighs words.
-    Lines for which ``quoted(number, text)`` is true are already held with their excerpt:
-    theirs is not made again (None)."""
-    lines = pages.lines(hit.field, hit.filename)
-    found: list[tuple[int, str, str | None, float]] = []
+) -> list[Quote]:
+    """The quotes of a chunk hit: its evidence spans (a line, or a sentence of a wrapped
+    paragraph, research/reading.py), each with its shorter excerpt (keeping at most
+    ``keep_sentences`` sentences) and its weight (``weigh`` weighs words). Spans for which
+    ``quoted(line, text)`` is true are already held with their excerpt: theirs is not made
+    again (None)."""
     start = pages.body_start(hit.field, hit.filename)
     if hit.line_start < start:
         # The summary chunk: its evidence is the memo itself, cited at its frontmatter line.
+        lines = pages.lines(hit.field, hit.filename)
         where = next((i for i, line in enumerate(lines[:start], 1)
                       if line.startswith("summary:")), hit.line_start)
         if hit.summary and " ".join(hit.summary.split()) in " ".join(lines[where - 1].split()):
-            found.append((where, hit.summary, None,
-                          line_weight(hit.summary, terms, entities, weigh)))
-        return found
-    for number in range(hit.line_start, min(hit.line_end, len(lines)) + 1):
-        text = lines[number - 1].strip()
-        if not is_evidence(text):
-            continue
+            return [Quote(where, hit.summary, None,
+                          line_weight(hit.summary, terms, entities, weigh))]
+        return []
+    found: list[Quote] = []
+    for span in pages.spans(hit.field, hit.filename, hit.line_start, hit.line_end):
+        number, text, last = span.line, span.text, span.last if span.last > span.line else 0
         if count_tokens(text) > LONG_LINE_TOKENS:
             sentences = [s for s in split_sentences(text)
                          if line_weight(s, terms, entities, weigh) > 0]
             if sentences:
                 # Consecutive matching sentences stay one quote; each is verbatim in the line.
                 for sentence in sentences[:3]:
-                    found.append((number, sentence, None,
-                                  line_weight(sentence, terms, entities, weigh)))
+                    found.append(Quote(number, sentence, None,
+                                       line_weight(sentence, terms, entities, weigh), last))
                 continue
         short = None
         if quoted is None or not quoted(number, text):
             short = excerpt(text, terms, entities, keep_sentences, weigh)
-        found.append((number, text, short if short != text else None,
-                      line_weight(text, terms, entities, weigh)))
+        found.append(Quote(number, text, short if short != text else None,
+                           line_weight(text, terms, entities, weigh), last))
     return found
+
+
+def pointed_span(hit: Hit, pages: PageLines, terms: set[str], entities: Sequence[str],
+                 weigh: Weigh | None = None) -> Span | None:
+    """The evidence span a hit points to: the one holding its snippet line; when a wrapped
+    line holds the end of one sentence and the start of the next, the one whose part of that
+    line matches the query best (the line is what the hit matched). None for a line that is no
+    evidence."""
+    spans = pages.spans(hit.field, hit.filename, hit.snippet_line, hit.snippet_line)
+    if len(spans) > 1:
+        line = pages.lines(hit.field, hit.filename)[hit.snippet_line - 1]
+        pieces = [(p, line_weight(p, terms, entities, weigh)) for p in split_sentences(line)]
+
+        def matched(span: Span) -> tuple[float, float]:
+            on_line = sum(weight for piece, weight in pieces if piece in span.text)
+            return (-on_line, -line_weight(span.text, terms, entities, weigh))
+
+        spans.sort(key=matched)
+    return spans[0] if spans else None
 
 
 def pointed_lines(
     hit: Hit, pages: PageLines, terms: set[str], entities: Sequence[str],
     keep_sentences: int = 2, weigh: Weigh | None = None,
-) -> list[tuple[int, str, str | None, float]]:
-    """:func:`lines_of_hit` of the one line a hit points to (its snippet line; the memo for
-    a summary chunk): what a line-ranked search credits, without quoting the neighbours."""
-    if hit.snippet_line >= pages.body_start(hit.field, hit.filename):
+) -> list[Quote]:
+    """:func:`lines_of_hit` of the one span a hit points to (:func:`pointed_span`; the memo
+    for a summary chunk): what a line-ranked search credits, without quoting the
+    neighbours."""
+    if hit.snippet_line < pages.body_start(hit.field, hit.filename):
         hit = replace(hit, line_start=hit.snippet_line, line_end=hit.snippet_line)
+        return [item for item in lines_of_hit(hit, pages, terms, entities, keep_sentences,
+                                              weigh) if item.line == hit.snippet_line]
+    span = pointed_span(hit, pages, terms, entities, weigh)
+    if span is None:
+        return []
+    hit = replace(hit, line_start=span.line, line_end=span.line)
     return [item for item in lines_of_hit(hit, pages, terms, entities, keep_sentences, weigh)
-            if item[0] == hit.snippet_line]
+            if item.line == span.line and item.text in span.text]
 
 
 class EvidencePool:
@@ -300,7 +354,7 @@ class EvidencePool:
             def held(number: int, text: str, hit: Hit = hit) -> bool:
                 return (hit.field, hit.filename, number, text) in self.items
 
-            for number, text, short, relevance in lines_of_hit(
+            for number, text, short, relevance, last in lines_of_hit(
                     hit, self.pages, terms, entities, self.excerpt_sentences,
                     self.weights.get(hit.field), quoted=held):
                 # Lines that share no word with the query stay: in a conversation the answer
@@ -315,7 +369,7 @@ class EvidencePool:
                 if item is None:
                     self.items[key] = Evidence(
                         hit.field, hit.filename, number, text, hit.heading, hit.title,
-                        page_date(hit), score, round_number, [query], short,
+                        page_date(hit), score, round_number, [query], short, last,
                     )
                     new += 1
                 else:
@@ -333,13 +387,18 @@ class EvidencePool:
         voted = {(item.field, item.filename, item.line) for item in self.items.values()}
         ranks = self.orders.setdefault(order, {})
         for hit in hits:
-            place = (hit.field, hit.filename, hit.snippet_line)
+            line = hit.snippet_line
+            if line >= self.pages.body_start(hit.field, hit.filename):
+                span = pointed_span(hit, self.pages, terms, entities,
+                                    self.weights.get(hit.field))
+                line = span.line if span is not None else line
+            place = (hit.field, hit.filename, line)
             if place in ranks:
                 continue
             ranks[place] = len(ranks)
             if place in voted:
                 continue
-            for number, text, short, _relevance in pointed_lines(
+            for number, text, short, _relevance, last in pointed_lines(
                     hit, self.pages, terms, entities, self.excerpt_sentences,
                     self.weights.get(hit.field)):
                 key = (hit.field, hit.filename, number, text)
@@ -347,7 +406,7 @@ class EvidencePool:
                     continue
                 self.unvoted[key] = Evidence(
                     hit.field, hit.filename, number, text, hit.heading, hit.title,
-                    page_date(hit), 0.0, round_number, [query], short)
+                    page_date(hit), 0.0, round_number, [query], short, last)
                 new += 1
         return new
 
@@ -380,80 +439,3 @@ class EvidencePool:
                 continue  # a later query voted for it: ranked above
             fused.append(replace(item, score=ordered((item.field, item.filename, item.line))))
         return sorted(fused, key=lambda e: (-e.score, e.filename, e.line))
-
-
-@dataclass
-class Packed:
-    text: str
-    evidence: list[Evidence]
-    tokens: int
-    left_out: int
-
-
-def pack_evidence(
-    ranked: Sequence[Evidence], budget: int, preamble: str = "", spread: float = 0.5
-) -> Packed:
-    """The best evidence that fits ``budget`` tokens, in reading order (reading.py).
-
-    The best FULL_LINES lines are quoted whole (the answer is usually among them and may sit
-    in any sentence); the rest by their excerpts, so the budget reaches more pages."""
-    chosen: list[Evidence] = []
-    # Exact: the rendered text is the preamble, headers and lines joined by line breaks.
-    tally = TokenTally(preamble.strip())
-    headers: set[tuple[str, str]] = set()
-    for position, item in enumerate(diversify(ranked, spread)):
-        if position >= FULL_LINES and item.short:
-            item = replace(item, text=item.short, short=None)
-        page = (item.field, item.filename)
-        pieces = (_line(item),) if page in headers else (_line(item), _header(item))
-        if not tally.add(*pieces, budget=budget):
-            continue  # a shorter line further down may still fit
-        chosen.append(item)
-        headers.add(page)
-    shown = [item for page in reading_order(chosen) for item in page]
-    text = render(shown, preamble)
-    return Packed(text, shown, count_tokens(text), len(ranked) - len(chosen))
-
-
-def diversify(ranked: Sequence[Evidence], penalty: float = 0.5) -> list[Evidence]:
-    """Ranked evidence re-ordered so one page cannot take the whole budget: each further line
-    of a page counts ``1 / (1 + penalty × lines already taken from it)`` of its score."""
-    remaining = list(ranked)
-    taken: dict[tuple[str, str], int] = {}
-    order: list[Evidence] = []
-    while remaining:
-        best_index, best_score = 0, -1.0
-        for index, item in enumerate(remaining[:200]):
-            score = item.score / (1.0 + penalty * taken.get((item.field, item.filename), 0))
-            if score > best_score:
-                best_index, best_score = index, score
-        item = remaining.pop(best_index)
-        taken[(item.field, item.filename)] = taken.get((item.field, item.filename), 0) + 1
-        order.append(item)
-    return order
-
-
-def render(chosen: Sequence[Evidence], preamble: str = "") -> str:
-    """``chosen`` (best first) under page headers, in reading order (reading.py)."""
-    blocks = [preamble.strip()] if preamble.strip() else []
-    for items in reading_order(chosen):
-        blocks.append("\n".join([_header(items[0]), *(_line(i) for i in items)]))
-    return "\n\n".join(blocks)
-
-
-def _header(item: Evidence) -> str:
-    # The date matters (relative times in the lines need it) but only once per header.
-    when = f" · {item.date}" if item.date and item.date not in item.title else ""
-    return f"[{item.field}/{item.filename}{when}] {item.title}"
-
-
-def _line(item: Evidence) -> str:
-    return f"L{item.line}: {item.text}"
-
-
-_CITATION = re.compile(r"\[([a-z0-9-]+)/([a-z0-9-]+\.md)")
-
-
-def cited_pages(text: str) -> list[tuple[str, str]]:
-    """(field, filename) pairs named in a rendered context, in order."""
-    return list(dict.fromkeys((m.group(1), m.group(2)) for m in _CITATION.finditer(text)))

@@ -16,7 +16,8 @@ from typing import Any
 from ..fence import PROMPT_RULE, prompt_block
 from ..llm.base import STRING, STRINGS, ChatModel, Message, ReplySchema, Usage, complete_json
 from ..tokens import truncate_to_tokens
-from .evidence import Evidence, render
+from .evidence import Evidence
+from .packing import render
 
 MEMO_TOKENS = 1500
 """Light memory (page memos) shown to the planner; GAM's planner prompt grows with memos."""

@@ -31,8 +31,9 @@ from ..search import Hit, search_fields
 from ..tokens import count_tokens, truncate_to_tokens
 from . import gam, offline
 from . import latent as latent_tools
-from .evidence import BREADTH_SENTENCES, Evidence, EvidencePool, Packed, pack_evidence
-from .reading import evidence_lines
+from .evidence import BREADTH_SENTENCES, Evidence, EvidencePool
+from .packing import Packed, pack_evidence
+from .reading import evidence_spans
 
 MIN_BUDGET = 50
 """Fewer tokens than this cannot hold a page header and one line of evidence."""
@@ -52,7 +53,7 @@ lines, where dense similarity finds turns that share no word with the question; 
 search's top ten is better with more BM25. Chosen on LoCoMo dev (bench/locomo.py --loo)."""
 PAGES_PER_QUERY = 15
 SPREAD = {"list": 0.5, "other": 0.0}
-"""How strongly packing spreads evidence over pages (deepfield.research.evidence.diversify):
+"""How strongly packing spreads evidence over pages (deepfield.research.packing.diversify):
 answers to a list question lie on many pages; a date or a name is usually in one place."""
 REFERENCE_TOOLS = ("lines", "keyword_lines")
 """Line-ranked searches: orders the final ranking fuses with the votes, not votes."""
@@ -298,13 +299,14 @@ class _Session:
             doc = fld.index_handle().doc_by_filename(filename)
             title = doc.title if doc else filename
             new = 0
-            body = evidence_lines(lines, self.pool.pages.body_start(fld.name, filename))
-            picked = [b for b in body if set(query_terms(b[1])) & terms] or body
-            for line_number, text in picked[:PAGE_ID_LINES]:
-                key = (fld.name, filename, line_number, text)
+            body = evidence_spans(lines, self.pool.pages.body_start(fld.name, filename))
+            picked = [b for b in body if set(query_terms(b.text)) & terms] or body
+            for span in picked[:PAGE_ID_LINES]:
+                key = (fld.name, filename, span.line, span.text)
                 if key not in self.pool.items:
-                    self.pool.items[key] = Evidence(fld.name, filename, line_number, text, "",
-                                                    title, None, 0.5, number, [ref])
+                    self.pool.items[key] = Evidence(
+                        fld.name, filename, span.line, span.text, "", title, None, 0.5,
+                        number, [ref], last=span.last if span.last > span.line else 0)
                     new += 1
             return [{"field": fld.name, "filename": filename}], new
         return [], 0

@@ -24,8 +24,13 @@ Packing picks evidence best first; :func:`reading_order` shows it so:
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol, TypeVar
+
+from ..markdown import is_fence, is_record_line, split_sentences
+from ..tokens import count_tokens
 
 PASSAGE_GAP = 2
 """Lines this close (by line number) on one page are shown together, in page order."""
@@ -39,6 +44,9 @@ _NAVIGATION = frozenset({
 _FOOTER = re.compile(r"^part \d+ of \d+$", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+")
 _COMMENT = re.compile(r"^<!--.*-->$")
+_MARKER = re.compile(r"^(?:[-*+]\s|\d{1,3}[.)]\s|\||>|\[)")
+"""A list item, table row, quote or ``[tag]`` entry: always a record of its own."""
+_SENTENCE_END = re.compile(r"[.!?。！？…]['\"’”)\]]*$")
 
 
 def is_evidence(text: str) -> bool:
@@ -55,10 +63,91 @@ def is_evidence(text: str) -> bool:
     return any(not w.isdigit() and w.lower() not in _NAVIGATION for w in _WORD.findall(rest))
 
 
-def evidence_lines(lines: Sequence[str], start: int) -> list[tuple[int, str]]:
-    """(line number, text) of the lines from line ``start`` on (1-based) that are evidence."""
-    return [(number, line.strip()) for number, line in enumerate(lines[start - 1:], start)
-            if is_evidence(line)]
+MAX_SENTENCE_TOKENS = 120
+"""A wrapped paragraph is quoted by its sentences only if none is longer than this: lines
+without sentence ends (a list without markers, a poem) stay quoted line by line."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """A piece of a page that is quoted as one evidence item: a line, or a sentence of a
+    paragraph hard-wrapped over lines ``line``..``last`` (its lines joined by spaces)."""
+
+    line: int
+    last: int
+    text: str
+
+
+def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
+    """The evidence of a page body from line ``start`` on (1-based), in page order.
+
+    Each evidence line is a span, except in a paragraph hard-wrapped over several lines (lines
+    that continue the one above: no blank line, list marker, table row, quote or ``Speaker:``
+    label between them): there a line ends wherever the editor wrapped it ("…falls below the
+    lower threshold and"), so the paragraph is quoted by its sentences, each cited at the lines
+    it spans. Lines of fenced code are spans of their own."""
+    spans: list[Span] = []
+    run: list[tuple[int, str]] = []
+    fenced = False
+
+    def flush() -> None:
+        if len(run) > 1:
+            spans.extend(_sentence_spans(run))
+        elif run:
+            spans.append(Span(run[0][0], run[0][0], run[0][1]))
+        run.clear()
+
+    for number, raw in enumerate(lines[start - 1:], start):
+        text = raw.strip()
+        if is_fence(raw):
+            flush()
+            fenced = not fenced
+            continue
+        if not is_evidence(text):
+            flush()
+            continue
+        if fenced or not run or not _continues(run, text):
+            flush()
+        run.append((number, text))
+        if fenced:
+            flush()
+    flush()
+    return spans
+
+
+def _continues(run: Sequence[tuple[int, str]], text: str) -> bool:
+    """Whether ``text`` continues the lines of ``run`` (see :func:`evidence_spans`). A line
+    that looks like a ``label:`` line ("forward: measure the soil") continues a prose
+    paragraph whose last line stops mid-sentence; in a transcript it is the next turn."""
+    if _MARKER.match(text) or run[-1][1].startswith("|"):
+        return False
+    if not is_record_line(text):
+        return True
+    return not is_record_line(run[0][1]) and not _SENTENCE_END.search(run[-1][1])
+
+
+def _sentence_spans(run: Sequence[tuple[int, str]]) -> list[Span]:
+    """The sentences of a wrapped paragraph (``run``: its lines), each with the lines it
+    spans; the lines themselves if a sentence cannot be placed or is too long to quote."""
+    flat = [" ".join(text.split()) for _, text in run]
+    joined = " ".join(flat)
+    starts: list[int] = []
+    offset = 0
+    for piece in flat:
+        starts.append(offset)
+        offset += len(piece) + 1
+    spans: list[Span] = []
+    position = 0
+    for sentence in split_sentences(joined):
+        found = joined.find(sentence, position)
+        if found < 0 or count_tokens(sentence) > MAX_SENTENCE_TOKENS:
+            return [Span(number, number, text) for number, text in run]
+        end = found + len(sentence) - 1
+        first = bisect_right(starts, found) - 1
+        last = bisect_right(starts, end) - 1
+        spans.append(Span(run[first][0], run[last][0], sentence))
+        position = end + 1
+    return spans
 
 
 class Located(Protocol):

@@ -1,0 +1,98 @@
+"""Packing: the best evidence that fits a token budget, rendered under page headers.
+
+The best FULL_LINES items are quoted whole, the rest by their excerpts (research/evidence.py),
+so the budget reaches more pages; :func:`diversify` keeps one page from taking the whole budget;
+what fits is shown in reading order (research/reading.py), each item cited by its page and line
+(``L12:``, or ``L12-13:`` for a sentence wrapped over two lines).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ..tokens import TokenTally, count_tokens
+from .evidence import Evidence
+from .reading import reading_order
+
+FULL_LINES = 5
+"""Evidence lines (best first) quoted whole before excerpts take over."""
+
+
+@dataclass
+class Packed:
+    text: str
+    evidence: list[Evidence]
+    tokens: int
+    left_out: int
+
+
+def pack_evidence(
+    ranked: Sequence[Evidence], budget: int, preamble: str = "", spread: float = 0.5
+) -> Packed:
+    """The best evidence that fits ``budget`` tokens, in reading order (reading.py).
+
+    The best FULL_LINES lines are quoted whole (the answer is usually among them and may sit
+    in any sentence); the rest by their excerpts, so the budget reaches more pages."""
+    chosen: list[Evidence] = []
+    # Exact: the rendered text is the preamble, headers and lines joined by line breaks.
+    tally = TokenTally(preamble.strip())
+    headers: set[tuple[str, str]] = set()
+    for position, item in enumerate(diversify(ranked, spread)):
+        if position >= FULL_LINES and item.short:
+            item = replace(item, text=item.short, short=None)
+        page = (item.field, item.filename)
+        pieces = (_line(item),) if page in headers else (_line(item), _header(item))
+        if not tally.add(*pieces, budget=budget):
+            continue  # a shorter line further down may still fit
+        chosen.append(item)
+        headers.add(page)
+    shown = [item for page in reading_order(chosen) for item in page]
+    text = render(shown, preamble)
+    return Packed(text, shown, count_tokens(text), len(ranked) - len(chosen))
+
+
+def diversify(ranked: Sequence[Evidence], penalty: float = 0.5) -> list[Evidence]:
+    """Ranked evidence re-ordered so one page cannot take the whole budget: each further line
+    of a page counts ``1 / (1 + penalty × lines already taken from it)`` of its score."""
+    remaining = list(ranked)
+    taken: dict[tuple[str, str], int] = {}
+    order: list[Evidence] = []
+    while remaining:
+        best_index, best_score = 0, -1.0
+        for index, item in enumerate(remaining[:200]):
+            score = item.score / (1.0 + penalty * taken.get((item.field, item.filename), 0))
+            if score > best_score:
+                best_index, best_score = index, score
+        item = remaining.pop(best_index)
+        taken[(item.field, item.filename)] = taken.get((item.field, item.filename), 0) + 1
+        order.append(item)
+    return order
+
+
+def render(chosen: Sequence[Evidence], preamble: str = "") -> str:
+    """``chosen`` (best first) under page headers, in reading order (reading.py)."""
+    blocks = [preamble.strip()] if preamble.strip() else []
+    for items in reading_order(chosen):
+        blocks.append("\n".join([_header(items[0]), *(_line(i) for i in items)]))
+    return "\n\n".join(blocks)
+
+
+def _header(item: Evidence) -> str:
+    # The date matters (relative times in the lines need it) but only once per header.
+    when = f" · {item.date}" if item.date and item.date not in item.title else ""
+    return f"[{item.field}/{item.filename}{when}] {item.title}"
+
+
+def _line(item: Evidence) -> str:
+    where = f"L{item.line}-{item.last}" if item.last > item.line else f"L{item.line}"
+    return f"{where}: {item.text}"
+
+
+_CITATION = re.compile(r"\[([a-z0-9-]+)/([a-z0-9-]+\.md)")
+
+
+def cited_pages(text: str) -> list[tuple[str, str]]:
+    """(field, filename) pairs named in a rendered context, in order."""
+    return list(dict.fromkeys((m.group(1), m.group(2)) for m in _CITATION.finditer(text)))
