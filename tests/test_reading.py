@@ -263,3 +263,22 @@ def test_every_interface_shows_the_same_order(tmp_path: Path, cli: Cli,
     finally:
         server.service.close()
         store.close()
+
+
+def test_a_hit_points_at_the_sentence_its_line_matches(keyword_store: deepfield.Store) -> None:
+    from deepfield.research.evidence import PageLines, pointed_lines, pointed_span
+    from deepfield.search import Hit
+
+    field = keyword_store.create_field("pointed")
+    field.add("Design history", WRAPPED.split("\n", 2)[2], name="history")
+    lines = (field.path / "history.md").read_text().splitlines()
+    shared = next(n for n, line in enumerate(lines, 1) if line.startswith("forward:"))
+    hit = Hit("pointed", "history.md", None, "Design history", None, {}, 1.0, "", shared, "",
+              shared - 2, shared + 1, "")
+    pages = PageLines([field])
+    # Line `shared` ends "Two lessons carried forward …" and starts "Grit blocking …".
+    grit = pointed_span(hit, pages, {"grit", "seat"}, [])
+    lessons = pointed_span(hit, pages, {"coil", "soil"}, [])
+    assert grit is not None and grit.text.startswith("Grit blocking")
+    assert lessons is not None and lessons.text.startswith("Two lessons")
+    assert [q.text for q in pointed_lines(hit, pages, {"grit"}, [])] == [grit.text]

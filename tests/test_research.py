@@ -246,7 +246,7 @@ def test_cli_research_and_context(cli: Cli) -> None:
     assert "3 June" in data["context"] and data["evidence"][0]["filename"] == "boiler-log.md"
     assert data["rounds"] and data["usage"]["calls"] == 0
     out = cli("research", "When did the boiler fail?", "-f", "ops")
-    assert out.exit_code == 0 and "L" in out.stdout and "evidence lines" in out.stderr
+    assert out.exit_code == 0 and "L" in out.stdout and "1 evidence line from 1 page" in out.stderr
     block = cli.json("context", "When did the boiler fail?", "--field", "ops", "--budget", "300")
     assert block["tokens"] <= 300 and "3 June" in block["text"]
     with pytest.raises(BudgetError):
@@ -577,7 +577,8 @@ def test_lines_already_held_are_not_excerpted_again(keyword_store: deepfield.Sto
 
 
 def test_rare_words_and_the_named_speaker_weigh_most(keyword_store: deepfield.Store) -> None:
-    from deepfield.research.evidence import TermWeights, line_weight, speaker
+    from deepfield.research.evidence import TermWeights, speaker
+    from deepfield.research.excerpts import line_weight
 
     field = keyword_store.create_field("weights")
     lines = [f"Ana (D1:{n}): Ben said the weather was fine on day {n}." for n in range(1, 30)]

@@ -31,7 +31,6 @@ import deepfield
 from deepfield.index.keyword import query_terms
 from deepfield.research import offline, research
 from deepfield.research.evidence import (
-    BREADTH_SENTENCES,
     Evidence,
     PageLines,
     TermWeights,
@@ -39,6 +38,7 @@ from deepfield.research.evidence import (
     page_date,
     pointed_lines,
 )
+from deepfield.research.excerpts import BREADTH_SENTENCES
 from deepfield.research.loop import SPREAD, ResearchResult
 from deepfield.research.packing import pack_evidence
 from deepfield.search import Hit, search_fields

@@ -2,14 +2,12 @@
 
 Every evidence item is one line of a page file — or one sentence of a paragraph hard-wrapped
 over several lines (research/reading.py) — with the file name and line number, so a citation
-can be checked by opening the page. Short lines are quoted whole; a long line is quoted by its
-label (``Speaker (D1:3):``) and its two sentences that carry the facts (one, when the question
-asks for several things found in several places), joined by " … " — every piece copied from
-the line, so it doubles what a budget holds without writing a word the page does not have.
-Only lines that say something are candidates (research/reading.py: no rules, delimiters,
-split-page footers or navigation). Chunk hits vote for their lines; the final order fuses the
-votes with a line-ranked search of the question (REFERENCE_WEIGHT); research/packing.py takes
-the items best first until the token budget is spent.
+can be checked by opening the page; each candidate carries a shorter verbatim excerpt
+(research/excerpts.py) for when the budget is tight. Only lines that say something are
+candidates (research/reading.py: no rules, delimiters, split-page footers or navigation).
+Chunk hits vote for their lines; the final order fuses the votes with a line-ranked search of
+the question (REFERENCE_WEIGHT); research/packing.py takes the items best first until the
+token budget is spent.
 """
 
 from __future__ import annotations
@@ -20,12 +18,11 @@ from dataclasses import field as dc_field
 from typing import Any, NamedTuple
 
 from ..field import Field
-from ..index.keyword import query_terms
-from ..line_rank import Weigh, idf_weigher, label_and_text, speaker, stem
+from ..line_rank import Weigh, idf_weigher, speaker
 from ..markdown import split_sentences
-from ..salience import sentence_score
 from ..search import Hit
 from ..tokens import count_tokens
+from .excerpts import excerpt, line_weight
 from .reading import Span, evidence_spans
 
 LINE_BASE = 0.3
@@ -177,64 +174,6 @@ class TermWeights:
 
     def __call__(self, term: str) -> float:
         return self._weigh(term)
-
-
-def line_weight(text: str, terms: set[str], entities: Sequence[str],
-                weigh: Weigh | None = None) -> float:
-    """How well one line matches: query terms it contains (stemmed), entities counted double;
-    each weighed by ``weigh`` (TermWeights) when given, else 1."""
-    words = {stem(w) for w in query_terms(text)}
-    if not words:
-        return 0.0
-    lowered = text.lower()
-    matched = [t for t in terms if stem(t) in words]
-    named = [e for e in entities if e.lower() in lowered]
-    if weigh is None:
-        hits = float(len({stem(t) for t in matched}) + len(named))
-    else:
-        by_stem: dict[str, float] = {}
-        for term in matched:  # "kid" and "kids" are one match, weighed by the rarer form
-            by_stem[stem(term)] = max(by_stem.get(stem(term), 0.0), weigh(term))
-        hits = sum(by_stem.values()) + sum(weigh(e.lower()) for e in named)
-    return hits / (1.0 + 0.02 * len(words))
-
-
-ELIDE_TOKENS = 24
-"""Lines longer than this are quoted by their label and the sentences that carry facts."""
-ELISION = " … "
-BREADTH_SENTENCES = 1
-"""Sentences an excerpt keeps for a question whose answer is several things in several places
-(offline.QuestionPlan.breadth): one sentence per line fits about a third more lines in the
-budget, and such answers need lines more than they need words around each item. Chosen on
-LoCoMo dev (multi-hop recall at 1,000 tokens 0.628 → 0.649); for every question it cost
-single-hop answers words (docs/DESIGN.md), so it is not the default."""
-
-
-def excerpt(line: str, terms: set[str], entities: Sequence[str], keep_sentences: int = 2,
-            weigh: Weigh | None = None) -> str:
-    """A verbatim excerpt of ``line``: its label (``Speaker (D1:3): ``) and at most
-    ``keep_sentences`` of its sentences — those matching the query, else the most informative —
-    in order, joined by " … ". Greetings and small talk are what get cut; every piece is copied
-    from the line."""
-    if count_tokens(line) <= ELIDE_TOKENS:
-        return line
-    label, text = label_and_text(line)
-    sentences = split_sentences(text)
-    if len(sentences) <= keep_sentences:
-        return line
-    topic = set(terms)
-    scored = [(line_weight(s, terms, entities, weigh) * 3 + sentence_score(s, topic), i, s)
-              for i, s in enumerate(sentences)]
-    keep = sorted(sorted(scored, key=lambda x: (-x[0], x[1]))[:keep_sentences],
-                  key=lambda x: x[1])
-    if any(s not in text for _score, _i, s in keep):
-        return line  # sentence splitting changed spacing: quote the line whole
-    quoted = "" if keep[0][1] == 0 else "… "
-    for position, (_score, index, sentence) in enumerate(keep):
-        if position:
-            quoted += " " if index == keep[position - 1][1] + 1 else ELISION
-        quoted += sentence
-    return label + quoted + ("" if keep[-1][1] == len(sentences) - 1 else " …")
 
 
 class Quote(NamedTuple):

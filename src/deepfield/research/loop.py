@@ -31,7 +31,8 @@ from ..search import Hit, search_fields
 from ..tokens import count_tokens, truncate_to_tokens
 from . import gam, offline
 from . import latent as latent_tools
-from .evidence import BREADTH_SENTENCES, Evidence, EvidencePool
+from .evidence import Evidence, EvidencePool
+from .excerpts import BREADTH_SENTENCES
 from .packing import Packed, pack_evidence
 from .reading import evidence_spans
 
