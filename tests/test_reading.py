@@ -100,7 +100,9 @@ def test_wrapped_paragraphs_are_quoted_by_sentences_with_their_lines() -> None:
         Span(5, 6, "Grit blocking the valve seat caused the one valve failure."),
         Span(8, 9, "- A list item that the editor wrapped onto two lines."),
         Span(10, 10, "- Another item."),
-        Span(12, 12, "| Part | Cost |"), Span(13, 13, "| Valve | 38.00 |"),
+        # A table row carries its table's header row.
+        Span(12, 12, "| Part | Cost |"),
+        Span(13, 13, "| Valve | 38.00 |", (12, "| Part | Cost |")),
         # A transcript: every turn is its own line, lowercase speakers too.
         Span(15, 15, "Priya: The packs are fine."), Span(16, 16, "assistant: Noted, thanks"),
         Span(17, 17, "Wanjiru: The valve on plot 7 stuck again."),
@@ -282,3 +284,37 @@ def test_a_hit_points_at_the_sentence_its_line_matches(keyword_store: deepfield.
     assert grit is not None and grit.text.startswith("Grit blocking")
     assert lessons is not None and lessons.text.startswith("Two lessons")
     assert [q.text for q in pointed_lines(hit, pages, {"grit"}, [])] == [grit.text]
+
+
+TABLE = """# Field trial results
+
+After the first month the controllers used less water.
+
+| Measure | Aurora plots | Control plots |
+|---|---|---|
+| Water used (litres per week) | 3,960 | 6,000 |
+| Valve failures | 1 | 0 |
+| Sensor drift events | 1 | n/a |
+"""
+
+
+def test_a_table_row_is_shown_under_its_header_row(keyword_store: deepfield.Store) -> None:
+    field = keyword_store.create_field("tables")
+    field.add("Field trial results", TABLE.split("\n", 2)[2], name="trial")
+    result = research([field], "how many valve failures and sensor drift events?", budget=300,
+                      record=False)
+    texts = [e.text for e in result.evidence]
+    assert "| Valve failures | 1 | 0 |" in texts and "| Sensor drift events | 1 | n/a |" in texts
+    # The header row is shown once, above the rows, and counted in the budget.
+    assert texts.count("| Measure | Aurora plots | Control plots |") == 1
+    assert texts.index("| Measure | Aurora plots | Control plots |") < texts.index(
+        "| Valve failures | 1 | 0 |")
+    assert result.tokens <= 300
+    lines = (field.path / "trial.md").read_text().splitlines()
+    for item in result.evidence:
+        assert lines[item.line - 1].strip() == item.text
+    # Tighter budgets drop rows, never the header row of a row they show.
+    for budget in (40, 50, 60):
+        tight = [e.text for e in result.repack(budget).evidence]
+        assert tight and tight[0] == "| Measure | Aurora plots | Control plots |", tight
+        assert tight.count(tight[0]) == 1 and len(tight) < len(texts)

@@ -47,6 +47,8 @@ class Evidence:
     """A shorter verbatim excerpt of the line (label + the sentences that matter), if any."""
     last: int = 0
     """Last line of a sentence hard-wrapped over several lines (0: the item is on ``line``)."""
+    table_header: tuple[int, str] | None = None
+    """(line, text) of the header row of the table this row is in (packing shows it too)."""
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -186,6 +188,8 @@ class Quote(NamedTuple):
     weight: float
     last: int = 0
     """Last line of a sentence wrapped over several lines (0: it is on ``line``)."""
+    table_header: tuple[int, str] | None = None
+    """(line, text) of the header row of the table a row is in."""
 
 
 def lines_of_hit(
@@ -224,7 +228,7 @@ def lines_of_hit(
         if quoted is None or not quoted(number, text):
             short = excerpt(text, terms, entities, keep_sentences, weigh)
         found.append(Quote(number, text, short if short != text else None,
-                           line_weight(text, terms, entities, weigh), last))
+                           line_weight(text, terms, entities, weigh), last, span.table_header))
     return found
 
 
@@ -293,7 +297,7 @@ class EvidencePool:
             def held(number: int, text: str, hit: Hit = hit) -> bool:
                 return (hit.field, hit.filename, number, text) in self.items
 
-            for number, text, short, relevance, last in lines_of_hit(
+            for number, text, short, relevance, last, table_header in lines_of_hit(
                     hit, self.pages, terms, entities, self.excerpt_sentences,
                     self.weights.get(hit.field), quoted=held):
                 # Lines that share no word with the query stay: in a conversation the answer
@@ -309,6 +313,7 @@ class EvidencePool:
                     self.items[key] = Evidence(
                         hit.field, hit.filename, number, text, hit.heading, hit.title,
                         page_date(hit), score, round_number, [query], short, last,
+                        table_header,
                     )
                     new += 1
                 else:
@@ -337,7 +342,7 @@ class EvidencePool:
             ranks[place] = len(ranks)
             if place in voted:
                 continue
-            for number, text, short, _relevance, last in pointed_lines(
+            for number, text, short, _relevance, last, table_header in pointed_lines(
                     hit, self.pages, terms, entities, self.excerpt_sentences,
                     self.weights.get(hit.field)):
                 key = (hit.field, hit.filename, number, text)
@@ -345,7 +350,7 @@ class EvidencePool:
                     continue
                 self.unvoted[key] = Evidence(
                     hit.field, hit.filename, number, text, hit.heading, hit.title,
-                    page_date(hit), 0.0, round_number, [query], short, last)
+                    page_date(hit), 0.0, round_number, [query], short, last, table_header)
                 new += 1
         return new
 

@@ -34,23 +34,40 @@ def pack_evidence(
     """The best evidence that fits ``budget`` tokens, in reading order (reading.py).
 
     The best FULL_LINES lines are quoted whole (the answer is usually among them and may sit
-    in any sentence); the rest by their excerpts, so the budget reaches more pages."""
+    in any sentence); the rest by their excerpts, so the budget reaches more pages. A table
+    row comes with its table's header row (counted in the budget), shown once."""
     chosen: list[Evidence] = []
     # Exact: the rendered text is the preamble, headers and lines joined by line breaks.
     tally = TokenTally(preamble.strip())
     headers: set[tuple[str, str]] = set()
+    shown_keys: set[tuple[str, str, int, str]] = set()
+    consumed = 0
     for position, item in enumerate(diversify(ranked, spread)):
+        if item.key in shown_keys:
+            consumed += 1  # a table's header row, already shown above a row of it
+            continue
         if position >= FULL_LINES and item.short:
             item = replace(item, text=item.short, short=None)
         page = (item.field, item.filename)
-        pieces = (_line(item),) if page in headers else (_line(item), _header(item))
+        companions = []
+        if item.table_header is not None:
+            row_line, row_text = item.table_header
+            header_row = replace(item, line=row_line, text=row_text, short=None, last=0,
+                                 table_header=None)
+            if header_row.key not in shown_keys:
+                companions.append(header_row)
+        pieces = [_line(x) for x in (*companions, item)]
+        if page not in headers:
+            pieces.append(_header(item))
         if not tally.add(*pieces, budget=budget):
             continue  # a shorter line further down may still fit
-        chosen.append(item)
+        chosen += [*companions, item]
+        shown_keys.update(x.key for x in (*companions, item))
         headers.add(page)
+        consumed += 1
     shown = [item for page in reading_order(chosen) for item in page]
     text = render(shown, preamble)
-    return Packed(text, shown, count_tokens(text), len(ranked) - len(chosen))
+    return Packed(text, shown, count_tokens(text), len(ranked) - consumed)
 
 
 def diversify(ranked: Sequence[Evidence], penalty: float = 0.5) -> list[Evidence]:

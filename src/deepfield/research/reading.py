@@ -8,6 +8,11 @@ Such a line matches a query through the titles it links to, and then takes budge
 that says something; :func:`is_evidence` keeps it out where candidates are made (the linked
 page is searched in its own right).
 
+What is quoted is a *span* (:func:`evidence_spans`): a line, or — in prose hard-wrapped over
+several lines — a whole sentence cited at the lines it spans, since a line break falls
+wherever the editor wrapped; a table row carries its table's header row, which packing shows
+above it.
+
 Packing picks evidence best first; :func:`reading_order` shows it so:
 
 * pages in the order of their best line, so the best evidence opens the context: a reader, or
@@ -16,7 +21,7 @@ Packing picks evidence best first; :func:`reading_order` shows it so:
 * a page's lines stay together under one header: its title and date are printed once (and the
   relative times in its lines need that date), which is what the token budget counted;
 * within a page, a *passage* — lines at most PASSAGE_GAP apart: a question and the answer in
-  the next turn, a paragraph hard-wrapped over several lines — is shown in page order, since
+  the next turn, the sentences of a wrapped paragraph — is shown in page order, since
   split apart it reads as nonsense; a page's passages are shown best first, so a weak line at
   the top of a page does not come before the page's best passage.
 """
@@ -76,6 +81,8 @@ class Span:
     line: int
     last: int
     text: str
+    table_header: tuple[int, str] | None = None
+    """(line, text) of the header row of the table this row is in, if it is not that row."""
 
 
 def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
@@ -85,10 +92,12 @@ def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
     that continue the one above: no blank line, list marker, table row, quote or ``Speaker:``
     label between them): there a line ends wherever the editor wrapped it ("…falls below the
     lower threshold and"), so the paragraph is quoted by its sentences, each cited at the lines
-    it spans. Lines of fenced code are spans of their own."""
+    it spans. Lines of fenced code are spans of their own. A table row carries its table's
+    header row: "| Valve failures | 1 | 0 |" means nothing without the columns' names."""
     spans: list[Span] = []
     run: list[tuple[int, str]] = []
     fenced = False
+    table: tuple[int, str] | None = None  # the header row of the table being read
 
     def flush() -> None:
         if len(run) > 1:
@@ -102,6 +111,14 @@ def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
         if is_fence(raw):
             flush()
             fenced = not fenced
+            continue
+        if fenced or not text.startswith("|"):
+            table = None
+        elif table is None:
+            table = (number, text)
+        elif is_evidence(text):
+            flush()
+            spans.append(Span(number, number, text, table))
             continue
         if not is_evidence(text):
             flush()
