@@ -108,6 +108,14 @@ def test_wrapped_paragraphs_are_quoted_by_sentences_with_their_lines() -> None:
         Span(17, 17, "Wanjiru: The valve on plot 7 stuck again."),
         Span(20, 20, "def f():"), Span(21, 21, "return 1"),
     ]
+    # Chinese wrapped over two lines joins with no space; English after it with one.
+    chinese = ["原来的外壳厂商涨价百分之十五。Lena 在深圳找到供应商，报价 4.10 美元，",
+               "防护等级 IP65，最小起订量五百个。Samples", "arrive in May."]
+    assert evidence_spans(chinese, 1) == [
+        Span(1, 1, "原来的外壳厂商涨价百分之十五。"),
+        Span(1, 2, "Lena 在深圳找到供应商，报价 4.10 美元，防护等级 IP65，最小起订量五百个。"),
+        Span(2, 3, "Samples arrive in May."),
+    ]
     # Lines without sentence ends are not run together into one endless quote.
     unpunctuated = ["word " * 20] * 10
     assert [s.line for s in evidence_spans(unpunctuated, 1)] == list(range(1, 11))

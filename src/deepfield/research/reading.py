@@ -51,6 +51,8 @@ _WORD = re.compile(r"[^\W_]+")
 _COMMENT = re.compile(r"^<!--.*-->$")
 _MARKER = re.compile(r"^(?:[-*+]\s|\d{1,3}[.)]\s|\||>|\[)")
 """A list item, table row, quote or ``[tag]`` entry: always a record of its own."""
+_UNSPACED = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
+"""Chinese and Japanese characters and their punctuation: no space where a line wraps."""
 _SENTENCE_END = re.compile(r"[.!?。！？…]['\"’”)\]]*$")
 
 
@@ -146,13 +148,14 @@ def _continues(run: Sequence[tuple[int, str]], text: str) -> bool:
 def _sentence_spans(run: Sequence[tuple[int, str]]) -> list[Span]:
     """The sentences of a wrapped paragraph (``run``: its lines), each with the lines it
     spans; the lines themselves if a sentence cannot be placed or is too long to quote."""
-    flat = [" ".join(text.split()) for _, text in run]
-    joined = " ".join(flat)
+    joined = ""
     starts: list[int] = []
-    offset = 0
-    for piece in flat:
-        starts.append(offset)
-        offset += len(piece) + 1
+    for _, text in run:
+        piece = " ".join(text.split())
+        if joined and not (_UNSPACED.match(joined[-1]) and _UNSPACED.match(piece[0])):
+            joined += " "  # Chinese and Japanese lines join with no space between
+        starts.append(len(joined))
+        joined += piece
     spans: list[Span] = []
     position = 0
     for sentence in split_sentences(joined):
