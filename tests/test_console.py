@@ -269,3 +269,17 @@ def test_deepfield_ui_command_starts_the_console(keyword_store: deepfield.Store,
         finally:
             proc.terminate()
             proc.wait(10)
+
+
+def test_research_view_cites_a_wrapped_sentence_by_its_lines(store: deepfield.Store) -> None:
+    field = store.create_field("prose")
+    field.add("Valves", "The valve scheduler opens a valve when the soil is dry and\n"
+              "closes it when the soil is wet. Grit blocked the valve seat\nonce in May.\n",
+              name="valves")
+    lines = (field.path / "valves.md").read_text().splitlines()
+    first = next(n for n, line in enumerate(lines, 1) if line.startswith("The valve"))
+    html = local(create_app(store)).get("/ui/f/prose/research",
+                                        params={"q": "when did grit block the valve seat?"}).text
+    assert f"valves.md:{first + 1}-{first + 2}</a>" in html  # the grit sentence
+    assert "Grit blocked the valve seat once in May." in html
+    assert "<b>last_line</b>" not in html  # a known key, not an extra

@@ -25,8 +25,8 @@ HIT_KEYS = {"filename", "frontmatter", "score", "field", "uuid", "title", "summa
             "heading", "line_start", "line_end", "text", "matches", "snippet_line", "match"}
 RESEARCH_KEYS = {"question", "context", "summary", "evidence", "sources", "rounds", "usage",
                  "budget", "tokens", "left_out", "mode", "warnings"}
-EVIDENCE_KEYS = {"field", "filename", "line", "heading", "text", "title", "date", "score",
-                 "round", "queries"}
+EVIDENCE_KEYS = {"field", "filename", "line", "last_line", "heading", "text", "title", "date",
+                 "score", "round", "queries"}
 
 
 @view
