@@ -326,3 +326,20 @@ def test_a_table_row_is_shown_under_its_header_row(keyword_store: deepfield.Stor
         tight = [e.text for e in result.repack(budget).evidence]
         assert tight and tight[0] == "| Measure | Aurora plots | Control plots |", tight
         assert tight.count(tight[0]) == 1 and len(tight) < len(texts)
+
+
+def test_what_the_parts_of_a_split_page_repeat_is_shown_once(
+        keyword_store: deepfield.Store) -> None:
+    field = keyword_store.create_field("split")
+    filler = ("The enclosure team measured the dust ingress of every gasket sample under the "
+              "fan for an hour and wrote down the grit found on the seat afterwards. ")
+    body = "".join(f"## Revision {n}\n\n{filler * 12}\n\n" for n in range(1, 7))
+    field.add("Gasket history", body + "## Sources\n\n- Heat test report, February 2026.\n",
+              name="gaskets", summary="How the gasket of the enclosure changed.")
+    parts = sorted(field.path.glob("gaskets*.md"))
+    assert len(parts) >= 2 and all("Heat test report" in p.read_text() for p in parts)
+    result = research([field], "heat test report of the gasket", budget=600, record=False)
+    texts = [" ".join(e.text.split()) for e in result.evidence]
+    assert texts.count("- Heat test report, February 2026.") == 1, texts
+    assert len(texts) == len(set(texts))  # nor the memo every part carries
+    assert len({e.origin for e in result.evidence}) == 1 and result.evidence[0].origin

@@ -49,6 +49,9 @@ class Evidence:
     """Last line of a sentence hard-wrapped over several lines (0: the item is on ``line``)."""
     table_header: tuple[int, str] | None = None
     """(line, text) of the header row of the table this row is in (packing shows it too)."""
+    origin: str = ""
+    """The uuid of the page this one is a part of (``split_from``), "" for a page that was
+    not split: every part repeats the page's memo and sources, which are shown once."""
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -112,6 +115,11 @@ class PageLines:
         for number in range(first, last + 1):
             found.update(dict.fromkeys(by_line.get(number, ())))
         return list(found)
+
+
+def split_origin(frontmatter: dict[str, Any] | None) -> str:
+    """The uuid a split part was cut from (its ``split_from``), or ""."""
+    return str((frontmatter or {}).get("split_from") or "")
 
 
 def page_date(hit: Hit) -> str | None:
@@ -313,7 +321,7 @@ class EvidencePool:
                     self.items[key] = Evidence(
                         hit.field, hit.filename, number, text, hit.heading, hit.title,
                         page_date(hit), score, round_number, [query], short, last,
-                        table_header,
+                        table_header, split_origin(hit.frontmatter),
                     )
                     new += 1
                 else:
@@ -350,7 +358,8 @@ class EvidencePool:
                     continue
                 self.unvoted[key] = Evidence(
                     hit.field, hit.filename, number, text, hit.heading, hit.title,
-                    page_date(hit), 0.0, round_number, [query], short, last, table_header)
+                    page_date(hit), 0.0, round_number, [query], short, last, table_header,
+                    split_origin(hit.frontmatter))
                 new += 1
         return new
 

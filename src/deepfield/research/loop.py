@@ -31,7 +31,7 @@ from ..search import Hit, search_fields
 from ..tokens import count_tokens, truncate_to_tokens
 from . import gam, offline
 from . import latent as latent_tools
-from .evidence import Evidence, EvidencePool
+from .evidence import Evidence, EvidencePool, split_origin
 from .excerpts import BREADTH_SENTENCES
 from .packing import Packed, pack_evidence
 from .reading import evidence_spans
@@ -308,7 +308,8 @@ class _Session:
                     self.pool.items[key] = Evidence(
                         fld.name, filename, span.line, span.text, "", title, None, 0.5,
                         number, [ref], last=span.last if span.last > span.line else 0,
-                        table_header=span.table_header)
+                        table_header=span.table_header,
+                        origin=split_origin(doc.frontmatter if doc else None))
                     new += 1
             return [{"field": fld.name, "filename": filename}], new
         return [], 0

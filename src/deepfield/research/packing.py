@@ -35,16 +35,21 @@ def pack_evidence(
 
     The best FULL_LINES lines are quoted whole (the answer is usually among them and may sit
     in any sentence); the rest by their excerpts, so the budget reaches more pages. A table
-    row comes with its table's header row (counted in the budget), shown once."""
+    row comes with its table's header row (counted in the budget), shown once; what the parts
+    of one split page repeat word for word (memo, sources) is shown once."""
     chosen: list[Evidence] = []
     # Exact: the rendered text is the preamble, headers and lines joined by line breaks.
     tally = TokenTally(preamble.strip())
     headers: set[tuple[str, str]] = set()
     shown_keys: set[tuple[str, str, int, str]] = set()
     consumed = 0
+    repeated: set[tuple[str, str, str]] = set()
     for position, item in enumerate(diversify(ranked, spread)):
-        if item.key in shown_keys:
-            consumed += 1  # a table's header row, already shown above a row of it
+        copy = (item.field, item.origin, " ".join(item.text.split()))
+        if item.key in shown_keys or (item.origin and copy in repeated):
+            # A table's header row, already shown above a row of it; or what another part of
+            # the same split page says word for word (its memo, its sources).
+            consumed += 1
             continue
         if position >= FULL_LINES and item.short:
             item = replace(item, text=item.short, short=None)
@@ -63,6 +68,9 @@ def pack_evidence(
             continue  # a shorter line further down may still fit
         chosen += [*companions, item]
         shown_keys.update(x.key for x in (*companions, item))
+        if item.origin:
+            repeated.add(copy)  # by the line's whole text: a part may quote it shorter
+            repeated.update((x.field, x.origin, " ".join(x.text.split())) for x in companions)
         headers.add(page)
         consumed += 1
     shown = [item for page in reading_order(chosen) for item in page]
