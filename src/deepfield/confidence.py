@@ -20,7 +20,8 @@ every word may match. So: ``none`` when nothing was found, a name of the questio
 line, the subject share is under ``none_share``, or no line about the subject holds any of two
 or more content words (one word alone may be said otherwise: "when did we *pick* LiFePO4" is
 answered by "the team *chose*"; on LoCoMo dev this rule, against none for any word count or
-only for questions naming nobody, gave the best Youden's J, 0.525 against 0.521 and 0.524);
+only for questions naming nobody, gave the best Youden's J by a hair, in a comparison no
+script in bench/ reruns);
 ``high`` when the subject share reaches ``high_share`` and a line about the subject holds
 ``high_support`` of the content words; ``low`` otherwise. The reason says which. The score
 margin (best over runner-up) is reported too; it did not separate answerable from unanswerable

@@ -15,7 +15,8 @@ from .cjk import cjk_query_terms, has_cjk
 
 # Column weights for bm25(): body, context (title + heading path), cjk n-grams. The context
 # column at full weight is what lets "when did …" questions find the dated session header
-# (LoCoMo: +0.02 turn recall@10; weights 0.5-2 sit on a plateau, docs/DESIGN.md).
+# (chosen on LoCoMo before bench/evalkit's protocol, weights 0.5-2 about equal; no script
+# reruns that sweep).
 BODY_WEIGHT = 1.0
 CONTEXT_WEIGHT = 1.0
 CJK_WEIGHT = 1.0

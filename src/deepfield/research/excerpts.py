@@ -44,8 +44,8 @@ BREADTH_SENTENCES = 1
 """Sentences an excerpt keeps for a question whose answer is several things in several places
 (offline.QuestionPlan.breadth): one sentence per line fits about a third more lines in the
 budget, and such answers need lines more than they need words around each item. Chosen on
-LoCoMo dev (multi-hop recall at 1,000 tokens 0.628 → 0.649); for every question it cost
-single-hop answers words (docs/DESIGN.md), so it is not the default."""
+LoCoMo dev, in a sweep that no script in bench/ reruns (so no figure here); for every question
+it cost single-hop answers words, so it is not the default."""
 
 
 def excerpt(line: str, terms: set[str], entities: Sequence[str], keep_sentences: int = 2,

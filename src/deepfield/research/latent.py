@@ -3,9 +3,10 @@
 Offline, for questions that do not ask for a date, the question (and each follow-up vector
 query) is also matched by latent terms (deepfield.index.latent): ``latent`` ranks chunks,
 ``latent_lines`` single record lines. They find evidence that names an instance where the
-question names its kind ("sports" / "went surfing"): on LoCoMo dev, multi-hop recall at 1,000
-tokens 0.690 → 0.72 (docs/DESIGN.md, "Latent terms"). A date question names its event
-exactly; there the extra lines only crowd the budget (temporal recall 0.957 → 0.950).
+question names its kind ("sports" / "went surfing"). A date question names its event
+exactly; there the extra lines only crowd the budget. What they buy on LoCoMo dev, and what
+they cost date questions: ``python bench/locomo.py --ablations``, rows "no latent-term tools"
+and "latent-term tools for date questions too" (docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations

@@ -41,8 +41,8 @@ MIN_BUDGET = 50
 HITS_PER_QUERY = 24
 """Chunk hits per query (GAM: 5 pages per tool; chunks are smaller than its pages). A hit is a
 window of three lines and lines are voted by rank, so deeper lists cost little and add lines
-no other query finds (chosen on LoCoMo dev, 8 → 24: recall at 1,000 tokens 0.868 → 0.872
-overall, single-hop 0.941 → 0.949, no category worse; p50 latency +13 ms)."""
+no other query finds (chosen on LoCoMo dev over 8, in a sweep no script in bench/ reruns: a
+little more recall at 1,000 tokens, single-hop most, no category worse, a few ms more)."""
 TOOL_WEIGHTS = {"hybrid": 1.0, "vector": 0.7, "pages": 0.4, "bm25": 1.0, "latent": 0.7,
                 "latent_lines": 0.7}
 """Weight of each search of the question itself (the hybrid chunk search is the reference)."""
