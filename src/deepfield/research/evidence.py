@@ -46,7 +46,7 @@ class Evidence:
     short: str | None = None
     """A shorter verbatim excerpt of the line (label + the sentences that matter), if any."""
     last: int = 0
-    """Last line of a sentence hard-wrapped over several lines (0: the item is on ``line``)."""
+    """Last line of a sentence hard-wrapped over several lines (``line`` or 0: on one line)."""
     table_header: tuple[int, str] | None = None
     """(line, text) of the header row of the table this row is in (packing shows it too)."""
     origin: str = ""
@@ -195,7 +195,7 @@ class Quote(NamedTuple):
     short: str | None
     weight: float
     last: int = 0
-    """Last line of a sentence wrapped over several lines (0: it is on ``line``)."""
+    """Last line of a sentence wrapped over several lines (``line`` or 0: on one line)."""
     table_header: tuple[int, str] | None = None
     """(line, text) of the header row of the table a row is in."""
 
@@ -222,7 +222,7 @@ def lines_of_hit(
         return []
     found: list[Quote] = []
     for span in pages.spans(hit.field, hit.filename, hit.line_start, hit.line_end):
-        number, text, last = span.line, span.text, span.last if span.last > span.line else 0
+        number, text, last = span.line, span.text, span.last
         if count_tokens(text) > LONG_LINE_TOKENS:
             sentences = [s for s in split_sentences(text)
                          if line_weight(s, terms, entities, weigh) > 0]

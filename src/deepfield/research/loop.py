@@ -307,7 +307,7 @@ class _Session:
                 if key not in self.pool.items:
                     self.pool.items[key] = Evidence(
                         fld.name, filename, span.line, span.text, "", title, None, 0.5,
-                        number, [ref], last=span.last if span.last > span.line else 0,
+                        number, [ref], last=span.last,
                         table_header=span.table_header,
                         origin=split_origin(doc.frontmatter if doc else None))
                     new += 1
