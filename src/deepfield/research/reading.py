@@ -124,12 +124,13 @@ def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
             continue
         if not is_evidence(text):
             flush()
-            continue
-        if fenced or not run or not _continues(run, text):
+        elif fenced:  # code is quoted line by line
             flush()
-        run.append((number, text))
-        if fenced:
-            flush()
+            spans.append(Span(number, number, text))
+        else:
+            if run and not _continues(run, text):
+                flush()
+            run.append((number, text))
     flush()
     return spans
 
