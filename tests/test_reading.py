@@ -343,3 +343,57 @@ def test_what_the_parts_of_a_split_page_repeat_is_shown_once(
     assert texts.count("- Heat test report, February 2026.") == 1, texts
     assert len(texts) == len(set(texts))  # nor the memo every part carries
     assert len({e.origin for e in result.evidence}) == 1 and result.evidence[0].origin
+
+
+SOURCED = """# Enclosure
+
+A white sun shield lowered the peak by 6 °C in the February heat test.
+
+## Sources
+
+- Heat test report, February 2026.
+
+### Heat test
+
+- Thermocouple log of the heat test, plot 3.
+
+```
+## Lessons (in a code block: not a heading)
+```
+
+- Logger firmware notes.
+
+## Lessons
+
+Heat decided more than any datasheet did.
+"""
+
+
+def test_lines_of_a_sources_section_are_marked() -> None:
+    spans = {s.text: s.in_sources for s in evidence_spans(SOURCED.splitlines(), 1)}
+    assert spans == {
+        "A white sun shield lowered the peak by 6 °C in the February heat test.": False,
+        "- Heat test report, February 2026.": True,
+        # A subsection of the sources section is still sources (a heading in a code block
+        # closes nothing); the next section of the same level is not.
+        "- Thermocouple log of the heat test, plot 3.": True,
+        "- Logger firmware notes.": True,
+        "Heat decided more than any datasheet did.": False,
+    }
+    # A heading named like a section of sources, at any level, opens one.
+    marked = evidence_spans(["#### References", "", "Smith 2024."], 1)
+    assert [(s.text, s.in_sources) for s in marked] == [("Smith 2024.", True)]
+
+
+def test_a_source_line_ranks_below_the_line_that_says_what_was_found(
+        keyword_store: deepfield.Store) -> None:
+    field = keyword_store.create_field("sourced")
+    field.add("Enclosure notes", SOURCED.split("\n", 2)[2], name="enclosure")
+    result = research([field], "what did the heat test show?", budget=300, record=False)
+    texts = [e.text for e in result.ranked]
+    found = "A white sun shield lowered the peak by 6 °C in the February heat test."
+    # "- Heat test report, February 2026." shares the question's words; it only names where
+    # the result is. It stays evidence, below the line that gives the result.
+    assert texts[0] == found, texts
+    assert "- Heat test report, February 2026." in texts
+    assert result.context.index(found) < result.context.index("Heat test report")

@@ -11,17 +11,15 @@ parts), and a footer linking its neighbours.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .markdown import parse_sections, split_blocks, split_sentences
+from .markdown import SOURCES_TITLE, parse_sections, split_blocks, split_sentences
 from .page import PAGE_LIMIT_BYTES, Page, new_uuid
 
 PARTS_LISTED = 24
 """Up to this many parts, each lists every part's filename in ``parts``; beyond, ``parts`` is
 the number of parts, named ``<first>-part-<i>.md`` after the first."""
-_SOURCES_TITLE = re.compile(r"^(sources?|references?|citations?|bibliography|links)$", re.I)
 
 
 @dataclass(frozen=True)
@@ -117,7 +115,7 @@ def _atoms(body: str, budget: int) -> tuple[list[_Atom], str]:
         heading_line = lines[section.line - 1] if section.level else ""
         blocks = split_blocks(section.text_lines)
         section_text = "\n".join([heading_line, section.text]).strip("\n")
-        if heading and _SOURCES_TITLE.match(section.title) and _size(section_text) <= budget // 4:
+        if heading and SOURCES_TITLE.match(section.title) and _size(section_text) <= budget // 4:
             sources += ("\n\n" if sources else "") + section_text
             continue
         pending_heading = heading_line if section.level else ""

@@ -116,6 +116,11 @@ class PageLines:
             found.update(dict.fromkeys(by_line.get(number, ())))
         return list(found)
 
+    def weight(self, field_name: str, filename: str, line: int) -> float:
+        """SOURCES_WEIGHT for evidence at ``line`` in a sources section, else 1."""
+        spans = self.spans(field_name, filename, line, line)
+        return SOURCES_WEIGHT if any(s.in_sources and s.line == line for s in spans) else 1.0
+
 
 def split_origin(frontmatter: dict[str, Any] | None) -> str:
     """The uuid a split part was cut from (its ``split_from``), or ""."""
@@ -167,6 +172,10 @@ miss; keyword lines keep the exact-word answer on top, which single-fact questio
 (LoCoMo dev: ``python bench/locomo.py --ablations``, row "no keyword line order", for what
 single-hop recall loses without it; in-sample and leave-one-conversation-out figures:
 ``--loo research``)."""
+SOURCES_WEIGHT = 0.25
+"""Votes and line-ranked ranks of a line in a Sources section (reading.py: ``in_sources``):
+"- Heat test report, February 2026." shares the words of "what did the heat test show?" but
+only names where the answer is; it stays evidence, below the lines that say what was found."""
 
 
 def order_weight(order: str) -> float:
@@ -315,6 +324,7 @@ class EvidencePool:
                 said_by = speaker(text)
                 if said_by is not None and said_by.lower() in named:
                     score *= SPEAKER_WEIGHT
+                score *= self.pages.weight(hit.field, hit.filename, number)
                 key = (hit.field, hit.filename, number, text)
                 item = self.items.get(key)
                 if item is None:
@@ -374,8 +384,9 @@ class EvidencePool:
             return self.ranked()
 
         def ordered(place: tuple[str, str, int]) -> float:
-            return sum(order_weight(order) / (REFERENCE_OFFSET + ranks[place])
-                       for order, ranks in self.orders.items() if place in ranks)
+            return self.pages.weight(*place) * sum(
+                order_weight(order) / (REFERENCE_OFFSET + ranks[place])
+                for order, ranks in self.orders.items() if place in ranks)
 
         fused: list[Evidence] = []
         credited: set[tuple[str, str, int]] = set()

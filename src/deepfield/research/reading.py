@@ -11,7 +11,8 @@ page is searched in its own right).
 What is quoted is a *span* (:func:`evidence_spans`): a line, or — in prose hard-wrapped over
 several lines — a whole sentence cited at the lines it spans, since a line break falls
 wherever the editor wrapped; a table row carries its table's header row, which packing shows
-above it.
+above it; a span in a Sources / References section is marked so, and the researcher weighs it
+down (research/evidence.py: SOURCES_WEIGHT).
 
 Packing picks evidence best first; :func:`reading_order` shows it so:
 
@@ -31,10 +32,10 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
-from ..markdown import is_fence, is_record_line, split_sentences
+from ..markdown import SOURCES_TITLE, atx_heading, is_fence, is_record_line, split_sentences
 from ..tokens import count_tokens
 
 PASSAGE_GAP = 2
@@ -85,6 +86,9 @@ class Span:
     text: str
     table_header: tuple[int, str] | None = None
     """(line, text) of the header row of the table this row is in, if it is not that row."""
+    in_sources: bool = False
+    """In a Sources / References section (markdown.SOURCES_TITLE): it names where a fact
+    comes from ("- Heat test report, February 2026."), not what it says."""
 
 
 def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
@@ -95,21 +99,34 @@ def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
     label between them): there a line ends wherever the editor wrapped it ("…falls below the
     lower threshold and"), so the paragraph is quoted by its sentences, each cited at the lines
     it spans. Lines of fenced code are spans of their own. A table row carries its table's
-    header row: "| Valve failures | 1 | 0 |" means nothing without the columns' names."""
+    header row: "| Valve failures | 1 | 0 |" means nothing without the columns' names. Spans
+    under an ATX heading such as "## Sources" (and its subsections) are marked ``in_sources``."""
     spans: list[Span] = []
     run: list[tuple[int, str]] = []
     fenced = False
     table: tuple[int, str] | None = None  # the header row of the table being read
+    sources_level = 0  # the heading level of the sources section being read, 0 outside one
+
+    def add(span: Span) -> None:
+        spans.append(replace(span, in_sources=True) if sources_level else span)
 
     def flush() -> None:
         if len(run) > 1:
-            spans.extend(_sentence_spans(run))
+            for span in _sentence_spans(run):
+                add(span)
         elif run:
-            spans.append(Span(run[0][0], run[0][0], run[0][1]))
+            add(Span(run[0][0], run[0][0], run[0][1]))
         run.clear()
 
     for number, raw in enumerate(lines[start - 1:], start):
         text = raw.strip()
+        title = None if fenced else atx_heading(raw)
+        if title is not None:
+            flush()
+            level = len(text) - len(text.lstrip("#"))
+            if not sources_level or level <= sources_level:
+                sources_level = level if SOURCES_TITLE.match(title) else 0
+            continue
         if is_fence(raw):
             flush()
             fenced = not fenced
@@ -120,13 +137,13 @@ def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
             table = (number, text)
         elif is_evidence(text):
             flush()
-            spans.append(Span(number, number, text, table))
+            add(Span(number, number, text, table))
             continue
         if not is_evidence(text):
             flush()
         elif fenced:  # code is quoted line by line
             flush()
-            spans.append(Span(number, number, text))
+            add(Span(number, number, text))
         else:
             if run and not _continues(run, text):
                 flush()
