@@ -59,6 +59,19 @@ def test_prose_pages_count_their_titles_and_nothing_found_is_none() -> None:
     assert assess("When did the team pick LiFePO4?", []).level == "none"
 
 
+def test_verbs_that_frame_a_question_are_not_content_words() -> None:
+    # The line that answers "what did the heat test show?" gives the result; it does not say
+    # "show". Nor does "Melanie: … realized …" say "said".
+    heat = [Line("A white sun shield lowered the peak by 6 °C in the February heat test.", 2.0,
+                 "Design history")]
+    found = assess("What did the heat test show?", heat)
+    assert found.signals.words == ("heat", "test") and found.level == "high", found.reason
+    said = assess("What did Melanie say she realized after the charity race?", RACE)
+    assert "say" not in said.signals.words and said.level == "high", said.reason
+    # A content verb still counts: nothing in the lines says "sing".
+    assert assess("What did Melanie sing?", RACE).signals.words_missing == ("sing",)
+
+
 def test_thresholds_move_the_levels() -> None:
     found = signals("What did Caroline realize after her charity race?", RACE)
     assert "weight" in classify(found)[1]

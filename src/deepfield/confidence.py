@@ -7,7 +7,8 @@ most TOP_LINES) against the question:
 
 * the question's *subject*: the people it names who speak in the lines read (transcripts label
   each turn ``Caroline (D2:3): …``), else the names it mentions ("LiFePO4");
-* its *content words*: the rest, stop words removed ("realize", "charity", "race");
+* its *content words*: the rest, stop words and the verbs that frame a question (FRAME_VERBS:
+  "say", "show", "use" …) removed ("realize", "charity", "race");
 * **subject share**: the share of the lines' retrieval score held by lines about the subject —
   said by a person the question names, or naming what it names (in the line or the title of
   its page);
@@ -45,6 +46,16 @@ __all__ = ["DEFAULT", "LEVELS", "RESEARCH", "SEARCH", "Confidence", "Line", "Sig
 LEVELS = ("high", "low", "none")
 TOP_LINES = 8
 """Best lines (results or evidence, best first) that are read."""
+
+FRAME_VERBS = frozenset({
+    "say", "says", "said", "saying", "tell", "tells", "told", "mention", "mentions",
+    "mentioned", "describe", "describes", "described", "explain", "explains", "explained",
+    "show", "shows", "showed", "shown", "use", "uses", "used", "using",
+})
+"""Verbs that frame a question ("what did the heat test *show*?", "what sensors does the
+controller *use*?", "what did Caroline *say* about …") rather than name its content: the line
+that answers seldom repeats them, so they are not content words (support would call such a
+line lacking)."""
 
 _SPEAKER = re.compile(r"^\s*(?:[-*]\s+)?([A-Z][\w'’ .-]{0,40}?)\s*(?:\([^)]{0,30}\))?\s*:\s")
 _POSSESSIVE = re.compile(r"['’]s$")
@@ -146,7 +157,8 @@ def question_terms(question: str) -> tuple[list[str], list[str]]:
                                                                  else name)))
     entities = [e for e in dict.fromkeys(entities) if e]
     entity_words = {w for e in entities for w in query_terms(e)}
-    words = [w for w in query_terms(question) if w not in entity_words and len(w) > 1]
+    words = [w for w in query_terms(question)
+             if w not in entity_words and len(w) > 1 and w not in FRAME_VERBS]
     return entities, words
 
 
