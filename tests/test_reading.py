@@ -46,6 +46,17 @@ def test_what_counts_as_evidence(line: str, evidence: bool) -> None:
     assert is_evidence(line) is evidence
 
 
+def test_a_comment_in_fenced_code_is_evidence() -> None:
+    # In code, "#" opens a comment that may say the very thing asked about; the same line
+    # outside a fence is a heading.
+    lines = ["# Valves", "", "```python", "# keep the valve shut above 35 degrees",
+             "CLOSE_ABOVE = 35", "```"]
+    assert [(s.line, s.text) for s in evidence_spans(lines, 1)] == [
+        (4, "# keep the valve shut above 35 degrees"), (5, "CLOSE_ABOVE = 35")]
+    assert is_evidence("# keep the valve shut", code=True)
+    assert not is_evidence("```", code=True) and not is_evidence("# ", code=True)
+
+
 class Line:
     def __init__(self, filename: str, line: int) -> None:
         self.field, self.filename, self.line = "f", filename, line
@@ -377,6 +388,7 @@ def test_lines_of_a_sources_section_are_marked() -> None:
         # A subsection of the sources section is still sources (a heading in a code block
         # closes nothing); the next section of the same level is not.
         "- Thermocouple log of the heat test, plot 3.": True,
+        "## Lessons (in a code block: not a heading)": True,  # quoted as code
         "- Logger firmware notes.": True,
         "Heat decided more than any datasheet did.": False,
     }

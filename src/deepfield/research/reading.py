@@ -1,8 +1,9 @@
 """What a reader is shown: which page lines are evidence, and the order evidence is shown in.
 
-A page's scaffolding is not evidence: headings, frontmatter delimiters and thematic breaks
-(``---``, ``***``), table rules (``|---|---|``), HTML comments, the "Part 2 of 3 · previous:
-[…](…) · next: […](…)" footer split.py writes under every part of a long page, and navigation
+A page's scaffolding is not evidence: headings (in fenced code a "#" line is a comment, and
+evidence), frontmatter delimiters and thematic breaks (``---``, ``***``), table rules
+(``|---|---|``), HTML comments, the "Part 2 of 3 · previous: […](…) · next: […](…)" footer
+split.py writes under every part of a long page, and navigation
 made of links alone ("← [Back to the index](index.md)", "- [Sensor calibration](sensor.md)").
 Such a line matches a query through the titles it links to, and then takes budget from a line
 that says something; :func:`is_evidence` keeps it out where candidates are made (the linked
@@ -57,11 +58,12 @@ _UNSPACED = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u
 _SENTENCE_END = re.compile(r"[.!?。！？…]['\"’”)\]]*$")
 
 
-def is_evidence(text: str) -> bool:
-    """Whether a page line can be quoted as evidence (see the module docstring)."""
+def is_evidence(text: str, code: bool = False) -> bool:
+    """Whether a page line can be quoted as evidence (see the module docstring); ``code``: a
+    line of fenced code, where "# keep the valve shut" is a comment, not a heading."""
     line = text.strip()
-    if not _WORD.search(line) or line.startswith("#") or _COMMENT.match(line):
-        return False  # blank, a rule or delimiter, a heading, a comment
+    if not _WORD.search(line) or (line.startswith("#") and not code) or _COMMENT.match(line):
+        return False  # blank, a rule or delimiter, a heading, an HTML comment
     if _FOOTER.match(line):
         return False
     rest = _LINK.sub(" ", line)
@@ -139,7 +141,7 @@ def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
             flush()
             add(Span(number, number, text, table))
             continue
-        if not is_evidence(text):
+        if not is_evidence(text, code=fenced):
             flush()
         elif fenced:  # code is quoted line by line
             flush()
