@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from ..field import Field
 from ..line_rank import Weigh, idf_weigher, speaker
 from ..markdown import split_sentences
+from ..page import Page
 from ..search import Hit
 from ..tokens import count_tokens
 from .excerpts import excerpt, line_weight
@@ -80,24 +81,19 @@ class PageLines:
         if key not in self._cache:
             path = self._fields[field_name].path / filename
             try:
-                self._cache[key] = path.read_text(encoding="utf-8", errors="replace").splitlines()
+                text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
-                self._cache[key] = []
+                text = ""
+            self._cache[key] = text.splitlines()
+            # Frontmatter lines are bookkeeping, not evidence; the page parser decides where
+            # the body starts, as it did for the index's line numbers.
+            self._starts[key] = Page.parse(text).body_line
         return self._cache[key]
 
     def body_start(self, field_name: str, filename: str) -> int:
-        """First line of the page body (1-based): frontmatter lines are bookkeeping, not
-        evidence."""
-        key = (field_name, filename)
-        if key not in self._starts:
-            lines = self.lines(field_name, filename)
-            self._starts[key] = 1
-            if lines and lines[0].strip() == "---":
-                for number, line in enumerate(lines[1:], 2):
-                    if line.strip() in ("---", "..."):
-                        self._starts[key] = number + 1
-                        break
-        return self._starts[key]
+        """First line of the page body (1-based)."""
+        self.lines(field_name, filename)
+        return self._starts[(field_name, filename)]
 
     def spans(self, field_name: str, filename: str, first: int, last: int) -> list[Span]:
         """The evidence spans (research/reading.py) of the page body that overlap lines
@@ -181,7 +177,6 @@ only names where the answer is; it stays evidence, below the lines that say what
 def order_weight(order: str) -> float:
     """Weight of a named line-ranked order in :meth:`EvidencePool.final`."""
     return KEYWORD_REFERENCE_WEIGHT if order == "keyword_lines" else REFERENCE_WEIGHT
-
 
 
 class TermWeights:
