@@ -108,8 +108,9 @@ def test_bad_research_input(keyword_store: deepfield.Store) -> None:
     field.add("A", "Some text about pumps.")
     with pytest.raises(DeepfieldError, match="question is empty"):
         research([field], "   ")
-    with pytest.raises(BudgetError, match="cannot hold any evidence"):
+    with pytest.raises(BudgetError, match="cannot hold any evidence") as raised:
         research([field], "pumps", budget=10)
+    assert raised.value.hint.startswith("raise --budget to at least 50 tokens")  # what to do
     with pytest.raises(DeepfieldError, match="no field"):
         research([], "pumps")
     empty = research([field], "zebra xylophone", record=False)

@@ -87,8 +87,8 @@ def build_context(
         raise DeepfieldError(f"the task must be text, not {type(task).__name__}")
     check_level(level)
     if budget < MIN_BUDGET:
-        raise BudgetError(f"a context budget of {budget} tokens is too small "
-                          f"(at least {MIN_BUDGET})")
+        raise BudgetError(f"a context budget of {budget} tokens is too small",
+                          f"raise --budget to at least {MIN_BUDGET} tokens")
     task = " ".join(task.split())
     opening = notice([field.name])  # fence.py: the same notice and fence on every surface
     left = budget - count_tokens(opening) - 2

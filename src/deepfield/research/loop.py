@@ -171,8 +171,9 @@ def research(
     if not fields:
         raise DeepfieldError("no field to research", "name a field with --field")
     if budget < MIN_BUDGET:
-        raise BudgetError(f"a budget of {budget} tokens cannot hold any evidence "
-                          f"(at least {MIN_BUDGET})")
+        raise BudgetError(f"a budget of {budget} tokens cannot hold any evidence",
+                          f"raise --budget to at least {MIN_BUDGET} tokens; a few hundred "
+                          "hold a useful answer")
     if not 1 <= max_rounds <= 10:
         raise DeepfieldError(f"max rounds must be 1..10, not {max_rounds}")
     warnings: list[str] = []
