@@ -395,6 +395,12 @@ def test_lines_of_a_sources_section_are_marked() -> None:
     # A heading named like a section of sources, at any level, opens one.
     marked = evidence_spans(["#### References", "", "Smith 2024."], 1)
     assert [(s.text, s.in_sources) for s in marked] == [("Smith 2024.", True)]
+    # So does a setext heading, whose title line is no more evidence than an ATX one.
+    setext = ["Soil sensing", "============", "", "Capacitive probes replaced resistive ones.",
+              "", "Sources", "-------", "", "- Rev A design review."]
+    assert [(s.line, s.text, s.in_sources) for s in evidence_spans(setext, 1)] == [
+        (4, "Capacitive probes replaced resistive ones.", False),
+        (9, "- Rev A design review.", True)]
 
 
 def test_a_source_line_ranks_below_the_line_that_says_what_was_found(

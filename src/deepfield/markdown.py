@@ -27,12 +27,6 @@ def is_record_line(line: str) -> bool:
     return bool(_RECORD.match(line))
 
 
-def atx_heading(line: str) -> str | None:
-    """The title of an ATX heading line ("## Sources" → "Sources"), else None."""
-    match = _ATX.match(line)
-    return _heading_text(match.group(2)) if match else None
-
-
 SOURCES_TITLE = re.compile(r"^(sources?|references?|citations?|bibliography|links)$", re.I)
 """Titles of a section that lists where a page's facts come from (split.py copies it into
 every part; the researcher weighs its lines down: they name a source, not what it says)."""

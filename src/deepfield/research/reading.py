@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
-from ..markdown import SOURCES_TITLE, atx_heading, is_fence, is_record_line, split_sentences
+from ..markdown import SOURCES_TITLE, is_fence, is_record_line, parse_sections, split_sentences
 from ..tokens import count_tokens
 
 PASSAGE_GAP = 2
@@ -102,7 +102,7 @@ def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
     lower threshold and"), so the paragraph is quoted by its sentences, each cited at the lines
     it spans. Lines of fenced code are spans of their own. A table row carries its table's
     header row: "| Valve failures | 1 | 0 |" means nothing without the columns' names. Spans
-    under an ATX heading such as "## Sources" (and its subsections) are marked ``in_sources``."""
+    under a heading such as "## Sources" (and its subsections) are marked ``in_sources``."""
     spans: list[Span] = []
     run: list[tuple[int, str]] = []
     fenced = False
@@ -120,36 +120,36 @@ def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
             add(Span(run[0][0], run[0][0], run[0][1]))
         run.clear()
 
-    for number, raw in enumerate(lines[start - 1:], start):
-        text = raw.strip()
-        title = None if fenced else atx_heading(raw)
-        if title is not None:
-            flush()
-            level = len(text) - len(text.lstrip("#"))
-            if not sources_level or level <= sources_level:
-                sources_level = level if SOURCES_TITLE.match(title) else 0
-            continue
-        if is_fence(raw):
-            flush()
-            fenced = not fenced
-            continue
-        if fenced or not text.startswith("|"):
-            table = None
-        elif table is None:
-            table = (number, text)
-        elif is_evidence(text):
-            flush()
-            add(Span(number, number, text, table))
-            continue
-        if not is_evidence(text, code=fenced):
-            flush()
-        elif fenced:  # code is quoted line by line
-            flush()
-            add(Span(number, number, text))
-        else:
-            if run and not _continues(run, text):
+    # Sections by heading, ATX ("## Sources") or setext ("Sources" over "-------"): a
+    # heading is no evidence, and tells whether its lines are in a sources section.
+    for section in parse_sections("\n".join(lines[start - 1:]), start):
+        flush()
+        if section.level and (not sources_level or section.level <= sources_level):
+            sources_level = section.level if SOURCES_TITLE.match(section.title) else 0
+        fenced, table = False, None
+        for number, raw in section.text_lines:
+            text = raw.strip()
+            if is_fence(raw):
                 flush()
-            run.append((number, text))
+                fenced = not fenced
+                continue
+            if fenced or not text.startswith("|"):
+                table = None
+            elif table is None:
+                table = (number, text)
+            elif is_evidence(text):
+                flush()
+                add(Span(number, number, text, table))
+                continue
+            if not is_evidence(text, code=fenced):
+                flush()
+            elif fenced:  # code is quoted line by line
+                flush()
+                add(Span(number, number, text))
+            else:
+                if run and not _continues(run, text):
+                    flush()
+                run.append((number, text))
     flush()
     return spans
 
