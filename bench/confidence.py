@@ -78,7 +78,7 @@ def collect(store: deepfield.Store, items: list[dict[str, Any]]) -> list[dict[st
         field = store.field(item["conv"])
         hits = field.search(item["question"], k=10, activation=False).results
         found = research([field], item["question"], budget=1000, record=False)
-        read = {"search": [Line(h.snippet, h.score, h.title) for h in hits][:TOP_LINES],
+        read = {"search": [Line(h.snippet, h.score, h.title, h.heading) for h in hits][:TOP_LINES],
                 "research": found.confidence_lines()[:TOP_LINES]}
         row = dict(item)
         for system in SYSTEMS:

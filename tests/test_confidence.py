@@ -72,6 +72,40 @@ def test_verbs_that_frame_a_question_are_not_content_words() -> None:
     assert assess("What did Melanie sing?", RACE).signals.words_missing == ("sing",)
 
 
+def test_what_a_line_is_about_may_be_named_in_its_heading() -> None:
+    people = [Line("Drone pilot and photogrammetry. Holds the EU A2 certificate.", 2.0, "People",
+                   "People > Jonas Berg"),
+              Line("PhD student working on InSAR velocity.", 0.5, "People", "People > Ana Quispe")]
+    found = assess("What certificate does Jonas Berg hold?", people)
+    assert found.signals.entities_missing == () and found.level == "high", found.reason
+    # The heading's words are the line's too: "September" is only in its section's title.
+    log = [Line("| T4 | 2,690 | 156 |", 1.0, "Field log", "Field log > 16 September 2025")]
+    assert assess("stake melt in September", log).signals.words_missing == ("stake", "melt")
+
+
+def test_a_glossary_item_is_no_speaker_and_operators_are_no_names() -> None:
+    # "- InSAR: radar interferometry" defines a term; were InSAR a speaker, only lines it
+    # "said" would be about it, and the line that answers would not count.
+    lines = [Line("- Ana starts the InSAR pilot on Perito Moreno.", 2.0, "Meeting"),
+             Line("- InSAR: radar interferometry", 1.0, "Taxonomy")]
+    found = assess("Who starts the InSAR pilot?", lines)
+    assert not found.signals.by_speaker and found.signals.subject_share == 1.0, found.reason
+    assert found.level == "high", found.reason
+    assert assess("pilot AND InSAR", lines).signals.entities == ("InSAR",)
+
+
+def test_a_question_with_nothing_to_check_is_not_high() -> None:
+    lines = [Line("<!-- What never to do -->", 1.0, "Preferences")]
+    found = assess("???", lines)
+    assert (found.level, found.reason) == (
+        "low", "the question has no word to check the results against")
+    # Chinese has no spaces: its words are bigrams, and a line about something else lacks them.
+    mars = assess("火星上的天气", [Line("原来的外壳厂商涨价百分之十五。", 1.0, "供应商")])
+    assert mars.level == "none" and "天气" in mars.signals.words, mars.reason
+    price = assess("外壳厂商涨价", [Line("原来的外壳厂商涨价百分之十五。", 1.0, "供应商")])
+    assert price.level == "high", price.reason
+
+
 def test_thresholds_move_the_levels() -> None:
     found = signals("What did Caroline realize after her charity race?", RACE)
     assert "weight" in classify(found)[1]

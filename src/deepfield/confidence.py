@@ -8,11 +8,13 @@ most TOP_LINES) against the question:
 * the question's *subject*: the people it names who speak in the lines read (transcripts label
   each turn ``Caroline (D2:3): …``), else the names it mentions ("LiFePO4");
 * its *content words*: the rest, stop words and the verbs that frame a question (FRAME_VERBS:
-  "say", "show", "use" …) removed ("realize", "charity", "race");
+  "say", "show", "use" …) removed ("realize", "charity", "race"); Chinese and Japanese text
+  gives its bigrams, as search does;
 * **subject share**: the share of the lines' retrieval score held by lines about the subject —
-  said by a person the question names, or naming what it names (in the line or the title of
-  its page);
-* **support**: the largest share of content words in one line about the subject.
+  said by a person the question names, or naming what it names (in the line, the title of
+  its page or its section's heading path: "People > Jonas Berg");
+* **support**: the largest share of content words in one line about the subject (the line
+  and its headings).
 
 A question about something the memory holds finds it said by, or of, the one it asks about. A
 question that swaps the person ("What did Caroline realize after her charity race?" when the
@@ -23,6 +25,7 @@ or more content words (one word alone may be said otherwise: "when did we *pick*
 answered by "the team *chose*"; on LoCoMo dev this rule, against none for any word count or
 only for questions naming nobody, gave the best Youden's J by a hair, in a comparison no
 script in bench/ reruns);
+``low`` when the question has no word to check the lines against ("???");
 ``high`` when the subject share reaches ``high_share`` and a line about the subject holds
 ``high_support`` of the content words; ``low`` otherwise. The reason says which. The score
 margin (best over runner-up) is reported too; it did not separate answerable from unanswerable
@@ -37,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from .index.cjk import cjk_query_terms, has_cjk
 from .index.keyword import query_terms
 from .salience import names
 
@@ -57,17 +61,24 @@ controller *use*?", "what did Caroline *say* about …") rather than name its co
 that answers seldom repeats them, so they are not content words (support would call such a
 line lacking)."""
 
-_SPEAKER = re.compile(r"^\s*(?:[-*]\s+)?([A-Z][\w'’ .-]{0,40}?)\s*(?:\([^)]{0,30}\))?\s*:\s")
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'’ .-]{0,40}?)\s*(?:\([^)]{0,30}\))?\s*:\s")
+"""A transcript turn's label ("Caroline (D2:3): "). Not a list item's: "- InSAR: radar
+interferometry" defines a term, nobody says it."""
+_OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
+"""Search operators a user may type ("stake AND melt"): capitalised, but no names."""
 _POSSESSIVE = re.compile(r"['’]s$")
 _LEADING_LOWER = re.compile(r"^(?:[a-z]+\s+)+")
 
 
 class Line(NamedTuple):
-    """One line read: its text, its retrieval score and the title of its page."""
+    """One line read: its text, its retrieval score, the title of its page and the heading
+    path of its section ("People > Jonas Berg": what the line is about may be named there
+    only)."""
 
     text: str
     score: float
     title: str = ""
+    heading: str = ""
 
 
 @dataclass(frozen=True)
@@ -148,6 +159,14 @@ def _speaker(line: str) -> str:
     return match.group(1).strip().lower() if match else ""
 
 
+def _below_title(line: Line) -> str:
+    """The headings of ``line``'s section below its page's title: a page's H1 repeats the
+    title (counted already), and a transcript's H1 holds only its date ("Session 3 — 8 May,
+    2023"), whose words would support any question about that month."""
+    parts = line.heading.split(" > ") if line.heading else []
+    return " > ".join(parts[1:] if parts and parts[0] == line.title else parts)
+
+
 def question_terms(question: str) -> tuple[list[str], list[str]]:
     """(entities, content words) of a question."""
     entities = []
@@ -155,18 +174,28 @@ def question_terms(question: str) -> tuple[list[str], list[str]]:
         whole = re.search(rf"{re.escape(name)}[\w-]*", question)
         entities.append(_LEADING_LOWER.sub("", _POSSESSIVE.sub("", whole.group(0) if whole
                                                                  else name)))
+    entities = [" ".join(w for w in e.split() if w not in _OPERATORS) for e in entities]
     entities = [e for e in dict.fromkeys(entities) if e]
     entity_words = {w for e in entities for w in query_terms(e)}
     words = [w for w in query_terms(question)
              if w not in entity_words and len(w) > 1 and w not in FRAME_VERBS]
-    return entities, words
+    # Chinese and Japanese have no spaces: their words are the bigrams search uses (cjk.py).
+    return entities, words + cjk_query_terms(question)
+
+
+def _present(words: set[str], text: str) -> set[str]:
+    """Which of the question's (stemmed) ``words`` ``text`` holds."""
+    found = {_stem(w) for w in query_terms(text)} & words
+    return found | {w for w in words if has_cjk(w) and w in text}
 
 
 def signals(question: str, lines: Sequence[Line]) -> Signals:
     """The signals of ``lines`` (best first) for ``question``."""
     entities, words = question_terms(question)
-    top = [Line(line.text, max(0.0, line.score), line.title) for line in lines[:TOP_LINES]]
-    said = [(_speaker(line.text), f"{line.title}\n{line.text}".lower()) for line in top]
+    top = [line._replace(score=max(0.0, line.score), heading=_below_title(line))
+           for line in lines[:TOP_LINES]]
+    said = [(_speaker(line.text), f"{line.title}\n{line.heading}\n{line.text}".lower())
+            for line in top]
     speakers = {who for who, _text in said if who}
     subject = [e for e in entities if e.lower() in speakers]
     named = {e: re.compile(rf"\b{re.escape(e.lower())}\b") for e in entities}
@@ -189,8 +218,8 @@ def signals(question: str, lines: Sequence[Line]) -> Signals:
                 others[who] = others.get(who, 0.0) + weight
             continue
         about += weight
-        present = {_stem(w) for w in query_terms(line.text)}
-        share = len(stems & present) / len(stems) if stems else 1.0
+        present = _present(stems, f"{line.heading}\n{line.text}")
+        share = len(present) / len(stems) if stems else 1.0
         if share > support:
             support, lacking = share, tuple(w for w in words if _stem(w) not in present)
     scores = [line.score for line in top]
@@ -204,6 +233,8 @@ def classify(found: Signals, thresholds: Thresholds = DEFAULT) -> tuple[str, str
     """(level, reason) for ``found`` under ``thresholds``."""
     if not found.lines:
         return "none", "nothing was found"
+    if not found.entities and not found.words:
+        return "low", "the question has no word to check the results against"
     if found.entities_missing:
         return "none", f"no result mentions {_join(found.entities_missing)}"
     subject = _join(found.subject)

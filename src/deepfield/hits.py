@@ -70,7 +70,7 @@ class SearchResponse:
     @property
     def confidence(self) -> Confidence:
         """How far the best results' lines support an answer (deepfield.confidence)."""
-        return assess(self.query, [Line(hit.snippet, hit.score, hit.title)
+        return assess(self.query, [Line(hit.snippet, hit.score, hit.title, hit.heading)
                                    for hit in self.results], SEARCH)
 
     def to_json(self, with_text: bool = False) -> dict[str, Any]:

@@ -115,7 +115,7 @@ class ResearchResult:
 
     def confidence_lines(self) -> list[Line]:
         """The lines (best first, with their vote scores) the confidence signal reads."""
-        return [Line(e.text, e.score, e.title) for e in self.voted or self.ranked]
+        return [Line(e.text, e.score, e.title, e.heading) for e in self.voted or self.ranked]
 
     def repack(self, budget: int) -> Packed:
         """The same research packed to another budget (no new searches)."""
