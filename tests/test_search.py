@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import deepfield
+from deepfield.markdown import says_something
 from deepfield.search import make_snippet, search_fields
 
 from .fake_openai import FakeOpenAIServer
@@ -70,6 +72,10 @@ def test_heading_path_in_results(filled: deepfield.Field) -> None:
 def test_summary_is_searchable(filled: deepfield.Field) -> None:
     hit = filled.search("NMC", mode="bm25").results[0]
     assert hit.filename == "battery-decision.md"
+    # The memo's hit points at its own frontmatter line, where research cites it too.
+    lines = (filled.path / hit.filename).read_text().splitlines()
+    assert lines[hit.snippet_line - 1] == "summary: LiFePO4 over NMC for heat."
+    assert hit.line_start == hit.line_end == hit.snippet_line
 
 
 def test_chunk_unit_returns_lines(filled: deepfield.Field) -> None:
@@ -306,3 +312,21 @@ def test_line_ranking_stops_early_without_changing_the_best_lines() -> None:
                                  + (saved[1] if text.startswith("Ana") else 0.0))
         best = sorted(every.values(), reverse=True)[:5]
         assert [round(line.score, 9) for line in found] == [round(v, 9) for v in best]
+
+
+def test_snippets_are_never_scaffolding(field: deepfield.Field) -> None:
+    """A snippet shows a line that says something: not a table rule, a thematic break, a
+    line of navigation links or a code fence, which match only through the words around them
+    (a link's title, a chunk's heading)."""
+    field.write("---\ntitle: Field log, September\n---\n# Field log, September\n\n"
+                "[Back to index](index.md) · [Listing](listing.md)\n\n---\n\n"
+                "Stakes were read on 16 September.\n\n"
+                "| Stake | Melt (cm) |\n|---|---|\n| T1 | 206 |\n\n"
+                "```bash\ndem-diff --reference lidar2020\n```\n", name="log.md")
+    for query, unit in itertools.product(
+            ("field log", "stake melt", "dem-diff reference", "september listing index"),
+            ("chunk", "page")):
+        for hit in field.search(query, unit=unit, mode="bm25", k=10).results:
+            line = hit.snippet.lstrip("…").strip()
+            assert line and not line.startswith(("|---", "---", "[Back", "```")), (query, hit)
+            assert says_something(line), (query, hit.snippet)

@@ -38,6 +38,7 @@ from .embed.base import LatentTerms
 from .errors import EmbeddingError
 from .hits import Hit
 from .index.keyword import query_terms, text_words
+from .markdown import says_something
 
 if TYPE_CHECKING:
     from .field import Field
@@ -135,16 +136,20 @@ def names_speaker(line: str, query: str) -> bool:
     return re.search(rf"\b{re.escape(said_by)}\b", query, re.IGNORECASE) is not None
 
 
-def best_line(lines: Sequence[str], terms: Sequence[str], ties: str = "middle") -> int:
+def best_line(lines: Sequence[str], terms: Sequence[str], ties: str = "middle",
+              code: bool = False) -> int:
     """Index of the line with the most distinct query terms; ties go to the line nearest the
     middle (a record window is centred on its own line) or, with ``ties="first"``, to the
-    earliest (prose reads from the top)."""
+    earliest (prose reads from the top). ``code``: the lines are fenced code."""
     middle = (len(lines) - 1) / 2
 
-    def rank(index: int) -> tuple[int, float]:
+    def rank(index: int) -> tuple[bool, int, float]:
         lower = lines[index].lower()
         place = -abs(index - middle) if ties == "middle" else -index
-        return (sum(1 for t in terms if t[:6] in lower), place)
+        # A line that says something before scaffolding ("|---|---|", "---", a line of
+        # links), which matches only through the titles it links to.
+        said = says_something(lines[index], code)
+        return (said, sum(1 for t in terms if t[:6] in lower), place)
 
     return max(range(len(lines)), key=rank)
 
@@ -162,8 +167,10 @@ def pointed_line(body: str, kind: str, line_start: int, line_end: int,
     if kind == "record":
         best = best_line(lines, terms)
         return lines[best], line_start + best
-    best = best_line(lines, terms, ties="first")
-    return "\n".join(lines[best:]), line_start + best
+    code = kind == "code"
+    best = best_line(lines, terms, ties="first", code=code)
+    said = [line for line in lines[best:] if says_something(line, code)]
+    return "\n".join(said or lines[best:]), line_start + best
 
 
 def make_snippet(text: str, terms: Sequence[str], width: int = SNIPPET_CHARS) -> str:
@@ -301,8 +308,10 @@ def line_hits(
                     continue  # removed by a concurrent sync
                 body_lines = row.body.split("\n")
                 if row.kind == "record" and len(body_lines) == row.line_end - row.line_start + 1:
-                    yield key, score, [((key[0], row.doc.id, row.line_start + i), text)
-                                       for i, text in enumerate(body_lines)]
+                    said = [((key[0], row.doc.id, row.line_start + i), text)
+                            for i, text in enumerate(body_lines) if says_something(text)]
+                    if said:  # a table rule is no hit of its own
+                        yield key, score, said
                 else:
                     text, line = pointed_line(row.body, row.kind, row.line_start, row.line_end,
                                               terms)

@@ -37,6 +37,37 @@ def is_fence(line: str) -> bool:
     return bool(_FENCE.match(line))
 
 
+_LINK = re.compile(r"!?\[\[[^\]]*\]\]|!?\[[^\]]*\]\([^)]*\)")
+_NAVIGATION = frozenset({
+    "part", "parts", "of", "page", "pages", "next", "previous", "prev", "back", "to", "the",
+    "up", "top", "home", "index", "contents", "table", "see", "also", "related", "more",
+    "continued", "go", "return", "and", "or", "read", "here", "this", "links", "link",
+})
+_FOOTER = re.compile(r"^part \d+ of \d+$", re.IGNORECASE)
+_WORD = re.compile(r"[^\W_]+")
+_COMMENT = re.compile(r"^<!--.*-->$")
+
+
+def says_something(text: str, code: bool = False) -> bool:
+    """Whether a page line says something, rather than being scaffolding: a heading, a
+    frontmatter delimiter or thematic break (``---``), a table rule, an HTML comment, the
+    "Part 2 of 3" footer split.py writes, or navigation made of links alone ("← [Back to the
+    index](index.md)"). ``code``: a line of fenced code, where "# keep the valve shut" is a
+    comment, not a heading."""
+    line = text.strip()
+    if not _WORD.search(line) or (line.startswith("#") and not code) or _COMMENT.match(line):
+        return False  # blank, a rule or delimiter, a heading, an HTML comment
+    if _FENCE.match(line):
+        return False  # "```python" opens code, it says nothing
+    if _FOOTER.match(line):
+        return False
+    rest = _LINK.sub(" ", line)
+    if rest == line:
+        return True
+    # Only links, numbers and navigation words ("Part 1 of 2 · next: […](…)"): navigation.
+    return any(not w.isdigit() and w.lower() not in _NAVIGATION for w in _WORD.findall(rest))
+
+
 @dataclass(frozen=True)
 class Section:
     """A heading and the text up to the next heading of any level (level 0: text before any)."""

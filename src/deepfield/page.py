@@ -279,6 +279,20 @@ class Page:
         page._raw_blocks = _segments(raw)
         return page
 
+    def frontmatter_lines(self, key: str) -> tuple[int, int] | None:
+        """The first and last file line (1-based) of top-level frontmatter entry ``key`` as
+        the file was parsed (a search hit on the memo points at its ``summary:`` line);
+        None when the page has no such entry or its block could not be split by key."""
+        if not self._raw_blocks or key not in self._raw_blocks:
+            return None
+        line = 2  # the line after the opening '---'
+        for name, (lead, entry) in self._raw_blocks.items():
+            line += lead.count("\n")
+            if name == key:
+                return line, line + max(1, entry.count("\n")) - 1
+            line += entry.count("\n")
+        return None
+
     # ------------------------------------------------------------------ accessors
 
     def get(self, key: str) -> Any:

@@ -118,9 +118,8 @@ def _print_response(response: SearchResponse) -> None:
         line = f"    {hit.title}" + (f" — {hit.summary}" if hit.summary else "")
         click.echo(line)
         where = f"§ {hit.heading} · " if hit.heading else ""
-        span = f"line {hit.line_start}" if hit.line_start == hit.line_end else \
-            f"lines {hit.line_start}-{hit.line_end}"
-        secho(f"    {where}{span}", dim=True)
+        # The line the snippet shows, as research cites it (the chunk's range is in --json).
+        secho(f"    {where}line {hit.snippet_line}", dim=True)
         click.echo(f"    {hit.snippet}")
 
 
@@ -147,6 +146,9 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str | 
             request = json.loads(line)
         except json.JSONDecodeError as exc:
             print_json({"line": number, "error": f"invalid JSON: {exc.msg}"})
+            return
+        except RecursionError:  # ``{"q": [[[…]]]}`` deeper than Python's recursion limit
+            print_json({"line": number, "error": "invalid JSON: nested too deeply"})
             return
     query = request.get("query")
     if not isinstance(query, str) or not query.strip():

@@ -74,7 +74,8 @@ def chunk_page(
     chunks: list[Chunk] = []
     summary = page.summary
     if summary:
-        chunks.append(Chunk(0, (), summary, 1, max(1, page.body_line - 1), "summary"))
+        first, last = page.frontmatter_lines("summary") or (1, max(1, page.body_line - 1))
+        chunks.append(Chunk(0, (), summary, first, last, "summary"))
     for section in parse_sections(page.body, page.body_line):
         path = section.path
         before = len(chunks)

@@ -6,8 +6,8 @@ evidence), frontmatter delimiters and thematic breaks (``---``, ``***``), table 
 split.py writes under every part of a long page, and navigation
 made of links alone ("← [Back to the index](index.md)", "- [Sensor calibration](sensor.md)").
 Such a line matches a query through the titles it links to, and then takes budget from a line
-that says something; :func:`is_evidence` keeps it out where candidates are made (the linked
-page is searched in its own right).
+that says something; :func:`is_evidence` (``markdown.says_something``, which search's snippets
+use too) keeps it out where candidates are made (the linked page is searched in its own right).
 
 What is quoted is a *span* (:func:`evidence_spans`): a line, or — in prose hard-wrapped over
 several lines — a whole sentence cited at the lines it spans, since a line break falls
@@ -37,40 +37,17 @@ from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from ..markdown import SOURCES_TITLE, is_fence, is_record_line, parse_sections, split_sentences
+from ..markdown import says_something as is_evidence
 from ..tokens import count_tokens
 
 PASSAGE_GAP = 2
 """Lines this close (by line number) on one page are shown together, in page order."""
 
-_LINK = re.compile(r"!?\[\[[^\]]*\]\]|!?\[[^\]]*\]\([^)]*\)")
-_NAVIGATION = frozenset({
-    "part", "parts", "of", "page", "pages", "next", "previous", "prev", "back", "to", "the",
-    "up", "top", "home", "index", "contents", "table", "see", "also", "related", "more",
-    "continued", "go", "return", "and", "or", "read", "here", "this", "links", "link",
-})
-_FOOTER = re.compile(r"^part \d+ of \d+$", re.IGNORECASE)
-_WORD = re.compile(r"[^\W_]+")
-_COMMENT = re.compile(r"^<!--.*-->$")
 _MARKER = re.compile(r"^(?:[-*+]\s|\d{1,3}[.)]\s|\||>|\[)")
 """A list item, table row, quote or ``[tag]`` entry: always a record of its own."""
 _UNSPACED = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 """Chinese and Japanese characters and their punctuation: no space where a line wraps."""
 _SENTENCE_END = re.compile(r"[.!?。！？…]['\"’”)\]]*$")
-
-
-def is_evidence(text: str, code: bool = False) -> bool:
-    """Whether a page line can be quoted as evidence (see the module docstring); ``code``: a
-    line of fenced code, where "# keep the valve shut" is a comment, not a heading."""
-    line = text.strip()
-    if not _WORD.search(line) or (line.startswith("#") and not code) or _COMMENT.match(line):
-        return False  # blank, a rule or delimiter, a heading, an HTML comment
-    if _FOOTER.match(line):
-        return False
-    rest = _LINK.sub(" ", line)
-    if rest == line:
-        return True
-    # Only links, numbers and navigation words ("Part 1 of 2 · next: […](…)"): navigation.
-    return any(not w.isdigit() and w.lower() not in _NAVIGATION for w in _WORD.findall(rest))
 
 
 MAX_SENTENCE_TOKENS = 120
