@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from deepfield.markdown import first_sentences, parse_sections, split_blocks, split_sentences
+import pytest
+
+from deepfield.markdown import (
+    below_title,
+    first_sentences,
+    parse_sections,
+    split_blocks,
+    split_sentences,
+)
 
 DOC = """Intro line.
 
@@ -61,3 +69,14 @@ def test_sentences() -> None:
 def test_first_sentences_skip_code() -> None:
     sections = parse_sections("# T\n\n```\ncode. here.\n```\n\nA one. A two. A three.\n")
     assert first_sentences(sections[0], 2) == ["A one.", "A two."]
+
+
+@pytest.mark.parametrize(("heading", "title", "shown"), [
+    ("People > Jonas Berg", "People", "Jonas Berg"),
+    ("Design history > Enclosure", "Design history (part 1 of 2)", "Enclosure"),
+    ("Session 3 — 8 May, 2023", "Session 3 — 8 May, 2023", ""),
+    ("Decisions", "Team meeting, 2 October 2025", "Decisions"),
+    ("", "Anything", ""),
+])
+def test_the_heading_path_below_the_title(heading: str, title: str, shown: str) -> None:
+    assert below_title(heading, title) == shown

@@ -19,6 +19,7 @@ from deepfield.research import research
 from deepfield.research.reading import Span, evidence_spans, is_evidence, reading_order
 from deepfield.server import create_app
 from deepfield.server.mcp_server import create_mcp_server
+from deepfield.tokens import count_tokens
 
 from .conftest import Cli
 
@@ -44,6 +45,12 @@ _CITED = re.compile(r"^\[([^/\]]+)/([^\] ]+\.md)|^L(\d+)(?:-\d+)?: ", re.MULTILI
 ])
 def test_what_counts_as_evidence(line: str, evidence: bool) -> None:
     assert is_evidence(line) is evidence
+
+
+def test_an_html_comment_over_several_lines_is_no_evidence() -> None:
+    lines = ["<!-- One section per open problem: why it matters, the benchmarks that",
+             "     show it, and the methods that try. -->", "Melt rates doubled since 2000."]
+    assert [s.text for s in evidence_spans(lines, 1)] == ["Melt rates doubled since 2000."]
 
 
 def test_a_comment_in_fenced_code_is_evidence() -> None:
@@ -418,3 +425,57 @@ def test_a_source_line_ranks_below_the_line_that_says_what_was_found(
     assert texts[0] == found, texts
     assert "- Heat test report, February 2026." in texts
     assert result.context.index(found) < result.context.index("Heat test report")
+
+
+PEOPLE = """# People
+
+## Mireille Favre
+
+Principal investigator. Runs the mass balance series since 2012.
+
+## Jonas Berg
+
+Drone pilot and photogrammetry. Holds the EU A2 certificate.
+Flies the drone survey every October.
+
+## Ana Quispe
+
+PhD student working on InSAR velocity. Flies to Patagonia in March.
+"""
+
+
+def test_evidence_is_shown_under_its_section_heading(keyword_store: deepfield.Store) -> None:
+    # "Drone pilot and photogrammetry." says what, its heading says who: without "Jonas
+    # Berg" the context cannot answer "who is the drone pilot?".
+    field = keyword_store.create_field("team")
+    field.add("People", PEOPLE.split("\n", 1)[1], name="people")
+    result = research([field], "who is the drone pilot and who flies?", budget=300,
+                      record=False)
+    lines = result.context.splitlines()
+    pilot = next(i for i, line in enumerate(lines) if "Drone pilot" in line)
+    assert lines[pilot - 1] == "§ Jonas Berg", lines
+    # Each heading is shown once per page, its lines together under it, and the page title
+    # ("People", the H1) is never repeated as a section.
+    sections = [line for line in lines if line.startswith("§ ")]
+    assert len(sections) == len(set(sections)) and "§ People" not in sections
+    ana = next(i for i, line in enumerate(lines) if "Flies to Patagonia" in line)
+    assert lines[ana - 1] == "§ Ana Quispe", lines
+    # The headings are counted in the budget: every budget holds, exactly as rendered.
+    for budget in (60, 80, 120, 300):
+        packed = result.repack(budget)
+        assert packed.tokens == count_tokens(packed.text) <= budget, budget
+
+
+def test_a_taxonomy_entry_ranks_below_the_line_that_answers(
+        keyword_store: deepfield.Store) -> None:
+    # "- Glacial lake outburst floods (GLOF)" holds every word of the question and says
+    # nothing of it: a domain's taxonomy names topics, the survey says what triggers them.
+    field = keyword_store.create_field("glaciers")
+    field.write("---\ntitle: Taxonomy\nrole: taxonomy\n---\n# Taxonomy\n\n## Hydrology\n\n"
+                "- Runoff modelling\n- Glacial lake outburst floods (GLOF)\n", name="taxonomy.md")
+    field.add("GLOF survey", "## Triggers\n\nMost outbursts were triggered by ice avalanches "
+              "into the lake, then moraine dam failure.\n", name="survey")
+    result = research([field], "what triggers glacial lake outburst floods?", budget=300,
+                      record=False)
+    assert result.ranked[0].filename == "survey.md", [e.filename for e in result.ranked]
+    assert any(e.filename == "taxonomy.md" for e in result.ranked)  # still evidence

@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 
 from .index.cjk import cjk_query_terms, has_cjk
 from .index.keyword import query_terms
+from .markdown import below_title
 from .salience import names
 
 __all__ = ["DEFAULT", "LEVELS", "RESEARCH", "SEARCH", "Confidence", "Line", "Signals",
@@ -159,14 +160,6 @@ def _speaker(line: str) -> str:
     return match.group(1).strip().lower() if match else ""
 
 
-def _below_title(line: Line) -> str:
-    """The headings of ``line``'s section below its page's title: a page's H1 repeats the
-    title (counted already), and a transcript's H1 holds only its date ("Session 3 — 8 May,
-    2023"), whose words would support any question about that month."""
-    parts = line.heading.split(" > ") if line.heading else []
-    return " > ".join(parts[1:] if parts and parts[0] == line.title else parts)
-
-
 def question_terms(question: str) -> tuple[list[str], list[str]]:
     """(entities, content words) of a question."""
     entities = []
@@ -192,7 +185,9 @@ def _present(words: set[str], text: str) -> set[str]:
 def signals(question: str, lines: Sequence[Line]) -> Signals:
     """The signals of ``lines`` (best first) for ``question``."""
     entities, words = question_terms(question)
-    top = [line._replace(score=max(0.0, line.score), heading=_below_title(line))
+    # A page's H1 repeats its title (counted already); a transcript's holds only its date
+    # ("Session 3 — 8 May, 2023"), whose words would support any question about that month.
+    top = [line._replace(score=max(0.0, line.score), heading=below_title(line.heading, line.title))
            for line in lines[:TOP_LINES]]
     said = [(_speaker(line.text), f"{line.title}\n{line.heading}\n{line.text}".lower())
             for line in top]

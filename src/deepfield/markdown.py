@@ -32,6 +32,16 @@ SOURCES_TITLE = re.compile(r"^(sources?|references?|citations?|bibliography|link
 every part; the researcher weighs its lines down: they name a source, not what it says)."""
 
 
+def below_title(heading: str, title: str) -> str:
+    """A section's heading path ("People > Jonas Berg") without its first heading when the
+    page's title says it (a page's H1 usually repeats the title; a part of a split page is
+    titled "… (part 1 of 2)"), so what is left is what the title does not already say; ""
+    for a line directly under the title."""
+    parts = heading.split(" > ") if heading else []
+    said = bool(parts) and title.strip().lower().startswith(parts[0].strip().lower())
+    return " > ".join(parts[1:] if said else parts)
+
+
 def is_fence(line: str) -> bool:
     """Whether ``line`` opens or closes a fenced code block."""
     return bool(_FENCE.match(line))

@@ -20,11 +20,12 @@ from typing import Any, NamedTuple
 from ..field import Field
 from ..line_rank import Weigh, idf_weigher, speaker
 from ..markdown import split_sentences
-from ..page import Page
 from ..search import Hit
 from ..tokens import count_tokens
 from .excerpts import excerpt, line_weight
-from .reading import Span, evidence_spans
+from .pagelines import SOURCES_WEIGHT as SOURCES_WEIGHT
+from .pagelines import PageLines
+from .reading import Span
 
 LINE_BASE = 0.3
 """Score of a line of a hit chunk before its own word matches are counted."""
@@ -65,57 +66,6 @@ class Evidence:
             "last_line": max(self.line, self.last), "score": round(self.score, 4),
             "round": self.round, "queries": self.queries,
         }
-
-
-class PageLines:
-    """Lines of page files, read once per research (the index gives line numbers)."""
-
-    def __init__(self, fields: Sequence[Field]) -> None:
-        self._fields = {f.name: f for f in fields}
-        self._cache: dict[tuple[str, str], list[str]] = {}
-        self._starts: dict[tuple[str, str], int] = {}
-        self._spans: dict[tuple[str, str], dict[int, list[Span]]] = {}
-
-    def lines(self, field_name: str, filename: str) -> list[str]:
-        key = (field_name, filename)
-        if key not in self._cache:
-            path = self._fields[field_name].path / filename
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                text = ""
-            self._cache[key] = text.splitlines()
-            # Frontmatter lines are bookkeeping, not evidence; the page parser decides where
-            # the body starts, as it did for the index's line numbers.
-            self._starts[key] = Page.parse(text).body_line
-        return self._cache[key]
-
-    def body_start(self, field_name: str, filename: str) -> int:
-        """First line of the page body (1-based)."""
-        self.lines(field_name, filename)
-        return self._starts[(field_name, filename)]
-
-    def spans(self, field_name: str, filename: str, first: int, last: int) -> list[Span]:
-        """The evidence spans (research/reading.py) of the page body that overlap lines
-        ``first``..``last``, in page order: a sentence wrapped onto a line of the range
-        counts, so a chunk cut mid-paragraph still quotes whole sentences."""
-        key = (field_name, filename)
-        by_line = self._spans.get(key)
-        if by_line is None:
-            by_line = self._spans[key] = {}
-            for span in evidence_spans(self.lines(field_name, filename),
-                                       self.body_start(field_name, filename)):
-                for number in range(span.line, span.last + 1):
-                    by_line.setdefault(number, []).append(span)
-        found: dict[Span, None] = {}
-        for number in range(first, last + 1):
-            found.update(dict.fromkeys(by_line.get(number, ())))
-        return list(found)
-
-    def weight(self, field_name: str, filename: str, line: int) -> float:
-        """SOURCES_WEIGHT for evidence at ``line`` in a sources section, else 1."""
-        spans = self.spans(field_name, filename, line, line)
-        return SOURCES_WEIGHT if any(s.in_sources and s.line == line for s in spans) else 1.0
 
 
 def split_origin(frontmatter: dict[str, Any] | None) -> str:
@@ -168,12 +118,6 @@ miss; keyword lines keep the exact-word answer on top, which single-fact questio
 (LoCoMo dev: ``python bench/locomo.py --ablations``, row "no keyword line order", for what
 single-hop recall loses without it; in-sample and leave-one-conversation-out figures:
 ``--loo research``)."""
-SOURCES_WEIGHT = 0.25
-"""Votes and line-ranked ranks of a line in a Sources section (reading.py: ``in_sources``):
-"- Heat test report, February 2026." shares the words of "what did the heat test show?" but
-only names where the answer is; it stays evidence, below the lines that say what was found."""
-
-
 def order_weight(order: str) -> float:
     """Weight of a named line-ranked order in :meth:`EvidencePool.final`."""
     return KEYWORD_REFERENCE_WEIGHT if order == "keyword_lines" else REFERENCE_WEIGHT

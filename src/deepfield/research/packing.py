@@ -3,7 +3,8 @@
 The best FULL_LINES items are quoted whole, the rest by their excerpts (research/evidence.py),
 so the budget reaches more pages; :func:`diversify` keeps one page from taking the whole budget;
 what fits is shown in reading order (research/reading.py), each item cited by its page and line
-(``L12:``, or ``L12-13:`` for a sentence wrapped over two lines).
+(``L12:``, or ``L12-13:`` for a sentence wrapped over two lines), under its section's heading
+where the page title does not already say it (``§ Jonas Berg``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..markdown import below_title
 from ..tokens import TokenTally, count_tokens
 from .evidence import Evidence
 from .reading import reading_order
@@ -41,6 +43,7 @@ def pack_evidence(
     # Exact: the rendered text is the preamble, headers and lines joined by line breaks.
     tally = TokenTally(preamble.strip())
     headers: set[tuple[str, str]] = set()
+    sections: set[tuple[str, str, str]] = set()  # (field, filename, section) shown
     shown_keys: set[tuple[str, str, int, str]] = set()
     consumed = 0
     repeated: set[tuple[str, str, str]] = set()
@@ -64,6 +67,9 @@ def pack_evidence(
         pieces = [_line(x) for x in (*companions, item)]
         if page not in headers:
             pieces.append(_header(item))
+        where = (*page, section_of(item))
+        if where[2] and where not in sections:
+            pieces.append(_section(where[2]))
         if not tally.add(*pieces, budget=budget):
             continue  # a shorter line further down may still fit
         chosen += [*companions, item]
@@ -72,8 +78,9 @@ def pack_evidence(
             repeated.add(copy)  # by the line's whole text: a part may quote it shorter
             repeated.update((x.field, x.origin, " ".join(x.text.split())) for x in companions)
         headers.add(page)
+        sections.add(where)
         consumed += 1
-    shown = [item for page in reading_order(chosen) for item in page]
+    shown = [item for page in reading_order(chosen, section_of) for item in page]
     text = render(shown, preamble)
     return Packed(text, shown, count_tokens(text), len(ranked) - consumed)
 
@@ -99,9 +106,26 @@ def diversify(ranked: Sequence[Evidence], penalty: float = 0.5) -> list[Evidence
 def render(chosen: Sequence[Evidence], preamble: str = "") -> str:
     """``chosen`` (best first) under page headers, in reading order (reading.py)."""
     blocks = [preamble.strip()] if preamble.strip() else []
-    for items in reading_order(chosen):
-        blocks.append("\n".join([_header(items[0]), *(_line(i) for i in items)]))
+    for items in reading_order(chosen, section_of):
+        lines = [_header(items[0])]
+        current = ""
+        for item in items:
+            if section_of(item) and section_of(item) != current:
+                lines.append(_section(section_of(item)))  # once: reading_order keeps it whole
+            current = section_of(item)
+            lines.append(_line(item))
+        blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def section_of(item: Evidence) -> str:
+    """The section heading an evidence line is shown under ("Jonas Berg" on a page titled
+    People): a line says "Drone pilot and photogrammetry." and its heading says whose."""
+    return below_title(item.heading, item.title)
+
+
+def _section(heading: str) -> str:
+    return f"§ {heading}"
 
 
 def _header(item: Evidence) -> str:

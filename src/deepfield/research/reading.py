@@ -13,7 +13,7 @@ What is quoted is a *span* (:func:`evidence_spans`): a line, or — in prose har
 several lines — a whole sentence cited at the lines it spans, since a line break falls
 wherever the editor wrapped; a table row carries its table's header row, which packing shows
 above it; a span in a Sources / References section is marked so, and the researcher weighs it
-down (research/evidence.py: SOURCES_WEIGHT).
+down (research/pagelines.py: SOURCES_WEIGHT).
 
 Packing picks evidence best first; :func:`reading_order` shows it so:
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
@@ -85,6 +85,7 @@ def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
     fenced = False
     table: tuple[int, str] | None = None  # the header row of the table being read
     sources_level = 0  # the heading level of the sources section being read, 0 outside one
+    in_comment = False
 
     def add(span: Span) -> None:
         spans.append(replace(span, in_sources=True) if sources_level else span)
@@ -106,6 +107,13 @@ def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
         fenced, table = False, None
         for number, raw in section.text_lines:
             text = raw.strip()
+            if in_comment:  # an HTML comment over several lines: a template's instructions
+                in_comment = "-->" not in text
+                continue
+            if not fenced and text.startswith("<!--") and "-->" not in text:
+                flush()
+                in_comment = True
+                continue
             if is_fence(raw):
                 flush()
                 fenced = not fenced
@@ -178,9 +186,13 @@ class Located(Protocol):
 T = TypeVar("T", bound=Located)
 
 
-def reading_order(items: Sequence[T]) -> list[list[T]]:
+def reading_order(items: Sequence[T],
+                  section: Callable[[T], str] | None = None) -> list[list[T]]:
     """``items`` (best first) as the page groups they are shown in: pages by their best line,
-    passages within a page best first, lines within a passage in page order."""
+    passages within a page best first, lines within a passage in page order. With
+    ``section`` (an item's section heading, "" for none), a passage never crosses a section,
+    and a page's sections are shown whole, one after another — lines outside any section
+    first, then each section from its best passage on — so each heading is shown once."""
     pages: dict[tuple[str, str], list[T]] = {}
     for item in items:
         pages.setdefault((item.field, item.filename), []).append(item)
@@ -189,10 +201,16 @@ def reading_order(items: Sequence[T]) -> list[list[T]]:
         rank = {id(item): position for position, item in enumerate(lines)}
         passages: list[list[T]] = []
         for item in sorted(lines, key=lambda e: (e.line, rank[id(e)])):
-            if passages and item.line - passages[-1][-1].line <= PASSAGE_GAP:
+            if passages and item.line - passages[-1][-1].line <= PASSAGE_GAP and (
+                    section is None or section(item) == section(passages[-1][-1])):
                 passages[-1].append(item)
             else:
                 passages.append([item])
         passages.sort(key=lambda passage: min(rank[id(item)] for item in passage))
+        if section is not None:
+            first: dict[str, int] = {}
+            for passage in passages:
+                first.setdefault(section(passage[0]), len(first))
+            passages.sort(key=lambda p: (section(p[0]) != "", first[section(p[0])]))
         groups.append([item for passage in passages for item in passage])
     return groups
