@@ -617,3 +617,19 @@ def test_a_task_as_long_as_the_budget_says_so(keyword_store: deepfield.Store) ->
     field.add("Boiler", "Ana fixed the boiler on 3 May.")
     result = build_context(field, "boiler " * 1500, budget=1000)
     assert any("the task itself takes the budget" in o.reason for o in result.omitted)
+
+
+def test_a_long_question_does_not_take_the_evidence_room(cli: Cli) -> None:
+    """The fence repeats the question (QUESTION_CHARS of it at most), and a budget that finds
+    evidence but fits none of it says so."""
+    assert cli("new", "pumps").exit_code == 0
+    assert cli("add", "pumps", "The pump seal failed twice in March; grit scored the face.",
+               "--title", "Pump seal").exit_code == 0
+    question = "why did the pump seal fail " + "and what scored the face " * 60
+    data = cli.json("research", question, "-f", "pumps", "--budget", "300")
+    header = next(line for line in data["context"].splitlines() if line.startswith("<memory"))
+    assert len(header) < 400 and "…" in header
+    assert "grit scored the face" in data["context"]
+    tight = cli("research", "why did the pump seal fail?", "-f", "pumps", "--budget", "60")
+    assert tight.exit_code == 0
+    assert tight.stdout.startswith("(no evidence fits in 60 tokens: "), tight.stdout

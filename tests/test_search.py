@@ -12,6 +12,7 @@ import deepfield
 from deepfield.markdown import says_something
 from deepfield.search import make_snippet, search_fields
 
+from .conftest import run_deepfield
 from .fake_openai import FakeOpenAIServer
 
 
@@ -330,3 +331,23 @@ def test_snippets_are_never_scaffolding(field: deepfield.Field) -> None:
             line = hit.snippet.lstrip("…").strip()
             assert line and not line.startswith(("|---", "---", "[Back", "```")), (query, hit)
             assert says_something(line), (query, hit.snippet)
+
+
+def test_a_query_of_pasted_pages_is_refused(filled: deepfield.Field, cli: Any) -> None:
+    """A query past MAX_QUERY_CHARS is pasted text, not a question: encoding it would take one
+    encoder pass per 512 tokens and hold a server's searcher meanwhile."""
+    from deepfield.research import research
+    from deepfield.search import MAX_QUERY_CHARS
+
+    long = "heat tolerance " * (MAX_QUERY_CHARS // 15 + 1)
+    with pytest.raises(deepfield.QueryTooLongError, match="at most 2,000"):
+        filled.search(long)
+    with pytest.raises(deepfield.QueryTooLongError, match="question is"):
+        research([filled], long, record=False)
+    assert filled.search(long[:MAX_QUERY_CHARS], mode="bm25").results  # up to it: searched
+    assert cli("new", "notes").exit_code == 0
+    refused = run_deepfield("--store", str(cli.store_path), "--embedder", "none", "search",
+                            long, "-f", "notes")
+    stderr = refused.stderr.decode()
+    assert refused.returncode == 1 and stderr.count("\n") == 1, stderr
+    assert stderr.startswith("error: the query is 2,010 characters long")

@@ -256,6 +256,11 @@ class SessionFormatError(ImportFormatError):
     )
 
 
+class QueryTooLongError(DeepfieldError):
+    default_hint = ("search for a question or its key words; to find the page a passage comes "
+                    "from, search one sentence of it")
+
+
 class BudgetError(DeepfieldError):
     default_hint = "raise --budget (a few hundred tokens is the least that holds any evidence)"
 

@@ -90,14 +90,22 @@ def fenced(fields: Iterable[str], source: str, kind: str, text: str, **attrs: st
     return f"{notice(names)}\n\n{fence(', '.join(names), source, kind, text, **attrs)}"
 
 
+QUESTION_CHARS = 200
+"""Characters of the question a research block's ``question`` attribute repeats."""
+
+
 def fence_research(result: ResearchResult, fields: Iterable[str]) -> ResearchResult:
     """``result`` with its context fenced, repacked so the fenced block still fits the
     budget it was asked for (the notice and tags cost tokens too). An empty context stays
     empty: there is nothing to fence."""
     names = list(fields)
 
+    # The question labels the block; a long one (pasted text) would take the evidence's room.
+    question = result.question if len(result.question) <= QUESTION_CHARS else \
+        result.question[:QUESTION_CHARS - 1].rstrip() + "…"
+
     def wrap(context: str) -> str:
-        return fenced(names, "research", "research", context, question=result.question)
+        return fenced(names, "research", "research", context, question=question)
 
     if not result.context:
         return result

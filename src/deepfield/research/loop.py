@@ -27,7 +27,7 @@ from ..index.health import heals_fields
 from ..index.keyword import query_terms
 from ..llm.base import ChatModel, Usage
 from ..manage.supersede import is_superseded
-from ..search import Hit, search_fields
+from ..search import Hit, check_query_length, search_fields
 from ..tokens import count_tokens, truncate_to_tokens
 from . import gam, offline
 from . import latent as latent_tools
@@ -168,6 +168,7 @@ def research(
     question = " ".join(question.split())
     if not question:
         raise DeepfieldError("the question is empty", "ask something, e.g. \"when did …\"")
+    check_query_length(question, "question")
     if not fields:
         raise DeepfieldError("no field to research", "name a field with --field")
     if budget < MIN_BUDGET:
