@@ -141,6 +141,14 @@ def test_search_filters(keyword_store: deepfield.Store) -> None:
     assert found(category="Evaluation") == ["locomo.md", "memgpt.md"]  # memgpt: Paging
     assert found(concept="Retrieval") == ["graph-only.md", "graphrag.md"]  # GraphRAG is below
     assert found(category="memory") == ["graph-only.md", "graphrag.md", "memgpt.md"]
+    # A concept's aliases name it too, and the name as the tree prints it ("Paging (PG)").
+    (field.path / "taxonomy.md").write_text(
+        "# Taxonomy\n## Memory\n- Retrieval\n  - GraphRAG\n## Evaluation\n"
+        "- Paging (PG, virtual context)\n")
+    _atomic(field, "pg", "Memory in pages.", kind="method", category="Evaluation",
+            concepts=["PG"])
+    for spelling in ("Paging", "PG", "Paging (PG, virtual context)", "virtual context"):
+        assert found(concept=spelling) == ["memgpt.md", "pg.md"], spelling
 
 
 @pytest.mark.parametrize("mode", ["bm25", "vector", "hybrid"])

@@ -108,9 +108,16 @@ class Taxonomy:
         """Nodes a page value names: categories (roots and sub-categories) or concepts (any
         node below a root). In a path ``A > B``, B names the node and A one of its ancestors
         (not necessarily its parent)."""
-        segments = [name_key(s) for s in re.split(r"\s*(?:>|/)\s*", value) if s.strip()]
-        if not segments:
+        parts = [s for s in re.split(r"\s*(?:>|/)\s*", value) if s.strip()]
+        if not parts:
             return []
+        segments = [name_key(s) for s in parts]
+        # The last part as the tree prints it ("Photogrammetry (SfM)"): its name or an alias.
+        try:
+            name, aliases = _entry(parts[-1], TAXONOMY_FILE, 0)
+        except TaxonomyError:  # "(GLOF)": aliases without a name
+            name, aliases = parts[-1], ()
+        last = {segments[-1], *(name_key(n) for n in (name, *aliases))}
         found = []
         stack: list[TaxonomyNode] = []
         for node in self.nodes():
@@ -118,18 +125,18 @@ class Taxonomy:
             stack.append(node)
             if (not node.is_category) if categories else node.depth == 0:
                 continue  # categories: roots and inner nodes; concepts: anything below a root
-            if segments[-1] in node.keys and _in_order(segments[:-1], stack[:-1]):
+            if last & node.keys and _in_order(segments[:-1], stack[:-1]):
                 found.append(node)
         return found
 
     def keys_below(self, values: Iterable[str], *, categories: bool) -> set[str]:
-        """Name keys of every node below the nodes ``values`` name (for search filters)."""
+        """Name keys (names and aliases) of the nodes ``values`` name and of every node below
+        them (for search filters): "GLOF" finds pages tagged "Glacial lake outburst floods"."""
         keys: set[str] = set()
         for value in values:
             for node in self.find(value, categories=categories):
                 for below in node.walk():
-                    if below is not node:
-                        keys |= below.keys
+                    keys |= below.keys
         return keys
 
 
