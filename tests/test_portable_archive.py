@@ -16,6 +16,7 @@ from deepfield import portable
 from deepfield.cli import main
 from deepfield.errors import (
     ArchiveError,
+    ExportTargetError,
     FieldExistsError,
     PinMismatchError,
     UnsafeArchiveError,
@@ -270,6 +271,32 @@ def test_cli_pack_and_unpack(
     assert "shared" in store.field_names()
     code, _, stderr = run_main(capsys, "--store", str(store.root), "unpack", str(out))
     assert code == 1 and "already exists" in stderr and "--as NAME" in stderr
+
+
+def test_pack_refuses_an_output_inside_the_field(
+    capsys: pytest.CaptureFixture[str], store: deepfield.Store, notes: deepfield.Field,
+    tmp_path: Path,
+) -> None:
+    def files() -> dict[str, bytes]:  # the pages and other files; the index may sync
+        return {k: v for k, v in snapshot(notes.path).items() if ".sqlite3" not in k}
+
+    before = files()
+    page = notes.path / "carbon-fibre-woks.md"
+    with pytest.raises(ExportTargetError, match="inside the field notes"):
+        portable.pack(notes, page, force=True)
+    # A link outside that points into the field is inside it too.
+    link = tmp_path / "link.zip"
+    link.symlink_to(page)
+    with pytest.raises(ExportTargetError):
+        portable.pack(notes, link, force=True)
+    code, stdout, stderr = run_main(capsys, "--store", str(store.root), "pack", "notes", "-o",
+                                    str(notes.path / "self.zip"))
+    assert code == 1 and stdout == "" and stderr.count("\n") == 1
+    assert "is inside the field notes" in stderr and "outside" in stderr
+    code, stdout, _ = run_main(capsys, "--store", str(store.root), "pack", "notes", "-o",
+                               str(notes.path / "logs" / "x.zip"), "--force", "--json")
+    assert code == 1 and json.loads(stdout)["error"]["type"] == "ExportTargetError"
+    assert files() == before
 
 
 def test_cli_reads_a_zip_as_a_field(

@@ -11,7 +11,8 @@ The tree::
     │   ├── StoreNotFoundError      no store at the given path
     │   ├── UnknownFieldError       no field of that name in the store
     │   ├── FieldExistsError        creating a field that is already there
-    │   └── InvalidNameError        a field or page name that breaks the spec's filename rules
+    │   └── InvalidNameError        a field or page name that breaks the spec's filename rules,
+    │                               or a field name the HTTP server reserves (``ui``)
     ├── PageError
     │   ├── PageNotFoundError       no page with that filename or uuid
     │   ├── InvalidPageError        not UTF-8, binary, empty or too large
@@ -31,7 +32,8 @@ The tree::
     │   └── EmbeddingServiceError   an embeddings endpoint failed or answered nonsense
     │       └── EmbeddingInputError the model refused a text (e.g. longer than it reads)
     ├── ImportFormatError           an import source that is not in the expected format
-    ├── ExportTargetError           an export folder that is not empty (or is a file)
+    ├── ExportTargetError           an export folder that is not empty (or is a file), or an
+    │                               export or pack target inside the field itself
     ├── ArchiveError                a .memoryfield.zip that cannot be used
     │   ├── PinMismatchError        its sha256 is not the pinned one
     │   └── UnsafeArchiveError      traversal, symlinks, page sub-folders, a zip bomb

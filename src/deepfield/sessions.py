@@ -116,12 +116,12 @@ def parse_session(
         format = "json" if is_json else "markdown"
         if format == "json":
             try:
-                json.loads(text)
+                _loads(text, where)
             except json.JSONDecodeError:
                 format = "jsonl" if stripped.startswith("{") else "markdown"
     if format in ("json", "openai", "locomo"):
         try:
-            data = json.loads(text)
+            data = _loads(text, where)
         except json.JSONDecodeError as exc:
             raise SessionFormatError(f"{where} is not valid JSON: {exc}") from None
         result = _from_json(data, where, session, format)
@@ -137,6 +137,17 @@ def parse_session(
     if not any(turn.text.strip() for turn in result.turns):
         raise SessionFormatError(f"{where} has no messages with text")
     return result
+
+
+def _loads(text: str, where: str) -> Any:
+    """``json.loads``, with JSON nested deeper than Python's recursion limit (``[[[…]]]``
+    a hundred thousand deep) refused as a format error instead of a RecursionError."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise SessionFormatError(f"{where} nests JSON too deeply to read",
+                                 "no conversation nests more than a few levels; send the "
+                                 "messages as a flat list") from None
 
 
 def _from_json(data: Any, where: str, number: int | None, format: str) -> Session:
@@ -201,7 +212,7 @@ def _from_jsonl(text: str, where: str) -> Session:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = _loads(line, f"{where} line {number}")
         except json.JSONDecodeError as exc:
             raise SessionFormatError(f"{where} line {number} is not JSON: {exc.msg}") from None
         if not isinstance(item, dict):

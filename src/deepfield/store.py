@@ -32,6 +32,23 @@ if TYPE_CHECKING:
     from .llm.base import ChatModel
     from .research.loop import ResearchResult
 
+RESERVED_FIELD_NAMES = {"ui": "the memory console"}
+"""Top-level paths of the HTTP server (deepfield.server.app) that are not fields: a field of
+such a name could be created but never reached over HTTP (``/ui/…`` is the console's)."""
+
+
+def check_field_name(name: str) -> str:
+    """``name`` if it can name a new field (a spec name the HTTP server can reach), else
+    InvalidNameError."""
+    stem = check_name(name, "field")
+    if stem in RESERVED_FIELD_NAMES:
+        raise InvalidNameError(
+            f"field name {stem!r} is reserved: the HTTP server's /{stem}/ is "
+            f"{RESERVED_FIELD_NAMES[stem]}",
+            f"choose another name, e.g. `{stem}-notes`",
+        )
+    return stem
+
 
 class Store:
     """A folder whose sub-folders are fields. Use :func:`open` to get one."""
@@ -85,7 +102,7 @@ class Store:
 
     def create_field(self, name: str, *, intro: str | None = None, exist_ok: bool = False) -> Field:
         """Create a field folder, with ``index.md`` holding ``intro`` when given."""
-        check_name(name, "field")
+        check_field_name(name)
         folder = self.root / name
         if folder.exists():
             if not exist_ok:

@@ -23,8 +23,8 @@ from ..config import CONFIG_FILE, EmbeddingConfig, StoreConfig, load_config, ren
 from ..embed.base import Embedder
 from ..errors import FieldExistsError, InvalidNameError, StoreNotFoundError, UnknownFieldError
 from ..fsutil import atomic_write
-from ..page import INTRO_FILE, check_name, is_valid_name, require_text
-from ..store import Store, build_embedder
+from ..page import INTRO_FILE, is_valid_name, require_text
+from ..store import Store, build_embedder, check_field_name
 from .lease import Lease
 from .objects import SCHEME, Bucket, ObjectConflictError
 
@@ -144,7 +144,7 @@ class BucketStore(Store):
 
     def create_field(self, name: str, *, intro: str | None = None,
                      exist_ok: bool = False) -> BucketField:
-        check_name(name, "field")
+        check_field_name(name)
         try:
             self.bucket.put(f"{name}/", b"", create=True)  # the folder marker
         except ObjectConflictError:

@@ -19,7 +19,8 @@ from .app import app, json_option, print_json, settings, warn
 @app.command("pack")
 @click.argument("field")
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path), default=None,
-              help="Zip to write (default: ./FIELD.memoryfield.zip).")
+              help="Zip to write, outside the field's folder (default: "
+              "./FIELD.memoryfield.zip).")
 @click.option("--with-index", is_flag=True,
               help="Include the field's <model-code>.sqlite3 index (a consistent snapshot).")
 @click.option("--force", is_flag=True, help="Replace the output file if it exists.")

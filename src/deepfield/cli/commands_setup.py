@@ -16,10 +16,11 @@ from ..errors import AgentSetupError
 from .app import app, json_option, print_json, settings, store_exists, warn
 
 
-def server_command(store: Path) -> list[str]:
-    """How the agent should start ``deepfield mcp STORE``: the deepfield script installed
-    beside this Python (agents started from a desktop often lack the shell's PATH), else the
-    one on PATH, else this Python with ``-m deepfield``."""
+def server_command(store: Path | str) -> list[str]:
+    """How the agent should start ``deepfield mcp STORE`` (a folder, or an ``s3://`` URL as
+    given): the deepfield script installed beside this Python (agents started from a desktop
+    often lack the shell's PATH), else the one on PATH, else this Python with ``-m
+    deepfield``."""
     scripts = Path(sys.executable).parent
     for name in ("deepfield.exe", "deepfield") if sys.platform == "win32" else ("deepfield",):
         if (scripts / name).is_file():
@@ -100,8 +101,14 @@ def setup_cmd(ctx: click.Context, agent: str | None, scope: str | None, project_
         _list_agents(as_json, host, project)
         return
     chosen = get_agent(agent)
-    store = settings(ctx).store_path.resolve()
+    env = settings(ctx)
+    # A bucket store is passed through as its URL (`deepfield mcp s3://…` opens it); its
+    # store_path is only this process's working copy, no store the agent could open.
+    store: Path | str = env.store_url or env.store_path.resolve()
     command = server_command(store)
+    if env.store_url is not None:
+        warn(f"the agent starts `deepfield mcp {env.store_url}`: it needs the AWS_* "
+             "credentials (and AWS_ENDPOINT_URL, if any) in its own environment")
     if print_only:
         text = snippet(chosen, command, server_name)
         if as_json:
@@ -109,7 +116,7 @@ def setup_cmd(ctx: click.Context, agent: str | None, scope: str | None, project_
         else:
             click.echo(text, nl=False)
         return
-    if not remove and not store_exists(store):
+    if not remove and isinstance(store, Path) and not store_exists(store):
         warn(f"there is no store at {store} yet: create it with `deepfield init {store}`")
     plan = plan_setup(chosen, command, host=host, project=project, scope=scope,
                       server=server_name, remove=remove, with_instructions=with_instructions)

@@ -59,6 +59,8 @@ def load_conversations(path: Path) -> list[dict[str, Any]]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ImportFormatError(f"{path} is not LoCoMo JSON: {exc}") from None
+    except RecursionError:  # ``[[[…]]]`` deeper than Python's recursion limit
+        raise ImportFormatError(f"{path} is not LoCoMo JSON: nested too deeply") from None
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list) or not all(

@@ -68,7 +68,7 @@ class Manifest:
         manifest = cls(path)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep
             return manifest  # missing or unreadable: every existing page counts as edited
         if not isinstance(data, dict):
             return manifest

@@ -191,7 +191,8 @@ def _ingest(result: ActivationLog, data: bytes, copied: set[str]) -> tuple[int, 
             kind = str(item.get("event", "read"))
             if not isinstance(page, str) or (uuid is not None and not isinstance(uuid, str)):
                 raise ValueError("bad page or uuid")
-        except (ValueError, KeyError, TypeError, AttributeError):
+        # RecursionError: a line nested deeper than Python can decode (a log arrives in zips).
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             bad += 1
             continue
         key = uuid or f"file:{page}"

@@ -295,7 +295,7 @@ def items(fld: Field, *, include_resolved: bool = False) -> tuple[list[ReviewIte
             elif item_id in found:
                 found[item_id].status = str(record["status"])
                 found[item_id].resolved = str(record.get("t", ""))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # (nested too deep)
             warnings.append(f"{REVIEW_DIR}/{QUEUE_FILE}: line {number} is corrupt, skipped")
     listed = [i for i in found.values() if include_resolved or i.status == "pending"]
     return listed, warnings

@@ -13,10 +13,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ..errors import DeepfieldError
+from ..errors import DeepfieldError, InvalidNameError
 from ..field import Field
-from ..page import check_name
-from ..store import Store
+from ..store import Store, check_field_name
 from .archive import (
     PackResult,
     UnpackResult,
@@ -58,7 +57,13 @@ def unpack(
     limits: ZipLimits = DEFAULT_LIMITS,
 ) -> UnpackResult:
     """Verify ``zip_path`` (against ``sha256`` when given) and unpack it as a new field."""
-    chosen = check_name(name, "field") if name else field_name_for(zip_path)
+    # A name taken from the zip's file name is checked too: ui.memoryfield.zip needs --as.
+    try:
+        chosen = check_field_name(name or field_name_for(zip_path))
+    except InvalidNameError as exc:
+        if name:
+            raise
+        raise InvalidNameError(exc.message, "unpack under another name with --as NAME") from None
     result = extract_checked(zip_path, store.root / chosen, pin=sha256, limits=limits)
     if result.index_files:
         _distrust_shipped_text(store, chosen, result)

@@ -25,16 +25,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..debris import UNPACK_PREFIX, clean, new_temp_dir, new_temp_file
-from ..errors import ArchiveError, FieldExistsError, NothingToPackError, UnsafeArchiveError
+from ..errors import (
+    ArchiveError,
+    ExportTargetError,
+    FieldExistsError,
+    NothingToPackError,
+    UnsafeArchiveError,
+)
 from ..fsutil import TEMP_SUFFIX
-from ..page import SPECIAL_FILES, is_debris, is_valid_name, slugify
+from ..page import is_debris, is_valid_name, slugify
 from ..scan import OWN_SUBDIRS
 from .zipsafe import (
     DEFAULT_LIMITS,
     ZIP_SUFFIX,
     ZipLimits,
+    check_has_pages,
     copy_member,
     entry_mtime,
+    is_page_member,
     open_checked,
     sha256_file,
     ut_extra,
@@ -98,10 +106,6 @@ def field_name_for(zip_path: Path) -> str:
 # ---------------------------------------------------------------------- pack
 
 
-def _is_page(name: str) -> bool:
-    return "/" not in name and name.endswith(".md") and name not in SPECIAL_FILES
-
-
 def _is_skipped(name: str) -> bool:
     return name.startswith(".") or is_debris(name) or name.endswith(INDEX_SUFFIXES)
 
@@ -135,7 +139,7 @@ def pack_members(folder: Path) -> tuple[list[tuple[str, Path]], list[str]]:
         if entry.is_file():
             # (A page that is not UTF-8 is left out by pack_folder, which reads it anyway:
             # listing stays a scan of names, cheap enough for a server's zip cache key.)
-            if _is_page(name) and not is_valid_name(name[:-3]):
+            if is_page_member(name) and not is_valid_name(name[:-3]):
                 warnings.append(f"{name}: not a spec page name, left out (rename it to "
                                 f"{slugify(name[:-3]) or 'a-name'}.md: lowercase letters, "
                                 "digits and hyphens)")
@@ -191,10 +195,16 @@ def pack_folder(
     level: int = 6,
 ) -> PackResult:
     """Write ``folder`` as a memoryfield zip at ``out`` (atomically); see the module docstring."""
+    # A zip inside the field would replace a page (--force over team.md) or be packed into
+    # the next zip; resolve() follows symbolic links, so a link into the field counts too.
+    resolved, field_dir = out.resolve(), folder.resolve()
+    if resolved == field_dir or field_dir in resolved.parents:
+        raise ExportTargetError(f"{out} is inside the field {folder.name}",
+                                "write the zip outside the field's folder (-o PATH)")
     if out.exists() and not force:
         raise ArchiveError(f"{out} already exists", "choose another -o NAME or pass --force")
     members, warnings = pack_members(folder)
-    if not any(_is_page(name) for name, _ in members):
+    if not any(is_page_member(name) for name, _ in members):
         raise NothingToPackError(f"{folder.name} has no pages to pack")
     out.parent.mkdir(parents=True, exist_ok=True)
     clean(out.parent)  # what a killed pack left beside its output
@@ -212,7 +222,7 @@ def pack_folder(
                     continue
                 archive.writestr(_zip_info(arcname, path.stat().st_mtime), data)
                 packed.append(arcname)
-            if not any(_is_page(name) for name in packed):
+            if not any(is_page_member(name) for name in packed):
                 raise NothingToPackError(f"{folder.name} has no UTF-8 pages to pack")
             if index_path is not None and index_path.is_file():
                 snapshot = temp.with_suffix(".sqlite3")
@@ -230,7 +240,7 @@ def pack_folder(
                 with contextlib.suppress(OSError):
                     leftover.unlink()
         os.close(fd)
-    pages = sum(1 for name in packed if _is_page(name))
+    pages = sum(1 for name in packed if is_page_member(name))
     return PackResult(
         path=out, sha256=sha256_file(out), files=len(packed) + (snapshot is not None),
         pages=pages, bytes=out.stat().st_size,
@@ -261,9 +271,7 @@ def extract_checked(
     holder, staging = new_temp_dir(parent, UNPACK_PREFIX)  # held until closed (debris.py)
     try:
         with open_checked(zip_path, pin=pin, limits=limits) as (archive, infos, digest):
-            if not any(_is_page(i.filename) for i in infos if not i.is_dir()):
-                raise ArchiveError(f"{zip_path.name} holds no pages",
-                                   "a memoryfield zip holds at least one .md page at its root")
+            check_has_pages(infos, zip_path.name)
             total = 0
             for info in infos:
                 path = staging.joinpath(*info.filename.split("/"))
@@ -292,6 +300,6 @@ def extract_checked(
     names = [i.filename for i in infos if not i.is_dir()]
     return UnpackResult(
         path=target, sha256=digest, files=len(names),
-        pages=sum(1 for n in names if _is_page(n)), bytes=total,
+        pages=sum(1 for n in names if is_page_member(n)), bytes=total,
         index_files=[n for n in names if "/" not in n and n.endswith(".sqlite3")],
     )

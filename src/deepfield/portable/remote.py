@@ -33,7 +33,7 @@ from ..embed.base import Embedder
 from ..errors import RemoteUnavailableError, TransportError
 from ..field import Field
 from ..fsutil import atomic_write, field_lock
-from ..page import LISTING_FILE, is_debris
+from ..page import INTRO_FILE, LISTING_FILE, is_debris
 from .transports import RemoteFile, Transport, create_transport, find_transport
 from .transports.base import MissingRemoteFileError
 from .zipsafe import DEFAULT_LIMITS
@@ -165,6 +165,14 @@ def refresh_mirror(transport: Transport, folder: Path, state_path: Path) -> Refr
     by_name = {f.name: f for f in batch}
     for name, data in transport.fetch_many([f.name for f in batch]):
         arrived[name] = (by_name[name], data)
+    if not any(name != INTRO_FILE for name in (*keep, *arrived)):
+        # Unpack's rule: a memoryfield holds at least one page. A remote with none is a
+        # mistake (a wrong prefix, an emptied zip), not a reason to empty the mirror.
+        raise RemoteUnavailableError(
+            f"{transport.label} holds no pages",
+            "a memoryfield holds at least one .md page; check the source (the mirror is "
+            "left as it was)",
+        )
     # Everything has arrived: only now is the mirror touched.
     folder.mkdir(parents=True, exist_ok=True)
     for name, (file, data) in arrived.items():

@@ -7,7 +7,7 @@ absolute paths, backslashes and drive letters, symbolic links, encrypted or dupl
 component over 255 bytes, a file that is also a folder), and zip bombs (too many entries, an
 entry or a total too large, or a compression ratio no Markdown reaches, per entry or for the
 whole archive). Members are then read with running byte counts, so a header that lies about
-sizes cannot get more out than it declared.
+sizes cannot get more out than it declared (nor less: that entry is damaged).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import ArchiveError, PinMismatchError, UnsafeArchiveError
-from ..page import is_debris
+from ..page import SPECIAL_FILES, is_debris
 
 ZIP_SUFFIX = ".memoryfield.zip"
 UT_EXTRA_ID = 0x5455
@@ -72,11 +72,13 @@ def normalize_pin(pin: str) -> str:
     return value
 
 
-def verify_pin(path: Path, pin: str | None, handle: IO[bytes] | None = None) -> str:
+def verify_pin(path: Path, pin: str | None, handle: IO[bytes] | None = None,
+               label: str | None = None) -> str:
     """The file's sha256; raises PinMismatchError when ``pin`` is given and differs.
 
     With ``handle`` (the open file that will be read next) the bytes hashed are the bytes
-    used: swapping the file after the check changes nothing."""
+    used: swapping the file after the check changes nothing. ``label`` names the zip in
+    messages (a download's URL rather than its temporary file); default the file's name."""
     expected = normalize_pin(pin) if pin is not None else None
     if handle is not None:
         digest = hashlib.sha256()
@@ -91,12 +93,15 @@ def verify_pin(path: Path, pin: str | None, handle: IO[bytes] | None = None) -> 
         except FileNotFoundError:
             raise ArchiveError(f"no file {path}", "check the path of the zip") from None
     if expected is not None and not hmac.compare_digest(actual, expected):
-        raise PinMismatchError(f"{path.name} has sha256 {actual}, not the pinned {expected}")
+        raise PinMismatchError(f"{label or path.name} has sha256 {actual}, "
+                               f"not the pinned {expected}")
     return actual
 
 
-def open_zip(path: Path, pin: str | None) -> tuple[zipfile.ZipFile, str]:
-    """Open ``path`` once, check its pin on that open file, and read it as a zip."""
+def open_zip(path: Path, pin: str | None,
+             label: str | None = None) -> tuple[zipfile.ZipFile, str]:
+    """Open ``path`` once, check its pin on that open file, and read it as a zip (``label``
+    names it in messages, as for verify_pin)."""
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -104,11 +109,11 @@ def open_zip(path: Path, pin: str | None) -> tuple[zipfile.ZipFile, str]:
     except IsADirectoryError:
         raise ArchiveError(f"{path} is a folder, not a zip", "give the .zip file") from None
     try:
-        digest = verify_pin(path, pin, handle)
+        digest = verify_pin(path, pin, handle, label)
         archive = _OwnedZip(handle)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as exc:
         handle.close()
-        raise ArchiveError(f"{path.name} is not a readable zip file ({exc})") from None
+        raise ArchiveError(f"{label or path.name} is not a readable zip file ({exc})") from None
     except BaseException:
         handle.close()
         raise
@@ -146,6 +151,19 @@ def check_name(name: str, *, flat: bool = True) -> str | None:
     if flat and len(parts) > 1 and parts[-1].endswith(".md") and not name.endswith("/"):
         return "a .md page inside a sub-folder (memoryfields are flat: pages at the zip's root)"
     return None
+
+
+def is_page_member(name: str) -> bool:
+    """A page: a ``.md`` entry at the zip's root other than index.md and listing.md."""
+    return "/" not in name and name.endswith(".md") and name not in SPECIAL_FILES
+
+
+def check_has_pages(infos: list[zipfile.ZipInfo], label: str) -> None:
+    """ArchiveError unless the entries hold a page: a memoryfield holds at least one (an
+    empty zip must neither unpack into an empty field nor empty a remote mirror)."""
+    if not any(is_page_member(i.filename) for i in infos if not i.is_dir()):
+        raise ArchiveError(f"{label} holds no pages",
+                           "a memoryfield zip holds at least one .md page at its root")
 
 
 def is_symlink(info: zipfile.ZipInfo) -> bool:
@@ -283,7 +301,20 @@ def copy_member(
         if isinstance(exc, OSError) and exc.filename:
             raise
         raise ArchiveError(f"{label}: entry {info.filename!r} is damaged ({exc})") from None
+    if written != info.file_size:  # zipfile checks the CRC, but not a size declared too large
+        raise ArchiveError(f"{label}: entry {info.filename!r} is damaged (it holds {written} "
+                           f"bytes, its header declares {info.file_size})")
     return written
+
+
+def verify_members(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo], label: str) -> None:
+    """Read every checked entry through once, as unpacking does: a damaged entry (a bad
+    CRC-32, a size its header misstates) is refused before any of the zip is used, not
+    when (or if) that entry is read."""
+    with open(os.devnull, "wb") as sink:  # the bytes are checked, not kept
+        for info in infos:
+            if not info.is_dir():
+                copy_member(archive, info, sink, label)
 
 
 def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) -> bytes:

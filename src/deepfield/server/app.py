@@ -20,14 +20,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import DeepfieldError, WriteConflictError
 from ..llm.config import LLMConfig
-from ..store import Store
+from ..store import RESERVED_FIELD_NAMES, Store
 from ..writer import MAX_WRITE_BYTES
 from .auth import Auth, is_local_name, is_loopback
 from .openapi import openapi_document
@@ -121,9 +124,54 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own errors (405, 413, …) in the JSON shape every other error has."""
     assert isinstance(exc, HTTPException)
     phrase = HTTPStatus(exc.status_code).phrase
-    return error_response(exc.status_code, phrase.replace(" ", ""), str(exc.detail),
-                          "see /openapi.json for the routes and methods",
+    hint = _TOO_LARGE_HINT if exc.status_code == 413 else \
+        "see /openapi.json for the routes and methods"
+    return error_response(exc.status_code, phrase.replace(" ", ""), str(exc.detail), hint,
                           dict(exc.headers) if exc.headers else None)
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit`` bytes with a JSON 413 (the shape of every other
+    error). Starlette's own ``max_body_size`` sits outside the exception handlers and
+    answers a Content-Length over the limit in plain text; here a declared length is
+    refused before the app runs, and a chunked body that grows past the limit raises an
+    HTTPException inside the app, where :func:`_http_error` answers it."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            declared = int(Headers(scope=scope).get("content-length", ""))
+        except ValueError:
+            declared = None
+        if declared is not None and declared > self.limit:
+            response = error_response(413, _TOO_LARGE, self._message(), _TOO_LARGE_HINT)
+            await response(scope, receive, send)
+            return
+        total = 0
+
+        async def limited() -> Message:
+            nonlocal total
+            message = await receive()
+            if message["type"] == "http.request":
+                total += len(message.get("body", b""))
+                if total > self.limit:
+                    raise HTTPException(413, self._message())
+            return message
+
+        await self.app(scope, limited, send)
+
+    def _message(self) -> str:
+        return f"the request body is larger than {self.limit} bytes"
+
+
+_TOO_LARGE = HTTPStatus(413).phrase.replace(" ", "")
+_TOO_LARGE_HINT = f"a page is at most {MAX_WRITE_BYTES >> 20} MiB; send a smaller body"
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
@@ -139,7 +187,8 @@ async def _deepfield_error(request: Request, exc: Exception) -> Response:
         # A lost race on a page in a bucket: 412 when the client stated the version it
         # expected, else 409; the current version's ETag (absent: the page is gone) says
         # what to read before writing again.
-        status = 412 if request.headers.get("if-match") else 409
+        conditional = request.headers.get("if-match") or request.headers.get("if-none-match")
+        status = 412 if conditional else 409
         headers = {} if exc.current is None else {
             "ETag": '"' + hashlib.sha256(exc.current).hexdigest() + '"'}
         return error_response(status, type(exc).__name__, exc.message, exc.hint, headers)
@@ -150,9 +199,11 @@ async def list_fields(request: Request) -> Response:
     if (denied := deny_read(request)) is not None:
         return denied
     service: Service = request.app.state.service
+    # A field named like one of the server's own paths (made before the name was reserved,
+    # or by hand) cannot be reached at /NAME/: never advertise it.
     fields = [{"name": n, "url": f"/{n}/", "search": f"/{n}/search?q=",
                "zip": f"/{n}/memoryfield.zip", "listing": f"/{n}/listing.md"}
-              for n in service.field_names()]
+              for n in service.field_names() if n not in RESERVED_FIELD_NAMES]
     return JSONResponse({"fields": fields, "openapi": "/openapi.json"})
 
 
@@ -197,7 +248,7 @@ def create_app(
         service.close()  # the server stops: close the connections it opened
 
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan,
-                    max_body_size=MAX_WRITE_BYTES + 4096)
+                    middleware=[Middleware(BodyLimit, limit=MAX_WRITE_BYTES + 4096)])
     app.state.service = service
     app.state.auth = auth
     try:

@@ -107,7 +107,8 @@ def openapi_document(version: str) -> dict[str, Any]:
                                "`uuid` keeps the stored one. Pages over 8 KB are split into "
                                "`NAME-part-N.md`. The index and listing.md are updated before "
                                "the response. Needs a login when users are configured, else "
-                               "only loopback clients may write. `If-Match` is honoured.",
+                               "only loopback clients may write. `If-Match` is honoured, "
+                               "and `If-None-Match: *` makes the PUT create-only.",
                 "security": [{"basic": []}],
                 "parameters": [_FIELD, _PAGE],
                 "requestBody": {"required": True, "content": _MD},
@@ -117,7 +118,8 @@ def openapi_document(version: str) -> dict[str, Any]:
                     **_WRITE_ERRORS,
                     "409": _err("The body's uuid differs from the stored page's, or belongs "
                                 "to another page."),
-                    "412": _err("If-Match did not match."),
+                    "412": _err("If-Match did not match, or If-None-Match: * and the page "
+                                "exists."),
                     "413": _err("Body too large."),
                     "415": _err("Body is not valid UTF-8."),
                 },
@@ -127,7 +129,9 @@ def openapi_document(version: str) -> dict[str, Any]:
                 "operationId": "deletePage", "security": [{"basic": []}],
                 "parameters": [_FIELD, _PAGE],
                 "responses": {"204": {"description": "Archived; its index entries are gone."},
-                              **_WRITE_ERRORS},
+                              **_WRITE_ERRORS,
+                              "405": _err("index.md or listing.md: not pages (replace the "
+                                          "introduction with PUT).")},
             },
         },
         "/{field}/_/pages": {"get": {

@@ -2,9 +2,11 @@
 
 ``GET /`` (index.md), ``GET /memoryfield.zip``, ``GET /{page}.md``, ``GET /search?q=`` and the
 writable pages: ``PUT`` (201 created, 204 replaced; 400 bad name or empty body, 415 not UTF-8,
-409 uuid conflict, 412 failed ``If-Match``) and ``DELETE`` (204; the page moves into the
-field's ``archive/`` and leaves the index). The index and ``listing.md`` are brought up to
-date inside the request, before the page can be returned again.
+409 uuid conflict, 412 failed ``If-Match`` or ``If-None-Match``, e.g. ``If-None-Match: *`` on
+a page that exists) and ``DELETE`` (204; the page moves into the field's ``archive/`` and
+leaves the index; 405 for ``index.md`` and ``listing.md``, which are not pages). The index
+and ``listing.md`` are brought up to date inside the request, before the page can be
+returned again.
 """
 
 from __future__ import annotations
@@ -176,14 +178,23 @@ def _check_body(body: bytes) -> Response | None:
     return None
 
 
-def _precondition(request: Request, path_exists: bool, current: bytes | None) -> bool:
-    """``If-Match`` (optional, never required): True when the write may go ahead."""
+def _precondition(request: Request, path_exists: bool, current: bytes | None) -> str | None:
+    """``If-Match`` and ``If-None-Match`` (optional, never required; RFC 9110 13.1): None
+    when the write may go ahead, else the 412's message. ``If-None-Match: *`` makes a PUT
+    create-only: it never replaces a page someone else created meanwhile."""
     wanted = request.headers.get("if-match")
-    if wanted is None:
-        return True
-    if wanted.strip() == "*":
-        return path_exists
-    return current is not None and etag_of(current) in wanted
+    if wanted is not None and not (
+        path_exists if wanted.strip() == "*"
+        else current is not None and etag_of(current) in wanted
+    ):
+        return "does not match If-Match"
+    unwanted = request.headers.get("if-none-match")
+    if unwanted is not None and current is not None and (
+        unwanted.strip() == "*" or etag_of(current) in unwanted
+    ):
+        return "already exists (If-None-Match)" if unwanted.strip() == "*" \
+            else "matches If-None-Match"
+    return None
 
 
 def _write(field: Field, filename: str, body: bytes, request: Request) -> tuple[int, Any]:
@@ -192,8 +203,8 @@ def _write(field: Field, filename: str, body: bytes, request: Request) -> tuple[
     path = field.path / filename
     existed = path.is_file()
     current = path.read_bytes() if existed else None
-    if not _precondition(request, existed, current):
-        return 412, None if current is None else etag_of(current)
+    if (failed := _precondition(request, existed, current)) is not None:
+        return 412, (failed, None if current is None else etag_of(current))
     expected = current if request.headers.get("if-match") and current is not None else None
     if filename == INTRO_FILE:  # the introduction is free text, stored as sent
         field.write_intro(body, expected=expected)
@@ -220,9 +231,10 @@ async def put_page(request: Request) -> Response:
     status, result = await service.run(name, lambda f: _write(f, filename, body, request),
                                        write=True)
     if status == 412:  # with the current version's ETag, when there is one
-        return error_response(412, "PreconditionFailed",
-                              f"{filename} does not match If-Match", "GET it again, then retry",
-                              {"ETag": result} if result else None)
+        failed, tag = result
+        return error_response(412, "PreconditionFailed", f"{filename} {failed}",
+                              "GET it again, then retry (or PUT it under another name)",
+                              {"ETag": tag} if tag else None)
     headers = {"Location": f"/{name}/{filename}"}
     warnings = (result.get("warnings") or []) if isinstance(result, dict) else []
     if warnings:  # the page is stored; what went wrong after that is a warning, not a 5xx
@@ -258,8 +270,6 @@ def _generated(filename: str) -> Response:
 
 
 def _archive(field: Field, filename: str) -> str:
-    if filename == INTRO_FILE:
-        return field.archive_intro()
     if not (field.path / filename).is_file():
         raise PageNotFoundError(f"no page {filename!r} in field {field.name}")
     return field.archive(filename)
@@ -271,6 +281,11 @@ async def delete_page(request: Request) -> Response:
     if isinstance(target, Response):
         return target
     service, name, filename = target
+    if filename == INTRO_FILE:  # not a page (as for MCP and listing.md): a field keeps one
+        return error_response(
+            405, "MethodNotAllowed",
+            f"{INTRO_FILE} is the field's introduction, not a page, and cannot be deleted",
+            f"change the introduction with PUT /{name}/{INTRO_FILE}", {"Allow": "GET, PUT"})
     where = await service.run(name, lambda f: _archive(f, filename), write=True)
     return Response(status_code=204, headers={"X-Deepfield-Archived-As": where})
 

@@ -25,7 +25,7 @@ from urllib.parse import quote, unquote
 
 import httpx
 
-from ...errors import RemoteUnavailableError
+from ...errors import RemoteUnavailableError, TransportError
 from ...page import LISTING_FILE
 from ..zipsafe import DEFAULT_LIMITS
 from .base import MAX_FILE_BYTES, MissingRemoteFileError, RemoteFile, Transport, check_file_name
@@ -46,6 +46,14 @@ def parse_listing(text: str) -> list[str]:
     return list(names)
 
 
+def _public(url: httpx.URL) -> str:
+    """The URL as messages show it: credentials (``user:pass@``) left out."""
+    return str(url.copy_with(username=None, password=None)) if url.userinfo else str(url)
+
+
+_HTML = re.compile(r"\s*<(?:!doctype\s+html|html|head|body)[\s>]", re.IGNORECASE)
+
+
 def _http_time(value: str | None) -> float | None:
     if not value:
         return None
@@ -61,8 +69,12 @@ class HttpTransport(Transport):
 
     def __init__(self, source: str, workdir: Path, pin: str | None = None) -> None:
         super().__init__(source, workdir, pin)
-        url = httpx.URL(source)
-        self._display = str(url.copy_with(username=None, password=None)) if url.userinfo else source
+        try:
+            url = httpx.URL(source)
+        except httpx.InvalidURL as exc:  # e.g. "http://[::1" (an unclosed IPv6 address)
+            raise TransportError(f"{source} is not a valid URL ({exc})",
+                                 "check the address: http(s)://host[:port]/field/") from None
+        self._display = _public(url) if url.userinfo else source
         self.zip_url = source if url.path.endswith(".zip") else None
         self.base = source if source.endswith("/") else source + "/"
         if self.zip_url:
@@ -141,13 +153,14 @@ class HttpTransport(Transport):
         except BaseException:
             Path(temp).unlink()
             raise
+        shown = _public(httpx.URL(url))  # messages name the URL, not the temporary file
         if response.status_code != 200:
             Path(temp).unlink()
             if response.status_code == 304 and target.exists():
-                return ZipTransport(str(target), self.workdir, self.pin)
+                return ZipTransport(str(target), self.workdir, self.pin, display=shown)
             raise MissingRemoteFileError(ZIP_NAME) if response.status_code == 404 else \
                 self._unexpected(ZIP_NAME, response)
-        staged = ZipTransport(temp, self.workdir, self.pin)
+        staged = ZipTransport(temp, self.workdir, self.pin, display=shown)
         try:
             staged.list_files()  # pin and safety checks before it replaces the old copy
         except BaseException:
@@ -159,7 +172,7 @@ class HttpTransport(Transport):
         meta = {"etag": response.headers.get("etag"),
                 "last_modified": response.headers.get("last-modified")}
         meta_path.write_text(json.dumps(meta))
-        return ZipTransport(str(target), self.workdir, self.pin)
+        return ZipTransport(str(target), self.workdir, self.pin, display=shown)
 
     # ------------------------------------------------------------------ Transport
 
@@ -167,8 +180,7 @@ class HttpTransport(Transport):
         if self.zip_url is None and self.pin is None:
             response, data = self._get(self.base + LISTING_FILE)
             if response.status_code == 200:
-                names = parse_listing(data.decode("utf-8", "replace"))
-                return [RemoteFile(check_file_name(n, self.label)) for n in ["index.md", *names]]
+                return self._listed(data.decode("utf-8", "replace"))
             if response.status_code not in (403, 404, 410):
                 raise self._unexpected(LISTING_FILE, response)
         try:
@@ -190,6 +202,23 @@ class HttpTransport(Transport):
                 "/search)", "check the URL: it should be the field's root",
             ) from None
         return self._zip.list_files()
+
+    def _listed(self, text: str) -> list[RemoteFile]:
+        """The files a ``listing.md`` names; refused (before the mirror is touched) when it
+        is no listing: a web app answering its HTML page for every path, or a listing of no
+        pages (a memoryfield holds at least one)."""
+        if _HTML.match(text):
+            raise RemoteUnavailableError(
+                f"{self.label} is not a memoryfield server: its {LISTING_FILE} is an HTML page",
+                "check the URL: it should be the field's root (where listing.md is)",
+            )
+        names = parse_listing(text)
+        if not names:
+            raise RemoteUnavailableError(
+                f"{self.label} is not a memoryfield server: its {LISTING_FILE} links no pages",
+                "check the URL: it should be the root of a field with at least one page",
+            )
+        return [RemoteFile(check_file_name(n, self.label)) for n in ["index.md", *names]]
 
     def fetch(self, name: str) -> bytes:
         if self._zip is not None:

@@ -1,7 +1,8 @@
 """Local folders and local ``.memoryfield.zip`` files as transports.
 
 A folder's timestamps are file mtimes (spec: local files and sync-based transports). A zip is
-pin-checked and checked whole (zipsafe.py) when opened; its timestamps are the entries' own
+pin-checked and checked whole (zipsafe.py) when opened, every entry read through once as
+``unpack`` does, and refused without a page; its timestamps are the entries' own
 (the exact UTC time ``deepfield pack`` stores, else the DOS time) and its version tokens the
 entries' CRC-32 and size.
 """
@@ -16,11 +17,13 @@ from ...errors import RemoteUnavailableError
 from ..zipsafe import (
     DEFAULT_LIMITS,
     ZipLimits,
+    check_has_pages,
     checked_members,
     close_zip,
     entry_mtime,
     open_zip,
     read_member,
+    verify_members,
 )
 from .base import MAX_FILE_BYTES, RemoteFile, Transport, check_file_name
 
@@ -65,14 +68,22 @@ class ZipTransport(Transport):
 
     def __init__(
         self, source: str, workdir: Path, pin: str | None = None,
-        limits: ZipLimits = DEFAULT_LIMITS,
+        limits: ZipLimits = DEFAULT_LIMITS, display: str | None = None,
     ) -> None:
         super().__init__(source, workdir, pin)
         self.path = Path(source)
         self.limits = limits
+        # What messages call the zip: the file's name, or for a download the URL it came
+        # from (its file in the workdir is an implementation detail nobody asked for).
+        self.display = display
+        self._shown = display or self.path.name
         self.sha256: str | None = None
         self._archive: zipfile.ZipFile | None = None
         self._members: dict[str, zipfile.ZipInfo] = {}
+
+    @property
+    def label(self) -> str:
+        return self.display or self.source
 
     def field_name(self) -> str:
         from ..archive import field_name_for
@@ -81,9 +92,13 @@ class ZipTransport(Transport):
 
     def _open(self) -> zipfile.ZipFile:
         if self._archive is None:
-            archive, self.sha256 = open_zip(self.path, self.pin)
+            archive, self.sha256 = open_zip(self.path, self.pin, self._shown)
             try:
-                infos = checked_members(archive, self.path.name, self.limits)
+                infos = checked_members(archive, self._shown, self.limits)
+                # As strict as unpack: an empty zip must not empty the mirror, and a damaged
+                # entry is refused even where the mirror would not read it.
+                check_has_pages(infos, self._shown)
+                verify_members(archive, infos, self._shown)
             except BaseException:
                 close_zip(archive)
                 raise
@@ -103,8 +118,8 @@ class ZipTransport(Transport):
         archive = self._open()
         info = self._members.get(name)
         if info is None:
-            raise RemoteUnavailableError(f"{self.path.name} has no file {name!r}")
-        return read_member(archive, info, self.path.name)
+            raise RemoteUnavailableError(f"{self._shown} has no file {name!r}")
+        return read_member(archive, info, self._shown)
 
     def close(self) -> None:
         if self._archive is not None:
