@@ -123,7 +123,8 @@ def test_langgraph_store_put_get_search_delete(store: deepfield.Store) -> None:
     assert len(store.field("memories-alice").pages()) == 2
     memory.delete(alice, "coffee")
     assert memory.get(alice, "coffee") is None
-    assert len(store.field("memories-alice").archived()) == 1  # archived, not destroyed
+    # archived, not destroyed: the version the put replaced, and the deleted page
+    assert len(store.field("memories-alice").archived()) == 2
     assert memory.get(("memories", "carol"), "x") is None and memory.search(("nobody",)) == []
     with pytest.raises(InvalidNamespaceError):
         memory.batch([PutOp(("a.b",), "k", {"v": 1})])

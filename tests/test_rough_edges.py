@@ -206,7 +206,8 @@ def test_replacing_a_page_by_name_keeps_the_previous_version(
         **json.loads(same.stdout)["pages"][0], "action": "unchanged", "previous": None,
         "bytes": 0}
     assert len(list((folder / "archive").iterdir())) == 2  # an unchanged write keeps nothing
-    restored = kcli("restore", "n", "plan", "--as", "plan-first")
+    # `restore NAME` brings back the newest version; the first is named by its archive file.
+    restored = kcli("restore", "n", "archive/plan.md", "--as", "plan-first")
     assert restored.exit_code == 0 and "First plan." in (folder / "plan-first.md").read_text()
     with _served(keyword_store) as http:  # PUT replaces as the spec says, copies nothing
         assert http.put("/n/plan.md", content=b"# Plan\n\nFourth.\n").status_code == 204
@@ -255,7 +256,8 @@ def test_remember_keeps_digits_the_heading_date_and_no_system_prompt(
     done = remember(keyword_store.create_field("n", exist_ok=True), source)
     assert "lifepo4" in done.filename and "LiFePO4" in done.title
     page = (keyword_store.root / "n" / done.filename).read_text()
-    assert "When: 4 May 2026." in page and "created: '2026-05-04'" in page
+    # The session's date is its session_date; created/updated say when it was written.
+    assert "When: 4 May 2026." in page and "session_date: 4 May 2026" in page
     assert "helpful assistant" not in done.memo and "System" not in done.memo
     assert "- System" not in page  # not a participant either
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .archive import ARCHIVE_DIR, archive_file, archived_pages, restore_file
+from .archive import ARCHIVE_DIR, ArchiveResult, RestoreResult, archive_file, archived_pages
 from .domains.atomic import Filters
 from .embed.base import Embedder
 from .errors import (
@@ -42,6 +42,7 @@ from .index.health import damage, healing
 from .listing import refresh_listing
 from .manage.activation import record_activation
 from .manage.hooks import WritePlan, after_write, before_write, review_default
+from .manage.removal import archive_page, restore_page
 from .manage.supersede import superseded_note
 from .page import (
     INTRO_FILE,
@@ -305,8 +306,9 @@ class Field(FieldBackends):
     ) -> WriteResult:
         """Store a page; see the module docstring for what is filled in and checked. Pages over
         8 KB are split into linked parts unless ``split`` is False. A page of that ``name``
-        is replaced, its previous version kept in ``archive/`` unless ``keep_previous`` is
-        False (``WrittenPage.previous`` says where).
+        (or, without a name, the page carrying the text's ``uuid``) is replaced, its previous
+        version kept in ``archive/`` unless ``keep_previous`` is False
+        (``WrittenPage.previous`` says where).
 
         A ``supersedes`` key links the old page (cycles are refused); a new page that looks
         like a duplicate or contradiction of another is queued for review unless ``review``
@@ -417,25 +419,37 @@ class Field(FieldBackends):
     # ------------------------------------------------------------------ archive
 
     def archive(self, ref: str) -> str:
-        """Move a page into ``archive/`` (never deleted); returns its path in the archive."""
+        """Move one page file into ``archive/`` (never deleted); returns its path in the
+        archive. ``archive_page`` is what ``rm`` does: all parts of a split page, and the
+        pages it superseded are shown again."""
         with field_lock(self.path):
             filename = self.resolve(ref)
             refuse_special(filename, "archive pages; edit index.md in place")
             where = archive_file(self.path, filename)
-            self._after_move({filename}, [])
+            self.after_move({filename}, [])
         return where
+
+    def archive_page(self, ref: str) -> ArchiveResult:
+        """Archive a page with all its parts (manage.removal.archive_page)."""
+        return archive_page(self, ref)
 
     def archived(self) -> list[str]:
         return archived_pages(self.path)
 
     def restore(self, name: str, *, as_name: str | None = None) -> str:
-        """Bring an archived page back to the field root; returns its filename."""
-        with field_lock(self.path):
-            target = restore_file(self.path, self.name, name, as_name)
-            self._after_move({target}, source_files(self.path, {target}))
-        return target
+        """Bring an archived page back to the field root (``name``: its newest archived
+        version; ``archive/x.md`` or an ``--archived-`` name: that file); returns its
+        filename. ``restore_page`` says more."""
+        return self.restore_page(name, as_name=as_name).filename
 
-    def _after_move(self, names: set[str], files: list[SourceFile]) -> None:
+    def restore_page(self, name: str, *, as_name: str | None = None) -> RestoreResult:
+        """Bring an archived page back, with all its parts (manage.removal.restore_page)."""
+        if type(self).restore is not Field.restore:  # kept elsewhere (a bucket): its own way
+            target = self.restore(name, as_name=as_name)
+            return RestoreResult(self.name, target, name, [target])
+        return restore_page(self, name, as_name)
+
+    def after_move(self, names: set[str], files: list[SourceFile]) -> None:
         """Index a page moved into or out of the folder; the move is done, so an index that
         fails now leaves a notice (take_notices), not an error."""
         self._fresh.changed(names)

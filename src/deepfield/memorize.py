@@ -164,7 +164,7 @@ def prepare_remember(
         return done
     topic_terms = topic_terms_of(parsed)
     related = _related_pages(field, parsed, topic_terms)
-    warnings: list[str] = []
+    warnings: list[str] = list(parsed.warnings)
     memo_by = "extractive"
     draft: dict[str, str | None] = {}
     if llm is not None:
@@ -316,9 +316,9 @@ def _session_page(
     page.set("title", title)
     page.set("uuid", page_uuid)
     page.set("summary", cap_memo(memo))
-    if session.date:
-        page.set("created", session.date)
-        page.set("updated", session.date)
+    # created/updated are when the page was written (the writer sets them, in the spec's UTC
+    # form): back-dated to the session, `forget --older-than` took a new page for an old one.
+    # When the session happened is session_date (research shows it as the page's date).
     fm = page.frontmatter
     assert fm is not None
     fm["kind"] = "session"

@@ -114,13 +114,8 @@ def _same_heading(title: str, wanted: str) -> bool:
     return bool(slug) and slugify(title) == slug
 
 
-def find_section(page: Page, heading: str) -> tuple[Section, str, int]:
-    """The section named ``heading`` with its subsections: (section, text, last line).
-
-    ``heading`` matches a heading's text (any case), its slug, or a path written
-    ``Parent > Child`` or ``Parent/Child``.
-    """
-    sections = [s for s in parse_sections(page.body, page.body_line) if s.level]
+def _matching(sections: list[Section], heading: str) -> list[Section]:
+    """The sections whose heading (or heading path ``A > B``) is ``heading``."""
     wanted = [_normal(part) for part in re.split(r"\s*(?:>|/)\s*", heading) if part.strip()]
     if not wanted:
         raise SectionNotFoundError("no heading given")
@@ -131,7 +126,29 @@ def find_section(page: Page, heading: str) -> tuple[Section, str, int]:
             return False
         return all(_same_heading(t, w) for t, w in zip(tail, wanted, strict=True))
 
-    found = [s for s in sections if matches(s)]
+    return [s for s in sections if matches(s)]
+
+
+def find_section(page: Page, heading: str) -> tuple[Section, str, int]:
+    """The section named ``heading`` with its subsections: (section, text, last line).
+
+    ``heading`` matches a heading's text (any case), its slug, or a path written
+    ``Parent > Child`` or ``Parent/Child``. Where several headings match, ``@LINE`` after
+    it (``Notes@11``: the heading on line 11 of the file) says which.
+    """
+    sections = [s for s in parse_sections(page.body, page.body_line) if s.level]
+    at = re.fullmatch(r"(.*\S)\s*@(\d+)", heading.strip())
+    if at and not _matching(sections, heading):  # a heading ending in "@2" is its own text
+        named, line = _matching(sections, at.group(1)), int(at.group(2))
+        there = [s for s in named if s.line == line]
+        if not there:
+            lines = ", ".join(str(s.line) for s in named)
+            raise SectionNotFoundError(
+                f"no heading {at.group(1)!r} on line {line}"
+                + (f" (it is on line{'s' if len(named) > 1 else ''} {lines})" if named else ""),
+                "give the line the heading is on" if named else "check the heading's text")
+        return _section_text(page, sections, there[0])
+    found = _matching(sections, heading)
     if not found:
         known = "; ".join(" > ".join(s.path) for s in sections[:20]) or "the page has no headings"
         raise SectionNotFoundError(f"no section {heading!r} (headings: {known})")
@@ -139,9 +156,15 @@ def find_section(page: Page, heading: str) -> tuple[Section, str, int]:
         paths = "; ".join(f"{' > '.join(s.path)} (line {s.line})" for s in found)
         raise SectionNotFoundError(
             f"{heading!r} matches {len(found)} sections: {paths}",
-            "give the full path, e.g. `Parent > Child`",
+            f"give the full path, e.g. `Parent > Child`, or the heading's line after @, "
+            f"e.g. `{heading.strip()}@{found[0].line}`",
         )
-    target = found[0]
+    return _section_text(page, sections, found[0])
+
+
+def _section_text(page: Page, sections: list[Section],
+                  target: Section) -> tuple[Section, str, int]:
+    """(target, its text with its subsections, its last line)."""
     index = sections.index(target)
     last = target.end_line
     for later in sections[index + 1 :]:

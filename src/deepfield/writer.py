@@ -54,7 +54,8 @@ class WrittenPage:
     action: str  # "created" | "updated" | "unchanged"
     bytes: int
     previous: str | None = None
-    """Where the replaced version went (``archive/…``) when a page was replaced by name."""
+    """Where the replaced version went (``archive/…``) when a page was replaced (by name or
+    by uuid)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -101,8 +102,9 @@ class PageWriter:
         """Store ``page`` (the caller holds the field lock); over 8 KB it is split into linked
         parts unless ``split`` is False (the spec's PUT stores the page it is given, whole,
         and touches no other file). ``keep_previous``: a page replaced by name (``stem``)
-        leaves its previous version in ``archive/`` (nothing is ever deleted)."""
-        self.keep_previous = keep_previous and stem is not None
+        leaves its previous version in ``archive/`` (nothing is ever deleted), and so does a
+        page replaced by its uuid: both are the same replacement, reached two ways."""
+        self.keep_previous = keep_previous
         if not page.body.strip() and not page.frontmatter:
             raise InvalidPageError("the page is empty (no text, and no frontmatter values)",
                                    "send the page's Markdown")

@@ -30,7 +30,11 @@ def _report_write(result: WriteResult, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def new_field(ctx: click.Context, name: str, intro: str | None, as_json: bool) -> None:
-    """Create a field NAME (a folder of pages) in the store."""
+    """Create a field NAME (a folder of pages) in the store.
+
+    NAME uses lowercase letters, digits and hyphens; `ui` is reserved (the HTTP server's
+    /ui/ is the memory console).
+    """
     store = settings(ctx).store()
     field = store.create_field(name, intro=intro)
     if as_json:
@@ -142,7 +146,9 @@ def add_cmd(
               help="Deepest heading level in the outline.")
 @click.option("--sentences", default=1, show_default=True, type=click.IntRange(0, 50),
               help="Sentences shown under each outline heading.")
-@click.option("--section", default=None, help="Return one section (heading text or A > B path).")
+@click.option("--section", default=None,
+              help="Return one section (heading text or A > B path; where several "
+              "headings match, NAME@LINE: the line its heading is on, e.g. Notes@11).")
 @json_option
 @click.pass_context
 def read_cmd(
@@ -167,28 +173,59 @@ def read_cmd(
 @json_option
 @click.pass_context
 def rm_cmd(ctx: click.Context, field: str, page: str, as_json: bool) -> None:
-    """Archive a page: move it into the field's archive/ folder (restorable, never deleted)."""
+    """Archive a page: move it into the field's archive/ folder (restorable, never deleted).
+
+    A page split into parts goes with all its parts; pages it superseded are shown in search
+    again (their superseded_by link is removed, and said)."""
     fld = settings(ctx).field(field)
-    where = fld.archive(page)
+    result = fld.archive_page(page)
     if as_json:
-        print_json({"field": fld.name, "archived": where})
-    else:
-        click.echo(f"archived to {fld.name}/{where} (bring it back with `deepfield restore`)")
+        print_json(result.to_json())
+        return
+    click.echo(f"archived to {fld.name}/{result.archived[0]} (bring it back with "
+               "`deepfield restore`)")
+    if len(result.archived) > 1:
+        click.echo(f"  with the page's other {len(result.archived) - 1} parts: "
+                   + ", ".join(result.archived[1:]))
+    for name in result.unsuperseded:
+        click.echo(f"  {fld.name}/{name} is no longer marked superseded (its successor was "
+                   "archived; its superseded_by link was removed)")
+    for warning in result.warnings:
+        warn(warning)
 
 
 @app.command("restore")
 @click.argument("field")
 @click.argument("name")
-@click.option("--as", "as_name", default=None, help="Restore under another filename.")
+@click.option("--as", "as_name", default=None,
+              help="Restore under another filename (not index or listing; not for a split "
+              "page).")
 @json_option
 @click.pass_context
 def restore_cmd(
     ctx: click.Context, field: str, name: str, as_name: str | None, as_json: bool
 ) -> None:
-    """Move an archived page back into the field."""
+    """Move an archived page back into the field.
+
+    NAME is a page's name (its most recently archived version comes back, with all its parts
+    if it was split) or an archived file exactly, as `deepfield ls FIELD --archived` lists it
+    (archive/NAME.md, NAME--archived-….md)."""
     fld = settings(ctx).field(field)
-    restored = fld.restore(name, as_name=as_name)
+    result = fld.restore_page(name, as_name=as_name)
     if as_json:
-        print_json({"field": fld.name, "restored": restored})
-    else:
-        click.echo(f"restored {fld.name}/{restored}")
+        print_json(result.to_json())
+        return
+    click.echo(f"restored {fld.name}/{result.filename} from {result.source}")
+    if result.others:
+        click.echo(f"  the newest of {len(result.others) + 1} archived versions; others: "
+                   + ", ".join(f"archive/{n}" for n in result.others)
+                   + f" (`deepfield restore {fld.name} archive/NAME.md` restores one)")
+    if len(result.restored) > 1:
+        click.echo(f"  with the page's other {len(result.restored) - 1} parts: "
+                   + ", ".join(result.restored[1:]))
+    if result.new_uuid:
+        click.echo(f"  given a new uuid {result.new_uuid} (its own belongs to a live page)")
+    for old in result.relinked:
+        click.echo(f"  {fld.name}/{old} is marked superseded by it again")
+    for warning in result.warnings:
+        warn(warning)

@@ -18,6 +18,7 @@ from dataclasses import field as dc_field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ..archive import original_name
 from ..errors import DeepfieldError, PageNotFoundError
 from .activation import iso_time, load_activation
 
@@ -136,16 +137,45 @@ def forget(
         entry = ForgetEntry(doc.filename, doc.title, b, iso_time(last),
                             reason or _why(rank, keep_top, last, moment))
         (report.kept if reason else report.forgotten).append(entry)
+    _keep_split_pages(report, docs)
     if not dry_run:
+        gone: set[str] = set()  # the other parts of a split page go with its first
         for entry in report.forgotten:
+            if entry.filename in gone:
+                continue
             try:
-                report.archived.append(fld.archive(entry.filename))
+                done = fld.archive_page(entry.filename)
             except (PageNotFoundError, OSError) as exc:  # removed or locked meanwhile: go on
                 why = exc.message if isinstance(exc, PageNotFoundError) else str(exc)
                 report.warnings.append(f"{entry.filename} was not archived: {why}")
                 report.not_archived.append(entry.filename)
+                continue
+            report.archived += done.archived
+            gone |= {original_name(where.rsplit("/", 1)[-1]) for where in done.archived}
+            report.warnings += done.warnings + [
+                f"{name} is no longer marked superseded (its successor {entry.filename} was "
+                "archived; its superseded_by link was removed)" for name in done.unsuperseded]
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _keep_split_pages(report: ForgetReport, docs: list[Any]) -> None:
+    """A split page is forgotten whole or not at all (``rm`` archives all its parts): a cold
+    part whose page has a part still in use is kept."""
+    cold = {e.filename for e in report.forgotten}
+    groups: dict[str, set[str]] = {}
+    for doc in docs:
+        front = doc.frontmatter or {}
+        if front.get("split_from") and front.get("part") is not None:
+            groups.setdefault(str(front["split_from"]), set()).add(doc.filename)
+    origin = {name: key for key, names in groups.items() for name in names}
+    held = [e for e in report.forgotten
+            if e.filename in origin and not groups[origin[e.filename]] <= cold]
+    for entry in held:
+        report.forgotten.remove(entry)
+        report.kept.append(ForgetEntry(entry.filename, entry.title, entry.activation,
+                                       entry.last_used, "another part of this split page "
+                                       "is in use (a split page is forgotten whole)"))
 
 
 def _why(rank: int, keep_top: int | None, last: float, now: float) -> str:

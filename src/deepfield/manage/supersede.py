@@ -164,6 +164,46 @@ def supersede(fld: Field, old_ref: str, new_ref: str) -> SupersedeResult:
     return result
 
 
+def release(fld: Field, gone: dict[str, str | None]) -> list[str]:
+    """Pages whose ``superseded_by`` named a page that just left the field (``gone``:
+    filename -> uuid, archived by ``rm`` or ``forget``) lose that reference: a page replaced
+    by nothing would otherwise be hidden from search for good. Returns the pages changed
+    (the caller says so: the user's page is rewritten, never silently)."""
+    names = {ref for filename, uuid in gone.items()
+             for ref in (filename, filename[:-3], uuid) if ref}
+    changed = []
+    for doc in fld.index_handle().docs():
+        newer = refs((doc.frontmatter or {}).get(SUPERSEDED_BY))
+        left = [ref for ref in newer if ref not in names]
+        if len(left) == len(newer):
+            continue
+        value: Any = None if not left else left[0] if len(left) == 1 else left
+        try:
+            if rewrite_keys(fld, doc.filename, {SUPERSEDED_BY: value}):
+                changed.append(doc.filename)
+        except (InvalidPageError, OSError):  # edited meanwhile: it keeps its link
+            continue
+    return changed
+
+
+def relink(fld: Field, filename: str, page: Page) -> tuple[list[str], list[str]]:
+    """A restored page that ``supersedes`` live pages hides them again (release undone):
+    sets ``superseded_by`` on those that no other page supersedes. (pages changed,
+    warnings)."""
+    found, _missing = resolve_refs(fld, refs(page.get(SUPERSEDES)))
+    olds = []
+    for old in found:
+        doc = fld.index_handle().doc_by_filename(old)
+        if old == filename or doc is None or refs((doc.frontmatter or {}).get(SUPERSEDED_BY)):
+            continue
+        olds.append(old)
+    try:
+        check_cycle(fld, filename, olds)
+    except SupersessionCycleError as exc:
+        return [], [f"{filename} supersedes {', '.join(olds)}, not linked again: {exc.message}"]
+    return link(fld, filename, olds), []
+
+
 def superseded_note(page: Page) -> str | None:
     """A one-line note for readers of a superseded page, else None."""
     newer = refs(page.get(SUPERSEDED_BY))
