@@ -29,6 +29,7 @@ from deepfield.errors import (
     TransportError,
 )
 from deepfield.manage.activation import ACTIVATION_DIR, read_log
+from deepfield.memorize import remember
 from deepfield.page import is_valid_name
 from deepfield.server import create_app
 from deepfield.sessions import parse_session
@@ -442,3 +443,38 @@ def test_setup_passes_a_bucket_store_through_as_its_url(
     written = json.loads((home / ".gemini/settings.json").read_text())
     assert written["mcpServers"]["deepfield"]["args"][-2:] == ["mcp", "s3://bucket/pfx"]
     assert not list(tmp_path.glob("s3*"))  # no made-up local folder for the bucket
+
+
+def test_what_remember_reads_as_no_conversation() -> None:
+    # A program that printed a bare JSON value by mistake: no page of "null".
+    for text in ("null", "42", "true", '"hello"'):
+        with pytest.raises(deepfield.SessionFormatError, match="not a conversation"):
+            parse_session(text, label="standard input")
+    # LoCoMo's own file is a list of samples: one is read, several are named.
+    sample = {"sample_id": "conv-1", "qa": [], "conversation": {
+        "speaker_a": "A", "speaker_b": "B", "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi there"},
+                      {"speaker": "B", "dia_id": "D1:2", "text": "hello"}]}}
+    one = parse_session(json.dumps([sample]), session=1)
+    assert [t.text for t in one.turns] == ["hi there", "hello"]
+    with pytest.raises(deepfield.SessionFormatError, match="holds 2 LoCoMo conversations"):
+        parse_session(json.dumps([sample, sample]), session=1)
+
+
+def test_a_transcript_with_broken_frontmatter_is_filed_with_a_warning(
+        keyword_store: deepfield.Store) -> None:
+    field = keyword_store.create_field("chats")
+    text = "---\ndate: [oops\n---\nAlice: hi about kites\nBob: kites are fun\n"
+    (warning,) = parse_session(text).warnings
+    assert warning.startswith("the session: malformed YAML frontmatter")
+    written = remember(field, "-", text=text)
+    assert any("the block is read as text" in w for w in written.warnings), written.warnings
+
+
+def test_a_query_that_starts_with_a_dash_is_told_where_to_go(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, _out, err = run_main(capsys, "search", "-1.72")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "goes after '--': deepfield search -- \"-1.72\"" in err
+    code, _out, err = run_main(capsys, "search", "--bogus", "x")  # a real option's typo
+    assert code == 2 and "--'" not in err and "see `deepfield search --help`" in err

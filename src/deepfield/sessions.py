@@ -53,6 +53,8 @@ class Session:
     raw: str | None = None
     """A transcript's own text, used verbatim as the page body."""
     extra: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    """What was read but not understood (a transcript's malformed frontmatter)."""
 
     @property
     def participants(self) -> list[str]:
@@ -119,6 +121,8 @@ def parse_session(
                 _loads(text, where)
             except json.JSONDecodeError:
                 format = "jsonl" if stripped.startswith("{") else "markdown"
+        else:
+            _refuse_json_scalar(text, where)
     if format in ("json", "openai", "locomo"):
         try:
             data = _loads(text, where)
@@ -139,6 +143,20 @@ def parse_session(
     return result
 
 
+def _refuse_json_scalar(text: str, where: str) -> None:
+    """A text that is one JSON value but no object or list (``null``, ``42``, ``"hi"``) is
+    what a program printed by mistake, not a conversation: refused, not filed as a page."""
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return
+    kind = "null" if value is None else type(value).__name__
+    raise SessionFormatError(f"{where} is a JSON {kind} ({text.strip()[:40]}), not a "
+                             "conversation",
+                             "send OpenAI-style messages, a LoCoMo session or a transcript of "
+                             "`Speaker: text` lines")
+
+
 def _loads(text: str, where: str) -> Any:
     """``json.loads``, with JSON nested deeper than Python's recursion limit (``[[[…]]]``
     a hundred thousand deep) refused as a format error instead of a RecursionError."""
@@ -152,6 +170,15 @@ def _loads(text: str, where: str) -> Any:
 
 def _from_json(data: Any, where: str, number: int | None, format: str) -> Session:
     meta: dict[str, Any] = {}
+    if isinstance(data, list) and data and all(
+            isinstance(item, dict) and isinstance(item.get("conversation"), dict)
+            for item in data):  # LoCoMo's own file: a list of samples
+        if len(data) > 1:
+            raise SessionFormatError(
+                f"{where} holds {len(data)} LoCoMo conversations",
+                "import them all with `deepfield import locomo FILE`, or save one "
+                "conversation's object in a file of its own")
+        data = data[0]
     if isinstance(data, dict) and isinstance(data.get("conversation"), dict):
         data = data["conversation"]  # a whole LoCoMo sample
     if isinstance(data, dict) and any(re.fullmatch(r"session_\d+", k) for k in data):
@@ -224,6 +251,8 @@ def _from_jsonl(text: str, where: str) -> Session:
 def _from_transcript(text: str, where: str) -> Session:
     page = Page.parse(text)
     meta = page.frontmatter or {}
+    warnings = [f"{where}: {page.frontmatter_error}; the block is read as text"] \
+        if page.frontmatter_error else []
     turns: list[Turn] = []
     for line in page.body.splitlines():
         match = _SPEAKER_LINE.match(line)
@@ -236,7 +265,7 @@ def _from_transcript(text: str, where: str) -> Session:
     when = _text(meta.get("date") or meta.get("when")) or _heading_date(page.body)
     return Session(turns, "markdown", when=when, date=_iso(when), title=_text(meta.get("title")),
                    project=_text(meta.get("project")), topic=_text(meta.get("topic")),
-                   raw=page.body)
+                   raw=page.body, warnings=warnings)
 
 
 def _message_turn(item: dict[str, Any]) -> Turn:

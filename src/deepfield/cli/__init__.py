@@ -23,7 +23,9 @@ __all__ = ["app", "main"]
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     try:
-        app.main(args=argv, prog_name="deepfield", standalone_mode=False)
+        # Without standalone mode click *returns* the status a command gave ``ctx.exit(n)``
+        # (an --json failure, Ctrl-C's 130, --strict) instead of exiting with it.
+        status = app.main(args=argv, prog_name="deepfield", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
@@ -33,7 +35,11 @@ def main(argv: list[str] | None = None) -> None:
         if "--json" in (sys.argv[1:] if argv is None else argv):
             set_json_errors(True)
         command = exc.ctx.command_path if exc.ctx is not None else "deepfield"
-        emit_error("UsageError", exc.format_message(), f"see `{command} --help`")
+        hint = f"see `{command} --help`"
+        if isinstance(exc, click.NoSuchOption) and not exc.option_name.startswith("--"):
+            # "-1.72" or "- We keep 850": a query or text, not an option
+            hint = f"text that starts with '-' goes after '--': {command} -- \"-1.72\"; {hint}"
+        emit_error("UsageError", exc.format_message(), hint)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         emit_error(type(exc).__name__, exc.format_message(), "")
@@ -54,3 +60,5 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
+    if isinstance(status, int) and not isinstance(status, bool) and status != 0:
+        sys.exit(status)
