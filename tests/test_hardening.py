@@ -478,3 +478,17 @@ def test_a_query_that_starts_with_a_dash_is_told_where_to_go(
     assert "goes after '--': deepfield search -- \"-1.72\"" in err
     code, _out, err = run_main(capsys, "search", "--bogus", "x")  # a real option's typo
     assert code == 2 and "--'" not in err and "see `deepfield search --help`" in err
+
+
+def test_delete_over_http_takes_every_part_of_a_split_page(
+        keyword_store: deepfield.Store) -> None:
+    field = keyword_store.create_field("big")
+    text = "# Big\n\n" + "\n\n".join(f"## S{i}\n\n" + "lorem ipsum dolor " * 60
+                                     for i in range(20))
+    names = field.add("Big", text).filenames
+    assert len(names) > 2
+    with served(keyword_store) as http:
+        gone = http.delete(f"/big/{names[0]}")
+    assert gone.status_code == 204 and gone.headers["x-deepfield-archived-as"] == \
+        f"archive/{names[0]}"
+    assert field.pages() == [] and sorted(field.archived()) == sorted(names)

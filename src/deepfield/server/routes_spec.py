@@ -272,7 +272,7 @@ def _generated(filename: str) -> Response:
 def _archive(field: Field, filename: str) -> str:
     if not (field.path / filename).is_file():
         raise PageNotFoundError(f"no page {filename!r} in field {field.name}")
-    return field.archive(filename)
+    return field.archive_page(filename).archived[0]  # as `rm`: every part of a split page
 
 
 async def delete_page(request: Request) -> Response:

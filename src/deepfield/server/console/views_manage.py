@@ -101,8 +101,10 @@ async def forget_archive(request: Request, form: Form) -> Response:
         report = forget(f, keep_top=keep_top, older_than_days=older, dry_run=True)
         archived, skipped = [], []
         for entry in report.forgotten:
-            if entry.filename in ticked:
-                archived.append(f.archive(entry.filename))
+            if entry.filename in ticked and (f.path / entry.filename).is_file():
+                # as `deepfield forget` does: a split page's parts go together (an earlier
+                # part took this one along), and what it superseded is shown again
+                archived += f.archive_page(entry.filename).archived
         still = {e.filename for e in report.forgotten}
         skipped = sorted(ticked - still)
         return {"archived": archived, "skipped": skipped}
