@@ -128,6 +128,8 @@ def test_slugify() -> None:
     assert slugify("Carbon Fibre Woks!") == "carbon-fibre-woks"
     assert slugify("Crème brûlée — à la carte") == "creme-brulee-a-la-carte"
     assert slugify("机器学习") == ""
+    # Letters no decomposition takes to ASCII are spelled out, not dropped.
+    assert slugify("Straße in Ærø, Łódź") == "strasse-in-aero-lodz"
     long = slugify("word " * 40)
     assert len(long) <= 60 and not long.endswith("-") and is_valid_name(long)
 

@@ -123,9 +123,16 @@ def check_name(name: str, what: str = "page") -> str:
     return stem
 
 
+_FOLD = str.maketrans({"ß": "ss", "ẞ": "SS", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE",
+                       "ø": "o", "Ø": "O", "đ": "d", "Đ": "D", "ł": "l", "Ł": "L", "þ": "th",
+                       "Þ": "Th", "ð": "d", "Ð": "D", "ı": "i"})
+"""Latin letters that no Unicode decomposition takes to ASCII ("Straße" is not "strae")."""
+
+
 def slugify(text: str, max_len: int = 60) -> str:
     """Fold ``text`` to a spec filename stem; ``''`` when nothing ASCII is left (e.g. pure CJK)."""
-    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    folded = unicodedata.normalize("NFKD", text.translate(_FOLD)).encode(
+        "ascii", "ignore").decode("ascii")
     slug = re.sub(r"[^a-z0-9]+", "-", folded.lower()).strip("-")
     if len(slug) > max_len:
         cut = slug[:max_len]
