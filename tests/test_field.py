@@ -297,3 +297,15 @@ def test_write_together_renames_only_after_every_file_is_written(tmp_path: Path)
     assert (tmp_path / "new.md").read_text() == "new\n"
     assert (tmp_path / "old.md").read_text() == "replaced\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new.md", "old.md", "taken.md"]
+
+
+def test_a_write_warns_of_keys_the_spec_would_not_accept(field: deepfield.Field) -> None:
+    text = "---\ntitle: Odd\nuuid: not-a-uuid\ncreated: yesterday\n---\nBody.\n"
+    result = field.write(text, name="odd")
+    assert result.warnings == [
+        f"{field.name}/odd.md: uuid 'not-a-uuid' is not a UUID",
+        f"{field.name}/odd.md: created 'yesterday' is not an ISO 8601 datetime such as "
+        "2026-03-01T09:00:00Z"]
+    assert (field.path / "odd.md").is_file()  # stored all the same
+    clean = field.add("Fine", "A page deepfield dates and names itself.")
+    assert clean.warnings == []

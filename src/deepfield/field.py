@@ -52,6 +52,7 @@ from .page import (
     check_text,
     derive_title,
     is_valid_name,
+    metadata_warnings,
     require_text,
     slugify,
 )
@@ -366,6 +367,9 @@ class Field(FieldBackends):
         for failure in failures:
             self.index_failed(failure, "the page is saved")
         result.warnings[:0] = [f"{self.name}/{n}" for n in self.take_notices()]
+        if result.pages and result.pages[0].action != "unchanged":
+            result.warnings += [f"{self.name}/{result.pages[0].filename}: {w}"
+                                for w in metadata_warnings(page)]
         return result
 
     @contextmanager

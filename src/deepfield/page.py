@@ -145,6 +145,29 @@ def slugify(text: str, max_len: int = 60) -> str:
 # --------------------------------------------------------------------------- time and ids
 
 
+def metadata_warnings(page: Page) -> list[str]:
+    """What a page's own keys say that the spec's SHOULDs do not allow: a ``uuid`` that is no
+    UUID, a ``created``/``updated`` that is no ISO 8601 datetime (the page is stored all the
+    same; ``forget`` and activation then know no age for it)."""
+    found = []
+    value = page.get("uuid")
+    if value is not None:
+        try:
+            uuidlib.UUID(str(value))
+        except ValueError:
+            found.append(f"uuid {str(value)!r} is not a UUID")
+    for key in ("created", "updated"):
+        value = page.get(key)
+        if value is None or isinstance(value, dt.datetime | dt.date):
+            continue
+        try:
+            dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            found.append(f"{key} {str(value)!r} is not an ISO 8601 datetime such as "
+                         "2026-03-01T09:00:00Z")
+    return found
+
+
 def now_iso() -> str:
     """The current UTC time as the spec's ISO 8601 string, to the second."""
     return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
