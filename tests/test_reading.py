@@ -479,3 +479,20 @@ def test_a_taxonomy_entry_ranks_below_the_line_that_answers(
                       record=False)
     assert result.ranked[0].filename == "survey.md", [e.filename for e in result.ranked]
     assert any(e.filename == "taxonomy.md" for e in result.ranked)  # still evidence
+
+
+def test_a_note_under_a_paragraph_is_ranked_on_its_own(keyword_store: deepfield.Store) -> None:
+    # One prose chunk holds the paragraph and the quoted note under it; the note answers the
+    # second half of the question, and the line-ranked searches must see it as a line.
+    field = keyword_store.create_field("dem")
+    field.add("Processing notes", "## Void filling\n\nVoids are filled with the hypsometric "
+              "mean of the 50 m elevation band.\n\n> Note: never fill voids larger than 20 % "
+              "of the glacier area.\n", name="processing")
+    for i in range(6):
+        field.add(f"Meeting {i}", f"- Decision {i}: keep the stake network as it is.\n"
+                  f"- The limit of the survey budget is {i} thousand.\n", name=f"meeting-{i}")
+    result = research([field], "how are voids filled and what is the limit?", budget=300,
+                      record=False)
+    top = [(e.filename, e.text) for e in result.ranked[:2]]
+    assert ("processing.md", "> Note: never fill voids larger than 20 % of the glacier area.") \
+        in top, top

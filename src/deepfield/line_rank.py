@@ -288,7 +288,8 @@ def line_hits(
 ) -> list[Hit]:
     """Chunk hits that point at ``k`` different page lines, the lines ranked on their own
     (deepfield.line_rank): each line of a record window by the best window holding it, the
-    query words it says, its speaker and its latent terms; a prose chunk by its best line.
+    query words it says, its speaker and its latent terms (a prose chunk's lines too: a
+    wrapped line's snippet goes on with the lines after it).
     A hit shows the best window holding its line; ``matches`` counts the windows that do."""
     terms = query_terms(query) or re.findall(r"\w+", query.lower())
     rows: dict[tuple[int, int], Any] = {}
@@ -307,7 +308,11 @@ def line_hits(
                 if row is None:
                     continue  # removed by a concurrent sync
                 body_lines = row.body.split("\n")
-                if row.kind == "record" and len(body_lines) == row.line_end - row.line_start + 1:
+                if row.kind in ("record", "prose") \
+                        and len(body_lines) == row.line_end - row.line_start + 1:
+                    # Each line on its own: a prose chunk may hold a paragraph and the note
+                    # under it ("> Note: never fill voids larger than 20 %"), which its best
+                    # line alone would hide.
                     said = [((key[0], row.doc.id, row.line_start + i), text)
                             for i, text in enumerate(body_lines) if says_something(text)]
                     if said:  # a table rule is no hit of its own
@@ -326,10 +331,14 @@ def line_hits(
     for ranked in rank_lines(windows(), query, weigh, k, latent):
         row = rows[ranked.window]
         doc = row.doc
+        shown = ranked.text
+        if row.kind == "prose":  # a wrapped line goes on: show it with the lines after it
+            after = row.body.split("\n")[ranked.key[2] - row.line_start:]
+            shown = "\n".join(line for line in after if says_something(line))
         hits.append(Hit(
             field=indexes[ranked.key[0]][0].name, filename=doc.filename,
             uuid=doc.uuid, title=doc.title, summary=doc.summary, frontmatter=doc.frontmatter,
-            score=ranked.score, snippet=make_snippet(ranked.text, terms),
+            score=ranked.score, snippet=make_snippet(shown, terms),
             snippet_line=ranked.key[2], heading=row.heading,
             line_start=row.line_start, line_end=row.line_end, text=row.body,
             matches=ranked.windows))
