@@ -5,11 +5,13 @@ Everything uses real files and real SQLite; nothing is mocked below the embedder
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 import deepfield
-from deepfield.cli import app
+from deepfield.cli import app, main
 from deepfield.config import EmbeddingConfig
 
 from .fake_openai import openai_server  # noqa: F401 (the shared fixture)
@@ -103,3 +105,30 @@ def run_deepfield(
         [sys.executable, "-m", "deepfield", *args], cwd=cwd, env={**os.environ, **(env or {})},
         input=input, capture_output=True, timeout=timeout, check=False,
     )
+
+
+@dataclass
+class Ran:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+class MainCli:
+    """The real entry point (``deepfield.cli.main``: one-line errors, exit codes) in-process."""
+
+    def __init__(self, store: Path | str, capsys: pytest.CaptureFixture[str],
+                 monkeypatch: pytest.MonkeyPatch) -> None:
+        self.store, self.capsys, self.monkeypatch = store, capsys, monkeypatch
+
+    def __call__(self, *args: str, input: str | None = None) -> Ran:
+        self.capsys.readouterr()
+        if input is not None:
+            self.monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(input.encode())))
+        try:
+            main(["--store", str(self.store), *args])
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        out = self.capsys.readouterr()
+        return Ran(code, out.out, out.err)

@@ -5,12 +5,10 @@ server's JSON errors): deeply nested JSON, create-only PUTs, reserved field name
 from __future__ import annotations
 
 import functools
-import io
 import json
 import struct
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,6 @@ from starlette.testclient import TestClient
 
 import deepfield
 from deepfield import portable
-from deepfield.cli import main
 from deepfield.errors import (
     ArchiveError,
     ImportFormatError,
@@ -35,38 +32,12 @@ from deepfield.server import create_app
 from deepfield.sessions import parse_session
 from deepfield.store import RESERVED_FIELD_NAMES
 
+from .conftest import MainCli
 from .test_portable_archive import run_main
 from .test_transports import PAGES, _QuietHandler, mirror_pages, serve, write_field
 
 DEEP = "[" * 100_000 + "]" * 100_000
 """JSON nested far deeper than Python's recursion limit: json.loads raises RecursionError."""
-
-
-@dataclass
-class Ran:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-
-class MainCli:
-    """The real entry point (``deepfield.cli.main``: one-line errors, exit codes) in-process."""
-
-    def __init__(self, store: Path | str, capsys: pytest.CaptureFixture[str],
-                 monkeypatch: pytest.MonkeyPatch) -> None:
-        self.store, self.capsys, self.monkeypatch = store, capsys, monkeypatch
-
-    def __call__(self, *args: str, input: str | None = None) -> Ran:
-        self.capsys.readouterr()
-        if input is not None:
-            self.monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(input.encode())))
-        try:
-            main(["--store", str(self.store), *args])
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        out = self.capsys.readouterr()
-        return Ran(code, out.out, out.err)
 
 
 @pytest.fixture

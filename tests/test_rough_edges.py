@@ -4,11 +4,9 @@ it was found: the CLI, the library or the HTTP server."""
 from __future__ import annotations
 
 import base64
-import io
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,8 @@ from deepfield.errors import DuplicateUuidError
 from deepfield.server import Auth, create_app
 from deepfield.server.mcp_server import BasicAuthMiddleware
 
+from .conftest import MainCli
+
 UUID = "11111111-2222-3333-4444-555555555555"
 
 
@@ -30,33 +30,6 @@ def basic(user: str, password: str) -> dict[str, str]:
 
 def _page(title: str, body: str, uuid: str = UUID) -> str:
     return f"---\ntitle: {title}\nuuid: {uuid}\n---\n{body}\n"
-
-
-@dataclass
-class Ran:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-
-class MainCli:
-    """The real entry point (``deepfield.cli.main``: one-line errors, exit codes) in-process."""
-
-    def __init__(self, store: Path, capsys: pytest.CaptureFixture[str],
-                 monkeypatch: pytest.MonkeyPatch) -> None:
-        self.store, self.capsys, self.monkeypatch = store, capsys, monkeypatch
-
-    def __call__(self, *args: str, input: str | None = None) -> Ran:
-        self.capsys.readouterr()
-        if input is not None:
-            self.monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(input.encode())))
-        try:
-            main(["--store", str(self.store), *args])
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        out = self.capsys.readouterr()
-        return Ran(code, out.out, out.err)
 
 
 @pytest.fixture
