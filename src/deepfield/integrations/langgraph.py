@@ -241,7 +241,7 @@ class DeepfieldStore(BaseStore):
         if field is None:
             return
         try:
-            field.archive(_item_uuid(namespace, key))  # deepfield never deletes a page
+            field.archive_page(_item_uuid(namespace, key))  # deepfield never deletes a page
         except PageNotFoundError:
             return
 

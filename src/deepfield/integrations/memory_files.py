@@ -214,15 +214,17 @@ class MemoryFiles:
         else:
             raise MemoryOpError(f"The path {absolute(rel)} does not exist")
         for found in targets:
-            self.field.archive(found.filename)
+            if (self.field.path / found.filename).is_file():  # a split page goes whole
+                self.field.archive_page(found.filename)
         return [f.filename for f in targets]
 
     def archive_all(self) -> int:
         """Archive every page written through the memory tool (others are left alone)."""
         count = 0
         for doc in self.field.pages():
-            if (doc.frontmatter or {}).get(MEMORY_PATH_KEY):
-                self.field.archive(doc.filename)
+            if (doc.frontmatter or {}).get(MEMORY_PATH_KEY) \
+                    and (self.field.path / doc.filename).is_file():
+                self.field.archive_page(doc.filename)
                 count += 1
         return count
 

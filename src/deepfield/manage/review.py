@@ -333,7 +333,7 @@ def resolve_item(fld: Field, item_id: str, action: str) -> dict[str, Any]:
     elif action == "merge":
         outcome["merged_into"] = old
         _merge(fld, old, new)
-        outcome["archived"] = fld.archive(new)
+        outcome["archived"] = fld.archive_page(new).archived[0]
         status = "merged"
     else:
         status = "kept-both"
