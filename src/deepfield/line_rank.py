@@ -169,8 +169,14 @@ def pointed_line(body: str, kind: str, line_start: int, line_end: int,
         return lines[best], line_start + best
     code = kind == "code"
     best = best_line(lines, terms, ties="first", code=code)
-    said = [line for line in lines[best:] if says_something(line, code)]
-    return "\n".join(said or lines[best:]), line_start + best
+    return text_from(lines, best, code), line_start + best
+
+
+def text_from(lines: Sequence[str], index: int, code: bool = False) -> str:
+    """A chunk's lines from ``index`` on, scaffolding left out: what a hit pointing into prose
+    shows, since a wrapped line goes on in the lines after it."""
+    said = [line for line in lines[index:] if says_something(line, code)]
+    return "\n".join(said or lines[index:])
 
 
 def make_snippet(text: str, terms: Sequence[str], width: int = SNIPPET_CHARS) -> str:
@@ -333,8 +339,7 @@ def line_hits(
         doc = row.doc
         shown = ranked.text
         if row.kind == "prose":  # a wrapped line goes on: show it with the lines after it
-            after = row.body.split("\n")[ranked.key[2] - row.line_start:]
-            shown = "\n".join(line for line in after if says_something(line))
+            shown = text_from(row.body.split("\n"), ranked.key[2] - row.line_start)
         hits.append(Hit(
             field=indexes[ranked.key[0]][0].name, filename=doc.filename,
             uuid=doc.uuid, title=doc.title, summary=doc.summary, frontmatter=doc.frontmatter,

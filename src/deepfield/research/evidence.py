@@ -118,6 +118,8 @@ miss; keyword lines keep the exact-word answer on top, which single-fact questio
 (LoCoMo dev: ``python bench/locomo.py --ablations``, row "no keyword line order", for what
 single-hop recall loses without it; in-sample and leave-one-conversation-out figures:
 ``--loo research``)."""
+
+
 def order_weight(order: str) -> float:
     """Weight of a named line-ranked order in :meth:`EvidencePool.final`."""
     return KEYWORD_REFERENCE_WEIGHT if order == "keyword_lines" else REFERENCE_WEIGHT
