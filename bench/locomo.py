@@ -244,18 +244,23 @@ def ablation_section(ctx: Context) -> Section:
         print(f"ablation: {label}", file=sys.stderr, flush=True)
         with ctx.memo:
             found = ablate(overrides, ctx.fields, ctx.questions)
-        table = means(((q, {"r": v}) for q, v in zip(ctx.questions, found, strict=True)), "r")
+        scored = [(q, {"r": r, "w": w}) for q, (r, w) in zip(ctx.questions, found, strict=True)]
+        table, words = means(scored, "r"), means(scored, "w")
         payload[label] = {g: m.value for g, m in table.items()}
+        payload[label + " (answer words)"] = {g: m.value for g, m in words.items()}
         constants = ", ".join(f"`{k.rsplit('.', 2)[-2]}.{k.rsplit('.', 1)[-1]} = {v!r}`"
                               for k, v in overrides.items()) or "(as shipped)"
         rows.append(f"| {label} | {constants} | "
-                    + " | ".join(report.fmt(table[g]) for g in GROUPS) + " |")
+                    + " | ".join(f"{report.fmt(table[g])} ({report.fmt(words[g])})"
+                                 for g in GROUPS) + " |")
     ctx.design["locomo-design-ablations"] = "\n".join([
-        f"From `{ctx.command}` (evidence recall at {RESEARCH_BUDGET:,} tokens):", "", *rows])
+        f"From `{ctx.command}` (evidence recall at {RESEARCH_BUDGET:,} tokens, answer-word "
+        "coverage in brackets):", "", *rows])
     text = "\n".join([
         "## LoCoMo: what parts of the researcher buy", "", *protocol_lines(ctx), "",
-        f"Evidence recall at {RESEARCH_BUDGET:,} tokens (as in the budget table) of the offline "
-        "researcher with one constant changed at a time.", "", *rows])
+        f"Evidence recall at {RESEARCH_BUDGET:,} tokens (as in the budget table; answer-word "
+        "coverage in brackets) of the offline researcher with one constant changed at a time.",
+        "", *rows])
     return "locomo-ablations" + ctx.tag, text, payload
 
 

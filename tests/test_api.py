@@ -16,7 +16,8 @@ def test_all_is_complete_and_sorted() -> None:
                "fsutil", "fusion", "hits", "httpjson", "importers", "index", "line_rank", "listing",
                "llm", "manage",
                "markdown", "memo", "memorize", "page", "portable", "qa", "read", "research",
-               "salience", "scan", "search", "server", "sessions", "split", "store", "tokens",
+               "relative_dates", "salience", "scan", "search", "server", "sessions", "split", "store",
+               "tokens",
                "writer"}
     modules |= {"agentsetup", "integrations"}  # imported on demand (setup, framework adapters)
     assert set(deepfield.__all__) == (public - modules) | {"__version__"}

@@ -34,6 +34,7 @@ from deepfield.research.evidence import (
     Evidence,
     PageLines,
     TermWeights,
+    event_date,
     lines_of_hit,
     page_date,
     pointed_lines,
@@ -236,7 +237,8 @@ def evidence_lines(hits: Sequence[Hit], pages: PageLines, question: str, weigh: 
             seen.add(key)
             ranked.append(Evidence(hit.field, hit.filename, number, text, hit.heading,
                                    hit.title, page_date(hit), 1.0 / (len(ranked) + 1),
-                                   short=short, last=last, table_header=table_header))
+                                   short=short, last=last, table_header=table_header,
+                                   when=event_date(hit)))
     return _Lines(ranked, spread)
 
 

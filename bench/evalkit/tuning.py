@@ -71,6 +71,9 @@ ABLATIONS: tuple[tuple[str, dict[str, object]], ...] = (
     # A plain search's keyword weight, what it would do to the researcher's searches.
     ("the search's keyword weight (0.65) in research too",
      {"deepfield.research.loop.SEARCH_KEYWORD_WEIGHT": 0.65}),
+    # Costs a few tokens a line; what it buys is the answer's words (temporal answers are
+    # days, the lines say "yesterday"), not recall.
+    ("relative dates left unresolved", {"deepfield.research.packing.RESOLVE_DATES": False}),
 )
 """Researcher variants (constants overridden) whose recall the docs compare with the shipped
 one: what each part of the researcher buys."""
@@ -117,26 +120,32 @@ class MemoisedSearches:
 
 def research_recall(fields: Fields, questions: Sequence[Question]) -> list[float]:
     """Evidence recall at RESEARCH_BUDGET of every question, as the researcher is now."""
+    return [recall for recall, _words in research_scores(fields, questions)]
+
+
+def research_scores(fields: Fields,
+                    questions: Sequence[Question]) -> list[tuple[float, float]]:
+    """(evidence recall, answer-word coverage) at RESEARCH_BUDGET of every question."""
     researcher = Researcher(fields, RESEARCH_BUDGET)
     found = []
     for done, question in enumerate(questions, 1):
         packer, _seconds = researcher.run(question)
-        text = packer.pack(RESEARCH_BUDGET)
-        found.append(float(budget_scores(question, text, RESEARCH_BUDGET)["recall"] or 0.0))
+        scores = budget_scores(question, packer.pack(RESEARCH_BUDGET), RESEARCH_BUDGET)
+        found.append((float(scores["recall"] or 0.0), float(scores["answer words"] or 0.0)))
         if done % 200 == 0:
             print(f"  {done}/{len(questions)}", file=sys.stderr, flush=True)
     return found
 
 
 def ablate(overrides: dict[str, object], fields: Fields,
-           questions: Sequence[Question]) -> list[float]:
-    """:func:`research_recall` with module constants overridden, then restored."""
+           questions: Sequence[Question]) -> list[tuple[float, float]]:
+    """:func:`research_scores` with module constants overridden, then restored."""
     tunables = [Tunable(target, (), "research") for target in overrides]
     shipped = [t.get() for t in tunables]
     try:
         for tunable in tunables:
             tunable.set(overrides[tunable.target])
-        return research_recall(fields, questions)
+        return research_scores(fields, questions)
     finally:
         for tunable, value in zip(tunables, shipped, strict=True):
             tunable.set(value)

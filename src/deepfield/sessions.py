@@ -10,7 +10,6 @@ verbatim, because the page body must be the session itself, not a rendering of i
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any
 from .errors import SessionFormatError
 from .importers.locomo import iter_sessions, parse_when, turn_line
 from .page import Page, check_text
+from .relative_dates import parse_day
 from .salience import dates
 
 FORMATS = ("auto", "openai", "jsonl", "locomo", "markdown", "text")
@@ -310,7 +310,6 @@ def _iso(when: str | None) -> str | None:
 
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
-_DAY_FORMATS = ("%d %B %Y", "%d %b %Y", "%B %d %Y", "%b %d %Y", "%Y-%m-%d", "%d/%m/%Y")
 
 
 def _heading_date(body: str) -> str | None:
@@ -330,11 +329,5 @@ def _heading_date(body: str) -> str | None:
 
 def _day(text: str) -> str | None:
     """``4 May 2026``, ``May 4th, 2026``, ``2026-05-04`` … as an ISO date, else None."""
-    flat = re.sub(r"(?<=\d)(st|nd|rd|th)\b", "", text.replace(",", " ").replace(".", " "))
-    flat = " ".join(flat.split())
-    for pattern in _DAY_FORMATS:
-        try:
-            return dt.datetime.strptime(flat, pattern).date().isoformat()
-        except ValueError:
-            continue
-    return None
+    day = parse_day(text)
+    return day.isoformat() if day else None

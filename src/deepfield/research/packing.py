@@ -4,7 +4,8 @@ The best FULL_LINES items are quoted whole, the rest by their excerpts (research
 so the budget reaches more pages; :func:`diversify` keeps one page from taking the whole budget;
 what fits is shown in reading order (research/reading.py), each item cited by its page and line
 (``L12:``, or ``L12-13:`` for a sentence wrapped over two lines), under its section's heading
-where the page title does not already say it (``§ Jonas Berg``).
+where the page title does not already say it (``§ Jonas Berg``); a line's relative dates are
+resolved after it (``… yesterday. [yesterday = 2 July 2023]``, deepfield.relative_dates).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from .reading import reading_order
 
 FULL_LINES = 5
 """Evidence lines (best first) quoted whole before excerpts take over."""
+RESOLVE_DATES = True
+"""Show what a line's relative dates meant on its page's day (deepfield.relative_dates)."""
 
 
 @dataclass
@@ -136,7 +139,11 @@ def _header(item: Evidence) -> str:
 
 def _line(item: Evidence) -> str:
     where = f"L{item.line}-{item.last}" if item.last > item.line else f"L{item.line}"
-    return f"{where}: {item.text}"
+    # What "yesterday" meant on the page's day, after the verbatim text (relative_dates.py):
+    # only for what the shown text says, so an excerpt that dropped it shows none.
+    dates = "; ".join(dict.fromkeys(f"{d['phrase']} = {d['date']}"
+                                    for d in item.relative_dates())) if RESOLVE_DATES else ""
+    return f"{where}: {item.text} [{dates}]" if dates else f"{where}: {item.text}"
 
 
 _CITATION = re.compile(r"\[([a-z0-9-]+)/([a-z0-9-]+\.md)")
