@@ -15,7 +15,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .archive import ARCHIVE_DIR, ArchiveResult, RestoreResult, archive_file, archived_pages
+from .archive import (
+    ARCHIVE_DIR,
+    ArchiveResult,
+    RestoreResult,
+    archive_file,
+    archived_pages,
+)
 from .domains.atomic import Filters
 from .embed.base import Embedder
 from .errors import (
@@ -357,9 +363,6 @@ class Field(FieldSync):
 
     def restore_page(self, name: str, *, as_name: str | None = None) -> RestoreResult:
         """Bring an archived page back, with all its parts (manage.removal.restore_page)."""
-        if type(self).restore is not Field.restore:  # kept elsewhere (a bucket): its own way
-            target = self.restore(name, as_name=as_name)
-            return RestoreResult(self.name, target, name, [target])
         return restore_page(self, name, as_name)
 
     # ------------------------------------------------------------------ search

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import Any
 
+from .archive import Shelf, restore_exact
 from .errors import EmbeddingError, IndexCorruptError, IndexStateError
 from .field_backends import FieldBackends
 from .fsutil import field_lock, remove_stale_temp_files
@@ -107,6 +109,20 @@ class FieldSync(FieldBackends):
         in place): the next :meth:`ensure_synced` reads the ``names`` (file names at the
         field's root), or checks every file whatever its rate limit says."""
         self._fresh.changed(names)
+
+    # How a restore reads and moves files (manage.removal); a bucket field has its own.
+
+    def archive_shelf(self) -> Shelf:
+        return Shelf(self.path)
+
+    def restoring(self) -> AbstractContextManager[object]:
+        return field_lock(self.path)
+
+    def restore_file(self, archived: str, target: str, uuid: str | None) -> str:
+        return restore_exact(self.path, self.name, archived, target, uuid)
+
+    def restored(self, targets: list[str]) -> None:
+        self.after_move(set(targets), source_files(self.path, set(targets)))
 
     def after_move(self, names: set[str], files: list[SourceFile]) -> None:
         """Index a page moved into or out of the folder; the move is done, so an index that
