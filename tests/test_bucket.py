@@ -21,7 +21,12 @@ import deepfield
 from deepfield.bucket import Bucket, BucketField, BucketStore, Lease, open_bucket_store
 from deepfield.bucket.lease import LEASE_OBJECT
 from deepfield.bucket.poller import BucketPoller
-from deepfield.errors import RemoteUnavailableError, StoreNotFoundError, WriteConflictError
+from deepfield.errors import (
+    PageConflictError,
+    RemoteUnavailableError,
+    StoreNotFoundError,
+    WriteConflictError,
+)
 
 from .conftest import Cli
 from .fakes import FakeEmbedder
@@ -500,3 +505,40 @@ def test_the_lease_ttl_is_configured_per_store(tmp_path: Path) -> None:
     (tmp_path / "deepfield.toml").write_text("[server]\nlease_ttl_s = 0\n")
     with pytest.raises(ConfigError, match="lease_ttl_s must be a number of seconds"):
         load_config(tmp_path)
+
+
+BIG = "\n\n".join(f"## Section {i}\n\n" + f"Sentence {i} of the big page. " * 40
+                  for i in range(12))
+
+
+def test_restore_in_a_bucket_brings_back_the_newest_version_and_every_part(two: Any) -> None:
+    first, second, client, bucket = two
+    notes = first.create_field("notes")
+    notes.add("G", "Version one.", name="g")
+    notes.add("G", "Version two.", name="g")  # version one -> archive/g.md
+    notes.archive("g")
+    other = second.field("notes")
+    result = other.restore_page("g")
+    assert result.filename == "g.md" and result.source.startswith("archive/g--archived-")
+    assert result.others == ["g.md"]
+    assert body(client, bucket, "team/notes/g.md").endswith("Version two.\n")
+    older = other.restore_page("archive/g.md", as_name="g-old")
+    assert body(client, bucket, "team/notes/g-old.md").endswith("Version one.\n")
+    assert older.new_uuid is not None  # its own uuid is g.md's: the copy gets a fresh one
+    # A split page goes and comes back whole.
+    parts = notes.add("Big", BIG).filenames
+    assert len(parts) > 1
+    assert len(notes.archive_page("big").archived) == len(parts)
+    assert [k for k in keys(client, bucket, "team/notes/") if "big" in k] == sorted(
+        f"team/notes/archive/{p}" for p in parts)
+    back = other.restore_page("big")
+    assert sorted(back.restored) == sorted(parts)
+    assert sorted(k for k in keys(client, bucket, "team/notes/") if "big" in k) == sorted(
+        f"team/notes/{p}" for p in parts)
+    # A name taken at the root is refused before anything moves.
+    notes.add("G", "Version three.", name="g-taken")
+    notes.archive("g-taken")
+    notes.add("G", "A new page.", name="g-taken")
+    with pytest.raises(PageConflictError, match="already exists"):
+        other.restore("g-taken")
+    assert "team/notes/archive/g-taken.md" in keys(client, bucket, "team/notes/")

@@ -120,3 +120,16 @@ def test_cli_research_shows_the_resolved_dates(cli: Cli) -> None:
     payload = cli.json("research", question, "-f", "chats", "--budget", "300")
     dated = [e for e in payload["evidence"] if e["text"].startswith("Melanie: I just")]
     assert dated[0]["relative_dates"] == [{"phrase": "yesterday", "date": "2 July 2023"}]
+
+
+def test_search_hits_carry_the_resolved_dates(session_field: deepfield.Field,
+                                              cli: Cli) -> None:
+    hit = session_field.search("pottery class", mode="bm25", unit="chunk").results[0]
+    assert "yesterday" in hit.snippet
+    assert {"phrase": "yesterday", "date": "2 July 2023"} in hit.to_json()["relative_dates"]
+    with deepfield.open(cli.store_path) as store:
+        remember(store.create_field("chats"), "chat.md", text=SESSION)
+    shown = cli("search", "pottery class yesterday", "-f", "chats", "--mode", "bm25")
+    assert shown.exit_code == 0 and "[yesterday = 2 July 2023" in shown.stdout
+    payload = cli.json("search", "pottery class yesterday", "-f", "chats", "--mode", "bm25")
+    assert any(r["relative_dates"] for r in payload["results"])

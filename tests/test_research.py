@@ -633,3 +633,16 @@ def test_a_long_question_does_not_take_the_evidence_room(cli: Cli) -> None:
     tight = cli("research", "why did the pump seal fail?", "-f", "pumps", "--budget", "60")
     assert tight.exit_code == 0
     assert tight.stdout.startswith("(no evidence fits in 60 tokens: "), tight.stdout
+
+
+def test_confidence_is_not_high_when_no_evidence_fits(keyword_store: deepfield.Store) -> None:
+    field = keyword_store.create_field("pumps")
+    # Its header alone (a long title) is more than the tight budget.
+    field.add("Pump seal report of the north station " + "and the south station " * 12,
+              "The pump seal failed twice in March; grit scored the face.")
+    roomy = research(field, "why did the pump seal fail?", budget=400, record=False)
+    assert roomy.evidence and roomy.confidence.level == "high"
+    tight = research(field, "why did the pump seal fail?", budget=50, record=False)
+    assert not tight.evidence
+    assert tight.confidence.level == "low"
+    assert tight.confidence.reason.endswith("fits in 50 tokens: raise the budget")

@@ -15,7 +15,7 @@ import pytest
 
 import deepfield
 from deepfield import field as field_module
-from deepfield import freshness
+from deepfield import field_sync, freshness
 from deepfield.config import EmbeddingConfig
 from deepfield.field import Field
 from deepfield.scan import ScanResult
@@ -41,7 +41,8 @@ def two(tmp_path: Path,
 
     writer.ensure_synced(embed=False)
     reader.ensure_synced(embed=False)
-    monkeypatch.setattr(field_module, "scan_field", counting_scan)
+    monkeypatch.setattr(field_module, "scan_field", counting_scan)  # Field.batch
+    monkeypatch.setattr(field_sync, "scan_field", counting_scan)  # syncs
     monkeypatch.setattr(freshness, "SYNC_INTERVAL", 60.0)  # no full scan falls due
     yield writer, reader, scans
     writer.close()

@@ -29,12 +29,12 @@ from typing import Protocol
 
 import deepfield
 from deepfield.index.keyword import query_terms
+from deepfield.relative_dates import event_day
 from deepfield.research import offline, research
 from deepfield.research.evidence import (
     Evidence,
     PageLines,
     TermWeights,
-    event_date,
     lines_of_hit,
     page_date,
     pointed_lines,
@@ -238,7 +238,7 @@ def evidence_lines(hits: Sequence[Hit], pages: PageLines, question: str, weigh: 
             ranked.append(Evidence(hit.field, hit.filename, number, text, hit.heading,
                                    hit.title, page_date(hit), 1.0 / (len(ranked) + 1),
                                    short=short, last=last, table_header=table_header,
-                                   when=event_date(hit)))
+                                   when=event_day(hit.frontmatter)))
     return _Lines(ranked, spread)
 
 

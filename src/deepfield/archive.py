@@ -69,24 +69,46 @@ def original_name(archived: str) -> str:
     return archived.split("--archived-")[0].removesuffix(".md") + ".md"
 
 
-def archived_versions(folder: Path, filename: str) -> list[str]:
-    """The archived files of page ``filename``, newest first (by when they were archived)."""
-    archive = folder / ARCHIVE_DIR
+class Shelf:
+    """A field's ``archive/`` as restore plans read it: a folder here; a bucket field
+    (deepfield.bucket) gives its bucket's listing and objects the same way."""
 
-    def when(name: str) -> tuple[int, str, int]:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def names(self) -> list[str]:
+        """The archived files, sorted."""
+        return archived_pages(self.folder)
+
+    def archived_at(self, name: str) -> float:
+        """When ``name`` was archived (0.0: unknown)."""
         try:
-            moment = (archive / name).stat().st_mtime_ns
+            return (self.folder / ARCHIVE_DIR / name).stat().st_mtime
         except OSError:
-            moment = 0
-        stamped = _STAMPED.search(name)  # equal mtimes (coarse clocks): the name's own order
-        return (moment, stamped.group(1) if stamped else "", int(stamped.group(2))
-                if stamped else 1)
+            return 0.0
 
-    found = [n for n in archived_pages(folder) if original_name(n) == filename]
+    def page(self, name: str) -> Page | None:
+        """Archived file ``name`` parsed, or None (gone, unreadable, malformed)."""
+        return read_page(self.folder / ARCHIVE_DIR / name)
+
+    def is_live(self, filename: str) -> bool:
+        """Whether a page (or anything) of that name is at the field root."""
+        return (self.folder / filename).exists()
+
+
+def archived_versions(shelf: Shelf, filename: str) -> list[str]:
+    """The archived files of page ``filename``, newest first (by when they were archived)."""
+
+    def when(name: str) -> tuple[float, str, int]:
+        stamped = _STAMPED.search(name)  # equal times (coarse clocks): the name's own order
+        return (shelf.archived_at(name), stamped.group(1) if stamped else "",
+                int(stamped.group(2)) if stamped else 1)
+
+    found = [n for n in shelf.names() if original_name(n) == filename]
     return sorted(found, key=when, reverse=True)
 
 
-def pick_archived(folder: Path, field_name: str, name: str) -> tuple[str, list[str]]:
+def pick_archived(shelf: Shelf, field_name: str, name: str) -> tuple[str, list[str]]:
     """Which archived file ``restore name`` means, and the page's other archived versions.
 
     ``x`` or ``x.md`` is the newest archived version of x.md (the most recently removed or
@@ -94,9 +116,9 @@ def pick_archived(folder: Path, field_name: str, name: str) -> tuple[str, list[s
     exact = name.startswith(f"{ARCHIVE_DIR}/") or "--archived-" in name
     archived = Path(name if name.endswith(".md") else f"{name}.md").name  # never a path
     if exact:
-        versions = [archived] if (folder / ARCHIVE_DIR / archived).is_file() else []
+        versions = [archived] if archived in shelf.names() else []
     else:
-        versions = archived_versions(folder, archived)
+        versions = archived_versions(shelf, archived)
     if not versions:
         raise PageNotFoundError(
             f"no archived page {name!r} in {field_name}",
@@ -210,14 +232,14 @@ class RestorePlan:
     warnings: list[str]
 
 
-def plan_restore(folder: Path, field_name: str, name: str, as_name: str | None) -> RestorePlan:
+def plan_restore(shelf: Shelf, field_name: str, name: str, as_name: str | None) -> RestorePlan:
     """Which archived files ``restore name`` moves where: the newest archived version (see
     pick_archived) and, for a part of a split page, the newest archived version of each
     other part with the same ``split_from``. Refuses a target that is taken, and ``as_name``
     for a split page (its parts link each other by name)."""
-    source, others = pick_archived(folder, field_name, name)
+    source, others = pick_archived(shelf, field_name, name)
     target = restore_target(field_name, source, as_name)
-    page = read_page(folder / ARCHIVE_DIR / source)
+    page = shelf.page(source)
     original = original_name(source)
     names = part_names(page, original) if page is not None else None
     moves, warnings = [(source, target)], []
@@ -230,15 +252,15 @@ def plan_restore(folder: Path, field_name: str, name: str, as_name: str | None) 
         for part in names:
             if part == original:
                 continue
-            match = next((v for v in archived_versions(folder, part)
-                          if (p := read_page(folder / ARCHIVE_DIR / v)) is not None
+            match = next((v for v in archived_versions(shelf, part)
+                          if (p := shelf.page(v)) is not None
                           and p.get("split_from") == origin), None)
             if match is not None:
                 moves.append((match, part))
-            elif not (folder / part).is_file():
+            elif not shelf.is_live(part):
                 warnings.append(f"part {part} of the page is not in {ARCHIVE_DIR}/; "
                                 "its link leads nowhere")
-    taken = [t for _a, t in moves if (folder / t).exists()]
+    taken = [t for _a, t in moves if shelf.is_live(t)]
     if taken:
         raise PageConflictError(
             f"a page named {taken[0]} already exists in {field_name}",

@@ -10,24 +10,29 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .archive import ARCHIVE_DIR, ArchiveResult, RestoreResult, archive_file, archived_pages
+from .archive import (
+    ARCHIVE_DIR,
+    ArchiveResult,
+    RestoreResult,
+    archive_file,
+    archived_pages,
+)
 from .domains.atomic import Filters
 from .embed.base import Embedder
 from .errors import (
     DuplicateUuidError,
-    EmbeddingError,
-    IndexCorruptError,
     IndexStateError,
     InvalidNameError,
     InvalidPageError,
     PageNotFoundError,
 )
-from .field_backends import FieldBackends
+from .field_sync import AUTO_EMBED_SECONDS as AUTO_EMBED_SECONDS
+from .field_sync import FieldSync
 from .fsutil import (
     atomic_write,
     check_expected,
@@ -37,9 +42,7 @@ from .fsutil import (
 )
 from .index import DocRow, SyncReport
 from .index.backend import IndexBackend
-from .index.budget import SEARCH_BUDGET_S, Deadline
-from .index.health import damage, healing
-from .listing import refresh_listing
+from .index.health import healing
 from .manage.activation import record_activation
 from .manage.hooks import WritePlan, after_write, before_write, review_default
 from .manage.removal import archive_page, restore_page
@@ -57,7 +60,7 @@ from .page import (
     slugify,
 )
 from .read import PageView, find_section, outline, render_outline
-from .scan import SourceFile, scan_field, source_files
+from .scan import scan_field
 from .search import SearchResponse, search_fields
 from .writer import (
     MAX_WRITE_BYTES,
@@ -70,11 +73,7 @@ from .writer import (
 
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
 
-AUTO_EMBED_SECONDS = SEARCH_BUDGET_S
-"""A search's budget (index/budget.py): it embeds new chunks only as far as it allows."""
-
-
-class Field(FieldBackends):
+class Field(FieldSync):
     """One field on disk. Obtain it from :meth:`deepfield.Store.field` or :func:`open_field`."""
 
     def __init__(
@@ -107,90 +106,6 @@ class Field(FieldBackends):
 
     def __repr__(self) -> str:
         return f"Field({self.name!r}, {str(self.path)!r})"
-
-    # ------------------------------------------------------------------ index
-
-    def index(
-        self,
-        *,
-        verify: bool = True,
-        embed: bool = True,
-        progress: Callable[[int], None] | None = None,
-        embed_progress: Callable[[int], None] | None = None,
-    ) -> SyncReport:
-        """Bring the index up to date with the folder and (``embed``) compute what is
-        pending (latent terms not in fast mode). ``verify`` re-hashes every page and also
-        has SQLite check the whole index file, so damage no search has met yet is found,
-        and healed, here."""
-
-        def run() -> SyncReport:
-            scan = scan_field(self.path)
-            if verify and (problem := damage(self.index_handle().conn, thorough=False)):
-                raise IndexCorruptError(f"{problem}", damaged=True)
-            report = self.index_handle().sync(scan.files, verify=verify, progress=progress)
-            report.warnings = scan.warnings + report.warnings + self.index_handle().uuid_warnings()
-            self._listing(report, explicit=True)
-            self._fresh.synced(self.path, None, scan.inodes)
-            return report
-
-        with field_lock(self.path):  # no live writer is among a split page's renames
-            remove_stale_temp_files(self.path)
-        report = healing([self], run)
-        if embed and self.embedder is not None:
-            done = self.embed(progress=embed_progress)
-            report.chunks_embedded, report.pages_embedded = done.chunks, done.pages
-            report.warnings += done.warnings
-            report.pending_vectors = self.with_index(lambda index: index.pending_vectors())
-        report.warnings = self.take_notices() + report.warnings
-        self._refresh_backend(None if embed else 0.0)
-        return report
-
-    def reindex(self, **options: Any) -> SyncReport:
-        """Drop every index row and rebuild from the Markdown alone."""
-        self.clear_index()
-        return self.index(**options)
-
-    def _sync_changes(self, embed: bool, deadline: Deadline | None = None) -> SyncReport:
-        """ensure_synced (field_index.py) without the healing: every file, or only the pages
-        that changed (deepfield.freshness says which). New chunks are embedded, on one
-        thread, until ``deadline`` (default: AUTO_EMBED_SECONDS from now); the rest stays
-        pending. If the embedder fails (an endpoint down), the text is still indexed and the
-        failure becomes a warning."""
-        self.index_handle()  # a replaced index file resets what was synced
-        deadline = deadline or Deadline(AUTO_EMBED_SECONDS, strict=True)
-        # A derived backend (LanceDB) embeds what it writes within what is left of it.
-        backend_budget = 0.0 if not embed else max(0.0, min(deadline.left(), AUTO_EMBED_SECONDS))
-        check = self._fresh.check(self.path)
-        if check is None:
-            self._refresh_backend(backend_budget)
-            return SyncReport()
-        index = self.index_handle()
-        if check.names is not None:
-            report = index.sync_names(source_files(self.path, check.names), check.names)
-            inodes = check.listed
-        else:
-            scan = scan_field(self.path)
-            report = index.sync(scan.files)
-            inodes = scan.inodes
-        if embed and index.pending_chunk_vectors():
-            try:
-                done = self.embed(deadline=deadline, pages=False, threads=1)
-            except EmbeddingError as exc:
-                report.warnings.append(f"new chunks could not be embedded: {exc.message}")
-            else:
-                report.chunks_embedded = done.chunks
-                report.warnings += done.warnings
-        self._listing(report)
-        self._fresh.synced(self.path, check, inodes)
-        self._refresh_backend(0.0 if not embed else max(0.0, min(deadline.left(),
-                                                                 backend_budget)))
-        return report
-
-    def mark_changed(self, names: Iterable[str] | None = None) -> None:
-        """Pages changed where the folder's mtime does not show it (a file watcher saw an edit
-        in place): the next :meth:`ensure_synced` reads the ``names`` (file names at the
-        field's root), or checks every file whatever its rate limit says."""
-        self._fresh.changed(names)
 
     # ------------------------------------------------------------------ pages
 
@@ -448,24 +363,9 @@ class Field(FieldBackends):
 
     def restore_page(self, name: str, *, as_name: str | None = None) -> RestoreResult:
         """Bring an archived page back, with all its parts (manage.removal.restore_page)."""
-        if type(self).restore is not Field.restore:  # kept elsewhere (a bucket): its own way
-            target = self.restore(name, as_name=as_name)
-            return RestoreResult(self.name, target, name, [target])
         return restore_page(self, name, as_name)
 
-    def after_move(self, names: set[str], files: list[SourceFile]) -> None:
-        """Index a page moved into or out of the folder; the move is done, so an index that
-        fails now leaves a notice (take_notices), not an error."""
-        self._fresh.changed(names)
-        try:
-            self._listing(self.index_handle().sync_names(files, names))
-        except (sqlite3.Error, IndexStateError, OSError) as exc:
-            self.index_failed(exc, "the page was moved")
-
     # ------------------------------------------------------------------ search
-
-    def _listing(self, report: SyncReport, *, explicit: bool = False) -> None:
-        refresh_listing(self.path, self.name, self.index_handle(), report, explicit=explicit)
 
     def search(
         self, query: str, *, k: int = 10, mode: str | None = None, unit: str = "page",

@@ -11,6 +11,7 @@ from dataclasses import field as dc_field
 from typing import Any
 
 from .confidence import SEARCH, Confidence, Line, assess
+from .relative_dates import event_day, resolved
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,12 @@ class Hit:
             "line_start": self.line_start,
             "line_end": self.line_end,
             "matches": self.matches,
+            "relative_dates": self.relative_dates(),
         }
+
+    def relative_dates(self) -> list[dict[str, str]]:
+        """The snippet's relative dates resolved against the page's day (relative_dates.py)."""
+        return resolved(self.snippet, event_day(self.frontmatter))
 
 
 @dataclass

@@ -20,6 +20,7 @@ import calendar
 import datetime as dt
 import re
 from dataclasses import dataclass
+from typing import Any
 
 _DAY_FORMATS = ("%d %B %Y", "%d %b %Y", "%B %d %Y", "%b %d %Y", "%Y-%m-%d", "%d/%m/%Y")
 _ISO = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[T ][\d:.]+)?(?:Z|[+-]\d{2}:?\d{2})?")
@@ -84,6 +85,31 @@ def resolve(text: str, anchor: dt.date) -> list[Resolved]:
         if meaning:
             found.append(Resolved(match.group(0), match.start(), meaning))
     return found
+
+
+def event_day(frontmatter: dict[str, Any] | None) -> str | None:
+    """The day a page's events happened, if its frontmatter says (``session_date``, ``date``):
+    never ``created``, the day it was written down, which a later edit may not share."""
+    for key in ("session_date", "date"):
+        value = (frontmatter or {}).get(key)
+        if value:
+            return str(value)
+    return None
+
+
+def resolved(text: str, anchor: object) -> list[dict[str, str]]:
+    """``text``'s relative dates on the day ``anchor`` names, as JSON:
+    ``[{"phrase": "yesterday", "date": "2 July 2023"}]`` (none if it names no day)."""
+    day = parse_day(anchor)
+    if day is None:
+        return []
+    return [{"phrase": r.phrase, "date": r.meaning} for r in resolve(text, day)]
+
+
+def shown(found: list[dict[str, str]]) -> str:
+    """How resolved dates follow a quote: ``[yesterday = 2 July 2023; …]`` ("" for none)."""
+    pairs = dict.fromkeys(f"{d['phrase']} = {d['date']}" for d in found)
+    return f"[{'; '.join(pairs)}]" if pairs else ""
 
 
 def _meaning(match: re.Match[str], anchor: dt.date) -> str | None:

@@ -24,13 +24,15 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..archive import ARCHIVE_DIR
+from ..archive import ARCHIVE_DIR, Shelf
 from ..errors import (
     InvalidPageError,
+    PageConflictError,
     PageNotFoundError,
     RemoteUnavailableError,
     WriteConflictError,
@@ -41,7 +43,7 @@ from ..fsutil import atomic_write, check_expected
 from ..index.backend import BackendContext, SqliteBackend
 from ..index.budget import Deadline
 from ..index.vectors import EmbedReport
-from ..page import INTRO_FILE, LISTING_FILE, Page, check_name, is_debris
+from ..page import INTRO_FILE, LISTING_FILE, Page, is_debris
 from ..scan import SourceFile
 from ..writer import WriteResult, refuse_special
 from .objects import Got, ObjectConflictError
@@ -434,28 +436,70 @@ class BucketField(Field):
         objects, _ = self.bucket.list(f"{self.prefix}{ARCHIVE_DIR}/")
         return sorted(o.name for o in objects if o.name.endswith(".md"))
 
-    def restore(self, name: str, *, as_name: str | None = None) -> str:
-        archived = Path(name if name.endswith(".md") else f"{name}.md").name
-        with self.state.lock:
-            got = self.bucket.get(f"{self.prefix}{ARCHIVE_DIR}/{archived}")
-            if got is None:
-                raise PageNotFoundError(
-                    f"no archived page {name!r} in {self.name}",
-                    "list archived pages with `deepfield ls FIELD --archived`")
-            original = archived.split("--archived-")[0].removesuffix(".md") + ".md"
-            target = f"{check_name(as_name)}.md" if as_name else original
-            try:
-                etag = self.bucket.put(self.prefix + target, got.data, create=True)
-            except ObjectConflictError:
-                raise WriteConflictError(
-                    f"a page named {target} already exists in {self.name}",
-                    "restore it under another name with --as NAME") from None
-            with contextlib.suppress(ObjectConflictError):
-                self.bucket.delete(f"{self.prefix}{ARCHIVE_DIR}/{archived}", if_match=got.etag)
-            self._keep(target, Got(got.data, etag, time.time(), time.time()))
-            self.state.save()
-            self._resync({target})
-            return target
+    # restore (manage.removal.restore_page): planned on the bucket's archive/, each file
+    # created at the root only where no page is, then its archived copy deleted.
+
+    def archive_shelf(self) -> Shelf:
+        return _BucketShelf(self)
+
+    def restoring(self) -> AbstractContextManager[object]:
+        return self.state.lock
+
+    def restore_file(self, archived: str, target: str, uuid: str | None) -> str:
+        got = self.bucket.get(f"{self.prefix}{ARCHIVE_DIR}/{archived}")
+        if got is None:
+            raise PageNotFoundError(f"archived page {archived} left {self.name}'s bucket")
+        data = got.data
+        if uuid is not None:  # a copy under another name: a uuid of its own
+            page = Page.parse(data.decode("utf-8", "replace"))
+            page.set("uuid", uuid)
+            data = page.render().encode("utf-8")
+        try:
+            etag = self.bucket.put(self.prefix + target, data, create=True)
+        except ObjectConflictError:
+            raise PageConflictError(
+                f"a page named {target} already exists in {self.name}",
+                "restore it under another name with --as NAME") from None
+        with contextlib.suppress(ObjectConflictError):
+            self.bucket.delete(f"{self.prefix}{ARCHIVE_DIR}/{archived}", if_match=got.etag)
+        self._keep(target, Got(data, etag, time.time(), time.time()))
+        return target
+
+    def restored(self, targets: list[str]) -> None:
+        self.state.save()
+        self._resync(set(targets))
+
+
+class _BucketShelf(Shelf):
+    """A bucket field's ``archive/``: its bucket listing (when each object was written) and
+    objects, each fetched once."""
+
+    def __init__(self, fld: BucketField) -> None:
+        super().__init__(fld.path)
+        self.fld = fld
+        objects, _ = fld.bucket.list(f"{fld.prefix}{ARCHIVE_DIR}/")
+        self.modified = {o.name: o.modified for o in objects if o.name.endswith(".md")}
+        self.pages: dict[str, Page | None] = {}
+        self.live: set[str] | None = None
+
+    def names(self) -> list[str]:
+        return sorted(self.modified)
+
+    def archived_at(self, name: str) -> float:
+        return self.modified.get(name, 0.0)
+
+    def page(self, name: str) -> Page | None:
+        if name not in self.pages:
+            got = self.fld.bucket.get(f"{self.fld.prefix}{ARCHIVE_DIR}/{name}")
+            page = Page.parse(got.data.decode("utf-8", "replace")) if got else None
+            self.pages[name] = None if page is None or page.frontmatter_error else page
+        return self.pages[name]
+
+    def is_live(self, filename: str) -> bool:
+        if self.live is None:
+            objects, _ = self.fld.bucket.list(self.fld.prefix)
+            self.live = {o.name for o in objects}
+        return filename in self.live
 
 
 def _stat(path: Path) -> tuple[int, int]:

@@ -13,6 +13,7 @@ import click
 from ..domains.atomic import KINDS, Filters
 from ..errors import DeepfieldError
 from ..field import Field
+from ..relative_dates import shown
 from ..search import MODES, UNITS, SearchResponse, search_fields
 from .app import (
     Settings,
@@ -121,6 +122,8 @@ def _print_response(response: SearchResponse) -> None:
         # The line the snippet shows, as research cites it (the chunk's range is in --json).
         secho(f"    {where}line {hit.snippet_line}", dim=True)
         click.echo(f"    {hit.snippet}")
+        if dates := shown(hit.relative_dates()):  # "yesterday" on the page's day
+            secho(f"    {dates}", dim=True)
 
 
 def _batch(fields: list[Field], path: str, k: int, mode: str | None, unit: str,

@@ -13,13 +13,11 @@ from ..archive import (
     RestoreResult,
     plan_restore,
     read_page,
-    restore_exact,
     split_parts,
 )
 from ..errors import DeepfieldError
-from ..fsutil import field_lock
 from ..page import new_uuid
-from ..scan import scan_field, source_files
+from ..scan import scan_field
 from .supersede import release, relink
 
 if TYPE_CHECKING:
@@ -44,12 +42,12 @@ def archive_page(fld: Field, ref: str) -> ArchiveResult:
 
 
 def restore_page(fld: Field, name: str, as_name: str | None) -> RestoreResult:
-    """``restore``: plan_restore's moves, under the field lock; a copy restored under
-    another name gets a fresh uuid when its own still belongs to a live page (two pages
-    with one uuid could not be read by it). Then the pages it supersedes are hidden again
+    """``restore``: plan_restore's moves (Field.restore_file), under the field's lock; a copy
+    restored under another name gets a fresh uuid when its own still belongs to a live page
+    (two pages with one uuid could not be read by it). Then the pages it supersedes are hidden again
     (manage.supersede.relink)."""
-    with field_lock(fld.path):
-        plan = plan_restore(fld.path, fld.name, name, as_name)
+    with fld.restoring():  # the field lock; a bucket field's own
+        plan = plan_restore(fld.archive_shelf(), fld.name, name, as_name)
         fresh = None
         if len(plan.moves) == 1 and plan.uuid:
             index = fld.index_handle()
@@ -57,10 +55,9 @@ def restore_page(fld: Field, name: str, as_name: str | None) -> RestoreResult:
             if any((d.uuid or "").lower() == plan.uuid.lower()
                    for d in index.docs_by_uuid(plan.uuid)):
                 fresh = new_uuid()
-        targets = [restore_exact(fld.path, fld.name, archived, target,
-                                 fresh if i == 0 else None)
+        targets = [fld.restore_file(archived, target, fresh if i == 0 else None)
                    for i, (archived, target) in enumerate(plan.moves)]
-        fld.after_move(set(targets), source_files(fld.path, set(targets)))
+        fld.restored(targets)
     result = RestoreResult(fld.name, targets[0], f"{ARCHIVE_DIR}/{plan.source}", targets,
                            plan.others, fresh, warnings=plan.warnings)
     page = read_page(fld.path / targets[0])

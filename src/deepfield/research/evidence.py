@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from ..field import Field
 from ..line_rank import Weigh, idf_weigher, speaker
 from ..markdown import split_sentences
-from ..relative_dates import parse_day, resolve
+from ..relative_dates import event_day, resolved
 from ..search import Hit
 from ..tokens import count_tokens
 from .excerpts import excerpt, line_weight
@@ -75,26 +75,12 @@ class Evidence:
     def relative_dates(self, text: str | None = None) -> list[dict[str, str]]:
         """The relative dates of ``text`` (default: the line) resolved against the page's
         day: ``[{"phrase": "yesterday", "date": "2 July 2023"}]``."""
-        day = parse_day(self.when)
-        if day is None:
-            return []
-        return [{"phrase": r.phrase, "date": r.meaning}
-                for r in resolve(self.text if text is None else text, day)]
+        return resolved(self.text if text is None else text, self.when)
 
 
 def split_origin(frontmatter: dict[str, Any] | None) -> str:
     """The uuid a split part was cut from (its ``split_from``), or ""."""
     return str((frontmatter or {}).get("split_from") or "")
-
-
-def event_date(hit: Hit) -> str | None:
-    """The day a page's events happened, if its frontmatter says (``session_date``,
-    ``date``); unlike :func:`page_date`, never the day it was written down."""
-    fm = hit.frontmatter or {}
-    for key in ("session_date", "date"):
-        if fm.get(key):
-            return str(fm[key])
-    return None
 
 
 def page_date(hit: Hit) -> str | None:
@@ -296,7 +282,7 @@ class EvidencePool:
                     self.items[key] = Evidence(
                         hit.field, hit.filename, number, text, hit.heading, hit.title,
                         page_date(hit), score, round_number, [query], short, last,
-                        table_header, split_origin(hit.frontmatter), event_date(hit),
+                        table_header, split_origin(hit.frontmatter), event_day(hit.frontmatter),
                     )
                     new += 1
                 else:
@@ -334,7 +320,7 @@ class EvidencePool:
                 self.unvoted[key] = Evidence(
                     hit.field, hit.filename, number, text, hit.heading, hit.title,
                     page_date(hit), 0.0, round_number, [query], short, last, table_header,
-                    split_origin(hit.frontmatter), event_date(hit))
+                    split_origin(hit.frontmatter), event_day(hit.frontmatter))
                 new += 1
         return new
 

@@ -111,7 +111,14 @@ class ResearchResult:
 
     @property
     def confidence(self) -> Confidence:  # how far the best evidence supports an answer
-        return assess(self.question, self.confidence_lines(), RESEARCH)
+        found = assess(self.question, self.confidence_lines(), RESEARCH)
+        if found.level == "high" and not self.evidence:
+            # The memory may hold the answer, but the context shows none of it: an agent must
+            # not answer from it as if it did.
+            return replace(found, level="low", reason=(
+                f"{found.reason}, but none of that evidence fits in {self.budget} tokens: "
+                "raise the budget"))
+        return found
 
     def confidence_lines(self) -> list[Line]:
         """The lines (best first, with their vote scores) the confidence signal reads."""

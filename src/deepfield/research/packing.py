@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..markdown import below_title
+from ..relative_dates import shown
 from ..tokens import TokenTally, count_tokens
 from .evidence import Evidence
 from .reading import reading_order
@@ -141,9 +142,8 @@ def _line(item: Evidence) -> str:
     where = f"L{item.line}-{item.last}" if item.last > item.line else f"L{item.line}"
     # What "yesterday" meant on the page's day, after the verbatim text (relative_dates.py):
     # only for what the shown text says, so an excerpt that dropped it shows none.
-    dates = "; ".join(dict.fromkeys(f"{d['phrase']} = {d['date']}"
-                                    for d in item.relative_dates())) if RESOLVE_DATES else ""
-    return f"{where}: {item.text} [{dates}]" if dates else f"{where}: {item.text}"
+    dates = shown(item.relative_dates()) if RESOLVE_DATES else ""
+    return f"{where}: {item.text} {dates}" if dates else f"{where}: {item.text}"
 
 
 _CITATION = re.compile(r"\[([a-z0-9-]+)/([a-z0-9-]+\.md)")
