@@ -70,11 +70,12 @@ def original_name(archived: str) -> str:
 
 
 class Shelf:
-    """A field's ``archive/`` as restore plans read it: a folder here; a bucket field
-    (deepfield.bucket) gives its bucket's listing and objects the same way."""
+    """A field's ``archive/`` as a restore reads and empties it: a folder here; a bucket
+    field (deepfield.bucket) gives its bucket's listing and objects the same way."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, field_name: str) -> None:
         self.folder = folder
+        self.field_name = field_name
 
     def names(self) -> list[str]:
         """The archived files, sorted."""
@@ -94,6 +95,10 @@ class Shelf:
     def is_live(self, filename: str) -> bool:
         """Whether a page (or anything) of that name is at the field root."""
         return (self.folder / filename).exists()
+
+    def take(self, archived: str, target: str, uuid: str | None = None) -> str:
+        """Move ``archived`` to ``target`` at the field root (restore_exact)."""
+        return restore_exact(self.folder, self.field_name, archived, target, uuid)
 
 
 def archived_versions(shelf: Shelf, filename: str) -> list[str]:

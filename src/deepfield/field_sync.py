@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from .archive import Shelf, restore_exact
+from .archive import Shelf
 from .errors import EmbeddingError, IndexCorruptError, IndexStateError
 from .field_backends import FieldBackends
 from .fsutil import field_lock, remove_stale_temp_files
@@ -113,13 +113,10 @@ class FieldSync(FieldBackends):
     # How a restore reads and moves files (manage.removal); a bucket field has its own.
 
     def archive_shelf(self) -> Shelf:
-        return Shelf(self.path)
+        return Shelf(self.path, self.name)
 
     def restoring(self) -> AbstractContextManager[object]:
         return field_lock(self.path)
-
-    def restore_file(self, archived: str, target: str, uuid: str | None) -> str:
-        return restore_exact(self.path, self.name, archived, target, uuid)
 
     def restored(self, targets: list[str]) -> None:
         self.after_move(set(targets), source_files(self.path, set(targets)))

@@ -44,11 +44,7 @@ _PATTERN = re.compile(
 class Resolved:
     """One relative expression of a text and what it means on the anchor day."""
     phrase: str
-    start: int
     meaning: str
-
-    def __str__(self) -> str:
-        return f"{self.phrase} = {self.meaning}"
 
 
 def parse_day(value: object) -> dt.date | None:
@@ -83,7 +79,7 @@ def resolve(text: str, anchor: dt.date) -> list[Resolved]:
     for match in _PATTERN.finditer(text):
         meaning = _meaning(match, anchor)
         if meaning:
-            found.append(Resolved(match.group(0), match.start(), meaning))
+            found.append(Resolved(match.group(0), meaning))
     return found
 
 

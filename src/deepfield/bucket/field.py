@@ -436,34 +436,13 @@ class BucketField(Field):
         objects, _ = self.bucket.list(f"{self.prefix}{ARCHIVE_DIR}/")
         return sorted(o.name for o in objects if o.name.endswith(".md"))
 
-    # restore (manage.removal.restore_page): planned on the bucket's archive/, each file
-    # created at the root only where no page is, then its archived copy deleted.
+    # restore (manage.removal.restore_page): planned and made on the bucket's archive/.
 
     def archive_shelf(self) -> Shelf:
         return _BucketShelf(self)
 
     def restoring(self) -> AbstractContextManager[object]:
         return self.state.lock
-
-    def restore_file(self, archived: str, target: str, uuid: str | None) -> str:
-        got = self.bucket.get(f"{self.prefix}{ARCHIVE_DIR}/{archived}")
-        if got is None:
-            raise PageNotFoundError(f"archived page {archived} left {self.name}'s bucket")
-        data = got.data
-        if uuid is not None:  # a copy under another name: a uuid of its own
-            page = Page.parse(data.decode("utf-8", "replace"))
-            page.set("uuid", uuid)
-            data = page.render().encode("utf-8")
-        try:
-            etag = self.bucket.put(self.prefix + target, data, create=True)
-        except ObjectConflictError:
-            raise PageConflictError(
-                f"a page named {target} already exists in {self.name}",
-                "restore it under another name with --as NAME") from None
-        with contextlib.suppress(ObjectConflictError):
-            self.bucket.delete(f"{self.prefix}{ARCHIVE_DIR}/{archived}", if_match=got.etag)
-        self._keep(target, Got(data, etag, time.time(), time.time()))
-        return target
 
     def restored(self, targets: list[str]) -> None:
         self.state.save()
@@ -472,14 +451,14 @@ class BucketField(Field):
 
 class _BucketShelf(Shelf):
     """A bucket field's ``archive/``: its bucket listing (when each object was written) and
-    objects, each fetched once."""
+    objects, each fetched once, whether the plan reads it or the restore moves it."""
 
     def __init__(self, fld: BucketField) -> None:
-        super().__init__(fld.path)
+        super().__init__(fld.path, fld.name)
         self.fld = fld
         objects, _ = fld.bucket.list(f"{fld.prefix}{ARCHIVE_DIR}/")
         self.modified = {o.name: o.modified for o in objects if o.name.endswith(".md")}
-        self.pages: dict[str, Page | None] = {}
+        self.objects: dict[str, Got | None] = {}
         self.live: set[str] | None = None
 
     def names(self) -> list[str]:
@@ -488,18 +467,44 @@ class _BucketShelf(Shelf):
     def archived_at(self, name: str) -> float:
         return self.modified.get(name, 0.0)
 
+    def _get(self, name: str) -> Got | None:
+        if name not in self.objects:
+            self.objects[name] = self.fld.bucket.get(f"{self.fld.prefix}{ARCHIVE_DIR}/{name}")
+        return self.objects[name]
+
     def page(self, name: str) -> Page | None:
-        if name not in self.pages:
-            got = self.fld.bucket.get(f"{self.fld.prefix}{ARCHIVE_DIR}/{name}")
-            page = Page.parse(got.data.decode("utf-8", "replace")) if got else None
-            self.pages[name] = None if page is None or page.frontmatter_error else page
-        return self.pages[name]
+        got = self._get(name)
+        page = Page.parse(got.data.decode("utf-8", "replace")) if got else None
+        return None if page is None or page.frontmatter_error else page
 
     def is_live(self, filename: str) -> bool:
         if self.live is None:
             objects, _ = self.fld.bucket.list(self.fld.prefix)
             self.live = {o.name for o in objects}
         return filename in self.live
+
+    def take(self, archived: str, target: str, uuid: str | None = None) -> str:
+        """Create ``target`` in the bucket only where no page is, then delete the archived
+        object if it is still the one read."""
+        got = self._get(archived)
+        if got is None:
+            raise PageNotFoundError(f"archived page {archived} left {self.field_name}'s bucket")
+        data = got.data
+        if uuid is not None:  # a copy under another name: a uuid of its own
+            page = Page.parse(data.decode("utf-8", "replace"))
+            page.set("uuid", uuid)
+            data = page.render().encode("utf-8")
+        fld = self.fld
+        try:
+            etag = fld.bucket.put(fld.prefix + target, data, create=True)
+        except ObjectConflictError:
+            raise PageConflictError(
+                f"a page named {target} already exists in {self.field_name}",
+                "restore it under another name with --as NAME") from None
+        with contextlib.suppress(ObjectConflictError):
+            fld.bucket.delete(f"{fld.prefix}{ARCHIVE_DIR}/{archived}", if_match=got.etag)
+        fld._keep(target, Got(data, etag, time.time(), time.time()))
+        return target
 
 
 def _stat(path: Path) -> tuple[int, int]:

@@ -42,12 +42,13 @@ def archive_page(fld: Field, ref: str) -> ArchiveResult:
 
 
 def restore_page(fld: Field, name: str, as_name: str | None) -> RestoreResult:
-    """``restore``: plan_restore's moves (Field.restore_file), under the field's lock; a copy
-    restored under another name gets a fresh uuid when its own still belongs to a live page
-    (two pages with one uuid could not be read by it). Then the pages it supersedes are hidden again
-    (manage.supersede.relink)."""
+    """``restore``: plan_restore's moves (made by the field's archive Shelf), under the
+    field's lock; a copy restored under another name gets a fresh uuid when its own still
+    belongs to a live page (two pages with one uuid could not be read by it). Then the pages
+    it supersedes are hidden again (manage.supersede.relink)."""
     with fld.restoring():  # the field lock; a bucket field's own
-        plan = plan_restore(fld.archive_shelf(), fld.name, name, as_name)
+        shelf = fld.archive_shelf()
+        plan = plan_restore(shelf, fld.name, name, as_name)
         fresh = None
         if len(plan.moves) == 1 and plan.uuid:
             index = fld.index_handle()
@@ -55,7 +56,7 @@ def restore_page(fld: Field, name: str, as_name: str | None) -> RestoreResult:
             if any((d.uuid or "").lower() == plan.uuid.lower()
                    for d in index.docs_by_uuid(plan.uuid)):
                 fresh = new_uuid()
-        targets = [fld.restore_file(archived, target, fresh if i == 0 else None)
+        targets = [shelf.take(archived, target, fresh if i == 0 else None)
                    for i, (archived, target) in enumerate(plan.moves)]
         fld.restored(targets)
     result = RestoreResult(fld.name, targets[0], f"{ARCHIVE_DIR}/{plan.source}", targets,

@@ -72,10 +72,10 @@ class Evidence:
             "relative_dates": self.relative_dates(),
         }
 
-    def relative_dates(self, text: str | None = None) -> list[dict[str, str]]:
-        """The relative dates of ``text`` (default: the line) resolved against the page's
-        day: ``[{"phrase": "yesterday", "date": "2 July 2023"}]``."""
-        return resolved(self.text if text is None else text, self.when)
+    def relative_dates(self) -> list[dict[str, str]]:
+        """The line's relative dates resolved against the page's day:
+        ``[{"phrase": "yesterday", "date": "2 July 2023"}]``."""
+        return resolved(self.text, self.when)
 
 
 def split_origin(frontmatter: dict[str, Any] | None) -> str:
