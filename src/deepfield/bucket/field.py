@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 from ..archive import ARCHIVE_DIR, Shelf
 from ..errors import (
     InvalidPageError,
-    PageConflictError,
     PageNotFoundError,
     RemoteUnavailableError,
     WriteConflictError,
@@ -46,6 +45,7 @@ from ..index.vectors import EmbedReport
 from ..page import INTRO_FILE, LISTING_FILE, Page, is_debris
 from ..scan import SourceFile
 from ..writer import WriteResult, refuse_special
+from .archive import BucketShelf, archive_object, archived_names, put_archived
 from .objects import Got, ObjectConflictError
 
 if TYPE_CHECKING:
@@ -293,7 +293,7 @@ class BucketField(Field):
                         page, previous=self._keep_previous(page.previous, result.warnings))
             # Parts a rewrite no longer needs were archived in the working copy: likewise.
             for left in sorted((before & set(known)) - self._local_names()):
-                self._archive_object(left, known[left] or "", None)
+                archive_object(self.bucket, self.prefix, left, known[left] or "", None)
         except ObjectConflictError as exc:
             undo = {p.filename for p in result.pages if p.filename not in done}
             self._forget_previous(result, done)
@@ -331,8 +331,8 @@ class BucketField(Field):
         ``archive/``; where it went. The page itself is already written, so a failure here
         is a warning, never an error (a retry would write the page twice)."""
         try:
-            target, _ = self._put_archived(Path(archived).name,
-                                           (self.path / archived).read_bytes())
+            target, _ = put_archived(self.bucket, self.prefix, Path(archived).name,
+                                     (self.path / archived).read_bytes())
         except (OSError, RemoteUnavailableError, InvalidPageError) as exc:
             warnings.append(f"{self.name}/{archived}: the replaced version was not copied "
                             f"to the bucket's {ARCHIVE_DIR}/ ({exc})")
@@ -375,7 +375,7 @@ class BucketField(Field):
                 raise PageNotFoundError(f"no page {filename!r} in field {self.name}")
             data = (self.path / filename).read_bytes()
             try:
-                where = self._archive_object(filename, etag, data)
+                where = archive_object(self.bucket, self.prefix, filename, etag, data)
             except ObjectConflictError as exc:
                 self.refresh_pages([filename])
                 self._resync({filename})
@@ -392,8 +392,8 @@ class BucketField(Field):
             if etag is None:
                 raise PageNotFoundError(f"no {INTRO_FILE} in field {self.name}")
             try:
-                where = self._archive_object(INTRO_FILE, etag,
-                                             (self.path / INTRO_FILE).read_bytes())
+                where = archive_object(self.bucket, self.prefix, INTRO_FILE, etag,
+                                       (self.path / INTRO_FILE).read_bytes())
             except ObjectConflictError as exc:
                 self.refresh_pages([INTRO_FILE])
                 raise _conflict(exc, self.prefix) from None
@@ -401,45 +401,13 @@ class BucketField(Field):
             self.state.save()
             return where
 
-    def _archive_object(self, name: str, etag: str, data: bytes | None) -> str:
-        """Copy ``name`` into ``archive/`` under a free name, then delete it if it still has
-        ``etag`` (else the copy goes again and ObjectConflictError is raised)."""
-        if data is None:
-            got = self.bucket.get(self.prefix + name)
-            if got is None:
-                return ""
-            data, etag = got.data, got.etag
-        target, copy = self._put_archived(name, data)
-        try:
-            self.bucket.delete(self.prefix + name, if_match=etag)
-        except ObjectConflictError:
-            with contextlib.suppress(ObjectConflictError):
-                self.bucket.delete(f"{self.prefix}{ARCHIVE_DIR}/{target}", if_match=copy)
-            raise
-        return f"{ARCHIVE_DIR}/{target}"
-
-    def _put_archived(self, name: str, data: bytes) -> tuple[str, str]:
-        """``data`` into the bucket's ``archive/`` as ``name`` or, when that is taken, a
-        free ``--archived-`` name; (the name, its ETag)."""
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        stem = name.split("--archived-")[0].removesuffix(".md")
-        for counter in range(1, 1000):
-            target = name if counter == 1 else f"{stem}--archived-{stamp}-{counter}.md"
-            try:
-                return target, self.bucket.put(f"{self.prefix}{ARCHIVE_DIR}/{target}", data,
-                                               create=True)
-            except ObjectConflictError:
-                continue
-        raise InvalidPageError(f"no free name in {ARCHIVE_DIR}/ for {name}")
-
     def archived(self) -> list[str]:
-        objects, _ = self.bucket.list(f"{self.prefix}{ARCHIVE_DIR}/")
-        return sorted(o.name for o in objects if o.name.endswith(".md"))
+        return archived_names(self.bucket, self.prefix)
 
     # restore (manage.removal.restore_page): planned and made on the bucket's archive/.
 
     def archive_shelf(self) -> Shelf:
-        return _BucketShelf(self)
+        return BucketShelf(self)
 
     def restoring(self) -> AbstractContextManager[object]:
         return self.state.lock
@@ -447,64 +415,6 @@ class BucketField(Field):
     def restored(self, targets: list[str]) -> None:
         self.state.save()
         self._resync(set(targets))
-
-
-class _BucketShelf(Shelf):
-    """A bucket field's ``archive/``: its bucket listing (when each object was written) and
-    objects, each fetched once, whether the plan reads it or the restore moves it."""
-
-    def __init__(self, fld: BucketField) -> None:
-        super().__init__(fld.path, fld.name)
-        self.fld = fld
-        objects, _ = fld.bucket.list(f"{fld.prefix}{ARCHIVE_DIR}/")
-        self.modified = {o.name: o.modified for o in objects if o.name.endswith(".md")}
-        self.objects: dict[str, Got | None] = {}
-        self.live: set[str] | None = None
-
-    def names(self) -> list[str]:
-        return sorted(self.modified)
-
-    def archived_at(self, name: str) -> float:
-        return self.modified.get(name, 0.0)
-
-    def _get(self, name: str) -> Got | None:
-        if name not in self.objects:
-            self.objects[name] = self.fld.bucket.get(f"{self.fld.prefix}{ARCHIVE_DIR}/{name}")
-        return self.objects[name]
-
-    def page(self, name: str) -> Page | None:
-        got = self._get(name)
-        page = Page.parse(got.data.decode("utf-8", "replace")) if got else None
-        return None if page is None or page.frontmatter_error else page
-
-    def is_live(self, filename: str) -> bool:
-        if self.live is None:
-            objects, _ = self.fld.bucket.list(self.fld.prefix)
-            self.live = {o.name for o in objects}
-        return filename in self.live
-
-    def take(self, archived: str, target: str, uuid: str | None = None) -> str:
-        """Create ``target`` in the bucket only where no page is, then delete the archived
-        object if it is still the one read."""
-        got = self._get(archived)
-        if got is None:
-            raise PageNotFoundError(f"archived page {archived} left {self.field_name}'s bucket")
-        data = got.data
-        if uuid is not None:  # a copy under another name: a uuid of its own
-            page = Page.parse(data.decode("utf-8", "replace"))
-            page.set("uuid", uuid)
-            data = page.render().encode("utf-8")
-        fld = self.fld
-        try:
-            etag = fld.bucket.put(fld.prefix + target, data, create=True)
-        except ObjectConflictError:
-            raise PageConflictError(
-                f"a page named {target} already exists in {self.field_name}",
-                "restore it under another name with --as NAME") from None
-        with contextlib.suppress(ObjectConflictError):
-            fld.bucket.delete(f"{fld.prefix}{ARCHIVE_DIR}/{archived}", if_match=got.etag)
-        fld._keep(target, Got(data, etag, time.time(), time.time()))
-        return target
 
 
 def _stat(path: Path) -> tuple[int, int]:
