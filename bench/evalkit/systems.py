@@ -30,7 +30,7 @@ from typing import Protocol
 import deepfield
 from deepfield.index.keyword import query_terms
 from deepfield.relative_dates import event_day
-from deepfield.research import offline, research
+from deepfield.research import ResearchResult, offline, research
 from deepfield.research.evidence import (
     Evidence,
     PageLines,
@@ -40,7 +40,7 @@ from deepfield.research.evidence import (
     pointed_lines,
 )
 from deepfield.research.excerpts import BREADTH_SENTENCES
-from deepfield.research.loop import SPREAD, ResearchResult
+from deepfield.research.loop import SPREAD
 from deepfield.research.packing import pack_evidence
 from deepfield.search import Hit, search_fields
 

@@ -71,7 +71,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "ChatModel": "llm", "LLMConfig": "llm", "ContextResult": "context",
     "build_context": "context", "RememberResult": "memorize", "remember": "memorize",
-    "ResearchResult": "research.loop",
+    "ResearchResult": "research.result",
 }
 
 

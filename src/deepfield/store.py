@@ -30,7 +30,7 @@ from .search import SearchResponse, search_fields
 
 if TYPE_CHECKING:
     from .llm.base import ChatModel
-    from .research.loop import ResearchResult
+    from .research.result import ResearchResult
 
 RESERVED_FIELD_NAMES = {"ui": "the memory console"}
 """Top-level paths of the HTTP server (deepfield.server.app) that are not fields: a field of

@@ -7,6 +7,7 @@
 """
 
 from .evidence import Evidence
-from .loop import ResearchResult, RoundTrace, research
+from .loop import research
+from .result import ResearchResult, RoundTrace
 
 __all__ = ["Evidence", "ResearchResult", "RoundTrace", "research"]

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..confidence import RESEARCH, Confidence, Line, assess
 from ..embed.base import LatentTerms
 from ..errors import (
     BudgetError,
@@ -28,13 +26,13 @@ from ..index.keyword import query_terms
 from ..llm.base import ChatModel, Usage
 from ..manage.supersede import is_superseded
 from ..search import Hit, check_query_length, search_fields
-from ..tokens import count_tokens, truncate_to_tokens
 from . import gam, offline
 from . import latent as latent_tools
 from .evidence import Evidence, EvidencePool, split_origin
 from .excerpts import BREADTH_SENTENCES
-from .packing import Packed, pack_evidence
+from .packing import pack_research
 from .reading import evidence_spans
+from .result import ResearchResult, RoundTrace
 
 MIN_BUDGET = 50
 """Fewer tokens than this cannot hold a page header and one line of evidence."""
@@ -65,95 +63,6 @@ MAIN_QUERY_HITS = 30
 """Chunk hits for the question itself, the query that finds most evidence (twice as many when
 the answer is several things in several places: offline.QuestionPlan.breadth)."""
 PAGE_ID_LINES = 12
-SUMMARY_SHARE = 0.4
-"""Largest share of the budget a model's summary may take; evidence lines get the rest."""
-
-
-@dataclass
-class RoundTrace:
-    number: int
-    request: str
-    plan: dict[str, Any]
-    queries: list[dict[str, Any]]
-    new_evidence: int
-    decision: str
-    reflection: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {"round": self.number, "request": self.request, "plan": self.plan,
-                "queries": self.queries, "new_evidence": self.new_evidence,
-                "reflection": self.reflection, "decision": self.decision,
-                "seconds": round(self.seconds, 4)}
-
-
-@dataclass
-class ResearchResult:
-    question: str
-    context: str
-    evidence: list[Evidence]
-    rounds: list[RoundTrace]
-    usage: Usage
-    budget: int
-    tokens: int
-    left_out: int
-    mode: str
-    seconds: float
-    summary: str = ""
-    warnings: list[str] = field(default_factory=list)
-    ranked: list[Evidence] = field(default_factory=list, repr=False)
-    """All evidence found, best first (``evidence`` is the part that fit the budget)."""
-
-    spread: float = field(default=SPREAD["other"], repr=False)
-    voted: list[Evidence] = field(default_factory=list, repr=False)
-    """The evidence some query voted for, by its votes: what confidence reads (the fused
-    scores of ``ranked`` are rank-based, flat, and say less how strongly lines matched)."""
-
-    @property
-    def confidence(self) -> Confidence:  # how far the best evidence supports an answer
-        found = assess(self.question, self.confidence_lines(), RESEARCH)
-        if found.level == "high" and not self.evidence:
-            # The memory may hold the answer, but the context shows none of it: an agent must
-            # not answer from it as if it did.
-            return replace(found, level="low", reason=(
-                f"{found.reason}, but none of that evidence fits in {self.budget} tokens: "
-                "raise the budget"))
-        return found
-
-    def confidence_lines(self) -> list[Line]:
-        """The lines (best first, with their vote scores) the confidence signal reads."""
-        return [Line(e.text, e.score, e.title, e.heading) for e in self.voted or self.ranked]
-
-    def repack(self, budget: int) -> Packed:
-        """The same research packed to another budget (no new searches)."""
-        return _pack(self.ranked, budget, self.summary, self.spread)
-
-    @property
-    def sources(self) -> list[dict[str, Any]]:
-        pages: dict[tuple[str, str], dict[str, Any]] = {}
-        for item in self.evidence:
-            entry = pages.setdefault((item.field, item.filename), {
-                "field": item.field, "filename": item.filename, "title": item.title,
-                "date": item.date, "lines": [],
-            })
-            entry["lines"].append(item.line)
-        for entry in pages.values():
-            entry["lines"] = sorted(set(entry["lines"]))
-        return list(pages.values())
-
-    def to_json(self) -> dict[str, Any]:
-        usage = self.usage.to_json()
-        usage["seconds"] = round(self.seconds, 4)
-        usage["llm_seconds"] = round(self.usage.seconds, 4)
-        usage["searches"] = sum(len(r.queries) for r in self.rounds)
-        return {
-            "question": self.question, "context": self.context, "summary": self.summary,
-            "evidence": [e.to_json() for e in self.evidence], "sources": self.sources,
-            "rounds": [r.to_json() for r in self.rounds], "usage": usage,
-            "budget": self.budget, "tokens": self.tokens, "left_out": self.left_out,
-            "mode": self.mode, "warnings": self.warnings,
-            "confidence": self.confidence.to_json(),
-        }
 
 
 @heals_fields
@@ -199,7 +108,7 @@ def research(
         mode = f"llm:{llm.model}"
     ranked = session.pool.final()
     spread = SPREAD.get(session.plan.answer_type, SPREAD["other"])
-    packed = _pack(ranked, budget, summary, spread)
+    packed = pack_research(ranked, budget, summary, spread)
     if record:
         _record(fields, packed.evidence)
     return ResearchResult(
@@ -424,23 +333,6 @@ class _Session:
                 if doc.summary and not is_superseded(doc.frontmatter or {}):
                     seen.setdefault(f"{fld.name}/{doc.filename}", doc.summary)
         return list(seen.items())
-
-
-def _pack(ranked: list[Evidence], budget: int, summary: str, spread: float) -> Packed:
-    preamble = ""
-    if summary:
-        preamble = truncate_to_tokens(f"Summary: {summary}", int(budget * SUMMARY_SHARE))
-    packed = pack_evidence(ranked, budget, preamble, spread)
-    if not packed.evidence and not preamble and ranked:
-        # Not even one line fits: the first line, cut to the budget, is better than nothing.
-        first = ranked[0]
-        cut = truncate_to_tokens(first.text, budget - 20)
-        if not cut:
-            raise BudgetError(f"a budget of {budget} tokens is too small for the evidence found")
-        packed = pack_evidence([replace(first, text=cut)], budget)
-    if count_tokens(packed.text) > budget:  # cannot happen: pack_evidence counts as it goes
-        raise BudgetError(f"packing exceeded the budget of {budget} tokens")
-    return packed
 
 
 def _record(fields: Sequence[Field], evidence: Sequence[Evidence]) -> None:

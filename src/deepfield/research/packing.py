@@ -14,14 +14,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..errors import BudgetError
 from ..markdown import below_title
 from ..relative_dates import shown
-from ..tokens import TokenTally, count_tokens
+from ..tokens import TokenTally, count_tokens, truncate_to_tokens
 from .evidence import Evidence
 from .reading import reading_order
 
 FULL_LINES = 5
 """Evidence lines (best first) quoted whole before excerpts take over."""
+SUMMARY_SHARE = 0.4
+"""Largest share of the budget a model's summary may take; evidence lines get the rest."""
 RESOLVE_DATES = True
 """Show what a line's relative dates meant on its page's day (deepfield.relative_dates)."""
 
@@ -87,6 +90,26 @@ def pack_evidence(
     shown = [item for page in reading_order(chosen, section_of) for item in page]
     text = render(shown, preamble)
     return Packed(text, shown, count_tokens(text), len(ranked) - consumed)
+
+
+def pack_research(ranked: Sequence[Evidence], budget: int, summary: str = "",
+                  spread: float = 0.5) -> Packed:
+    """A research's context: a model's ``summary`` (at most SUMMARY_SHARE of the budget), then
+    the best evidence that fits; BudgetError when not even one line, cut short, fits."""
+    preamble = ""
+    if summary:
+        preamble = truncate_to_tokens(f"Summary: {summary}", int(budget * SUMMARY_SHARE))
+    packed = pack_evidence(ranked, budget, preamble, spread)
+    if not packed.evidence and not preamble and ranked:
+        # Not even one line fits: the first line, cut to the budget, is better than nothing.
+        first = ranked[0]
+        cut = truncate_to_tokens(first.text, budget - 20)
+        if not cut:
+            raise BudgetError(f"a budget of {budget} tokens is too small for the evidence found")
+        packed = pack_evidence([replace(first, text=cut)], budget)
+    if count_tokens(packed.text) > budget:  # cannot happen: pack_evidence counts as it goes
+        raise BudgetError(f"packing exceeded the budget of {budget} tokens")
+    return packed
 
 
 def diversify(ranked: Sequence[Evidence], penalty: float = 0.5) -> list[Evidence]:
