@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+import deepfield
+
 from deepfield.page import PAGE_LIMIT_BYTES, Page
 from deepfield.split import split_body, split_page
 
@@ -108,3 +110,19 @@ def test_a_megabyte_paragraph_splits_fast_and_names_its_parts_by_count() -> None
     # fall inside words: compare the characters, not the words.
     bodies = "".join(p.body.split("\n---\n")[0] for _, p in parts)
     assert "".join(bodies.split()) == "".join(text.split())
+
+
+def test_the_parts_footer_is_not_indexed(field: deepfield.Field) -> None:
+    """The "Part 2 of 3 · previous: [Long page (part 1 of 3)](…)" footer names the page's own
+    title: indexed, a search for the title came back with footers as snippets."""
+    from deepfield.index.chunking import chunk_page
+
+    written = field.write(long_page().render(), name="doc")
+    names = [w.filename for w in written.pages]
+    assert len(names) >= 2
+    for name in names:
+        _, page = field.load(name)
+        assert re.search(r"Part \d+ of \d+", page.body)
+        assert all("Part " not in c.text or " of " not in c.text for c in chunk_page(page))
+    hits = field.search("Long page part", mode="bm25", k=20).results
+    assert hits and not any(re.search(r"Part \d+ of \d+", h.snippet) for h in hits)
