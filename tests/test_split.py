@@ -7,7 +7,6 @@ import re
 import pytest
 
 import deepfield
-
 from deepfield.page import PAGE_LIMIT_BYTES, Page
 from deepfield.split import split_body, split_page
 
