@@ -141,6 +141,12 @@ def test_a_search_that_started_long_ago_embeds_nothing_more(field: deepfield.Fie
     field.index(embed=False)
     late = search_fields([field], "kiwi", mode="hybrid", started=time.monotonic() - 60)
     assert late.pending_vectors > 0 and late.results[0].filename == "kiwi.md"
+    assert any("found by keywords only" in w for w in late.warnings), late.warnings
+    # A vector search has no keywords to find them by, and says so.
+    blind = search_fields([field], "kiwi", mode="vector", started=time.monotonic() - 60)
+    assert blind.pending_vectors > 0
+    assert any("a vector search cannot find them" in w and "--mode hybrid" in w
+               for w in blind.warnings), blind.warnings
     assert search_fields([field], "kiwi", mode="hybrid").pending_vectors == 0
 
 

@@ -156,7 +156,12 @@ def search_fields(
             "so their vectors cannot be compared",
             "search them one at a time, or with --mode bm25",
         )
-    if pending and mode != "bm25":
+    if pending and mode == "vector":
+        warnings.append(
+            f"{pending} chunks have no vector yet, so a vector search cannot find them; "
+            "run `deepfield index` to embed them, or search with --mode hybrid"
+        )
+    elif pending and mode != "bm25":
         warnings.append(
             f"{pending} chunks have no vector yet and are found by keywords only; "
             "run `deepfield index` to embed them"
