@@ -620,8 +620,8 @@ def test_a_task_as_long_as_the_budget_says_so(keyword_store: deepfield.Store) ->
 
 
 def test_a_long_question_does_not_take_the_evidence_room(cli: Cli) -> None:
-    """The fence repeats the question (QUESTION_CHARS of it at most), and a budget that finds
-    evidence but fits none of it says so."""
+    """The fence repeats the question (QUESTION_CHARS of it at most), and a budget it would
+    fill is refused."""
     assert cli("new", "pumps").exit_code == 0
     assert cli("add", "pumps", "The pump seal failed twice in March; grit scored the face.",
                "--title", "Pump seal").exit_code == 0
@@ -630,9 +630,9 @@ def test_a_long_question_does_not_take_the_evidence_room(cli: Cli) -> None:
     header = next(line for line in data["context"].splitlines() if line.startswith("<memory"))
     assert len(header) < 400 and "…" in header
     assert "grit scored the face" in data["context"]
-    tight = cli("research", "why did the pump seal fail?", "-f", "pumps", "--budget", "60")
-    assert tight.exit_code == 0
-    assert tight.stdout.startswith("(no evidence fits in 60 tokens: "), tight.stdout
+    # A budget the fence's notice and tags would fill is refused before searching.
+    with pytest.raises(deepfield.BudgetError, match=r"raise --budget to at least \d+ tokens"):
+        cli("research", "why did the pump seal fail?", "-f", "pumps", "--budget", "60")
 
 
 def test_confidence_is_not_high_when_no_evidence_fits(keyword_store: deepfield.Store) -> None:

@@ -13,7 +13,7 @@ field name, filename or task cannot add attributes either.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -94,19 +94,38 @@ QUESTION_CHARS = 200
 """Characters of the question a research block's ``question`` attribute repeats."""
 
 
+FENCED_EVIDENCE_MIN = 50
+"""Tokens a fenced research block must leave for evidence (research.loop.MIN_BUDGET)."""
+
+
+def _research_block(fields: Iterable[str], question: str) -> Callable[[str], str]:
+    names = list(fields)
+    # The question labels the block; a long one (pasted text) would take the evidence's room.
+    label = question if len(question) <= QUESTION_CHARS else \
+        question[:QUESTION_CHARS - 1].rstrip() + "…"
+
+    def wrap(context: str) -> str:
+        return fenced(names, "research", "research", context, question=label)
+    return wrap
+
+
+def check_fenced_budget(budget: int, fields: Iterable[str], question: str) -> None:
+    """Refuse, before any search, a budget the fenced block's notice and tags would leave no
+    room for evidence in (what every surface that fences research asks first)."""
+    overhead = count_tokens(_research_block(fields, question)(""))
+    if budget < overhead + FENCED_EVIDENCE_MIN:
+        raise BudgetError(
+            f"a budget of {budget} tokens cannot hold evidence once fenced as memory (the "
+            f"notice and tags take {overhead})",
+            f"raise --budget to at least {overhead + FENCED_EVIDENCE_MIN} tokens; a few "
+            "hundred hold a useful answer")
+
+
 def fence_research(result: ResearchResult, fields: Iterable[str]) -> ResearchResult:
     """``result`` with its context fenced, repacked so the fenced block still fits the
     budget it was asked for (the notice and tags cost tokens too). An empty context stays
     empty: there is nothing to fence."""
-    names = list(fields)
-
-    # The question labels the block; a long one (pasted text) would take the evidence's room.
-    question = result.question if len(result.question) <= QUESTION_CHARS else \
-        result.question[:QUESTION_CHARS - 1].rstrip() + "…"
-
-    def wrap(context: str) -> str:
-        return fenced(names, "research", "research", context, question=question)
-
+    wrap = _research_block(fields, result.question)
     if not result.context:
         return result
     overhead = count_tokens(wrap(""))

@@ -144,10 +144,11 @@ class Store:
     ) -> ResearchResult:
         """Deep research over several fields (all by default); see deepfield.research. The
         context is fenced as memory (deepfield.fence), ready to hand to a model."""
-        from .fence import fence_research
+        from .fence import check_fenced_budget, fence_research
         from .research import research
 
         chosen = [self.field(n) for n in fields] if fields else self.fields()
+        check_fenced_budget(budget, [f.name for f in chosen], question)
         found = research(chosen, question, llm=llm, max_rounds=max_rounds, budget=budget)
         return fence_research(found, [f.name for f in chosen])
 

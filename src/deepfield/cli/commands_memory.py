@@ -10,7 +10,7 @@ import click
 
 from ..context import build_context
 from ..domains.levels import LEVELS
-from ..fence import fence_research
+from ..fence import check_fenced_budget, fence_research
 from ..memorize import remember
 from ..research import research
 from ..sessions import FORMATS
@@ -101,6 +101,7 @@ def research_command(ctx: click.Context, question: str, fields: tuple[str, ...],
     chosen = [env.field(n) for n in fields] if fields else env.store().fields()
     if not chosen:
         raise click.UsageError("the store has no fields; create one with `deepfield new`")
+    check_fenced_budget(budget, [f.name for f in chosen], question)
     llm = env.llm("researcher", offline=offline)
     result = fence_research(research(chosen, question, llm=llm, max_rounds=max_rounds,
                                      budget=budget), [f.name for f in chosen])

@@ -323,10 +323,11 @@ class Service:
     def research(self, names: list[str], question: str, *, max_rounds: int,
                  budget: int) -> dict[str, Any]:
         """Research ``question`` over the named fields (holding their locks, in name order)."""
-        from ..fence import fence_research
+        from ..fence import check_fenced_budget, fence_research
         from ..research import research
 
         fields = [self.field(n) for n in names]
+        check_fenced_budget(budget, names, question)
         with self.holding(names):
             result = research(fields, question, llm=self.llm("researcher"),
                               max_rounds=max_rounds, budget=budget)
