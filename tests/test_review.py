@@ -185,3 +185,28 @@ def test_a_renamed_page_keeps_its_flag_while_items_are_pending(field: deepfield.
     field.ensure_synced(embed=False)
     resolve_item(field, first, "keep-both")
     assert field.load("office-latest")[1].get("review") == "pending"  # one item still open
+
+
+def test_superseding_by_hand_settles_the_pairs_review_item(cli: Cli) -> None:
+    """`deepfield supersede` (either way round) or a page written with ``supersedes`` decides
+    what the queue asked about that pair: the item and the page's flag go."""
+    cli("new", "notes")
+    cli("add", "notes", "Alice's team is based in the Berlin office.", "--title", "Alice team")
+    cli("add", "notes", "Alice's team moved from Berlin to Lisbon.", "--title", "Alice team moved")
+    cli("add", "notes", "Bob's budget is 40k EUR for 2024.", "--title", "Bob budget")
+    cli("add", "notes", "Bob's budget is 55k EUR for 2024.", "--title", "Bob budget revised")
+    alice, bob = cli.json("review", "notes")["items"]
+    assert (alice["new"], bob["new"]) == ("alice-team-moved.md", "bob-budget-revised.md")
+    # The queue's "new" page is the one superseded here: the pair is settled all the same.
+    done = cli.json("supersede", "notes", "alice-team-moved", "alice-team")
+    assert done["settled_reviews"] == [alice["id"]]
+    assert [i["id"] for i in cli.json("review", "notes")["items"]] == [bob["id"]]
+    shown = cli.json("read", "notes", "alice-team-moved")
+    assert "review" not in (shown.get("frontmatter") or {})
+    settled = [i for i in cli.json("review", "notes", "--all")["items"] if i["id"] == alice["id"]]
+    assert settled and settled[0]["status"] == "superseded"
+    # A page rewritten with `supersedes:` settles its own pair.
+    text = "---\ntitle: Bob budget revised\nsupersedes: bob-budget\n---\nBob's budget is " \
+           "55k EUR for 2024.\n"
+    cli("write", "notes", "-", "--name", "bob-budget-revised", input=text)
+    assert cli.json("review", "notes")["items"] == []

@@ -8,10 +8,10 @@ import click
 
 from ..manage.activation import load_activation, top_pages
 from ..manage.forget import forget
-from ..manage.review import ACTIONS, items, resolve_item
-from ..manage.supersede import supersede
+from ..manage.review import ACTIONS, items, resolve_item, supersede_settling
 from ..manage.watch import WatchEvent, watch
 from .app import app, json_option, print_json, say_error, settings, warn
+from .terminal import counted
 
 
 @app.command("activation")
@@ -88,13 +88,19 @@ def forget_cmd(ctx: click.Context, field: str, dry_run: bool, keep_top: int | No
 @json_option
 @click.pass_context
 def supersede_cmd(ctx: click.Context, field: str, old: str, new: str, as_json: bool) -> None:
-    """Mark page NEW as superseding page OLD (OLD is kept, hidden from default search)."""
+    """Mark page NEW as superseding page OLD (OLD is kept, hidden from default search).
+
+    Review items about the two pages (`deepfield review`) are settled: the queue asked what
+    this decides."""
     fld = settings(ctx).field(field)
-    result = supersede(fld, old, new)
+    result = supersede_settling(fld, old, new)
     if as_json:
         print_json(result.to_json())
         return
     click.echo(f"{fld.name}/{result.new} supersedes {', '.join(result.old)}")
+    if result.settled:
+        click.echo(f"settled review {counted(len(result.settled), 'item')}: "
+                   f"{', '.join(result.settled)}")
 
 
 @app.command("review")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import DeepfieldError, SupersessionCycleError
 from ..page import Page
-from .review import REVIEW_KEY, Finding, enqueue, find_conflicts
+from .review import REVIEW_KEY, Finding, enqueue, find_conflicts, settle
 from .supersede import SUPERSEDES, check_cycle, link, refs, resolve_refs
 
 if TYPE_CHECKING:
@@ -89,13 +89,17 @@ def after_write(fld: Field, result: WriteResult, plan: WritePlan) -> None:
                 f"{exc.message}; {first.filename} was written but not linked: remove one of "
                 "the two `supersedes` keys")
             olds = []
+    linked = []
     for old in olds:  # the new page is stored: a page that cannot be linked is a warning
         try:
             link(fld, first.filename, [old])
+            linked.append(old)
         except DeepfieldError as exc:
             result.warnings.append(
                 f"{old} could not be marked superseded by {first.filename} ({exc.message}); "
                 f"fix it, then run `deepfield supersede {fld.name} {old} {first.filename}`")
+    if linked:  # the writer decided what the review queue asked about these pairs
+        settle(fld, first.filename, linked)
     if plan.findings:
         ids = enqueue(fld, first.filename, first.uuid, plan.findings)
         for finding, item in zip(plan.findings, ids, strict=True):

@@ -37,7 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidPageError, PageNotFoundError, ReviewItemError
 from ..page import Page, derive_title, now_iso
-from .supersede import SUPERSEDED_BY, SUPERSEDES, refs, rewrite_keys, supersede
+from .supersede import (
+    SUPERSEDED_BY,
+    SUPERSEDES,
+    SupersedeResult,
+    refs,
+    rewrite_keys,
+    supersede,
+)
 
 if TYPE_CHECKING:
     from ..field import Field
@@ -341,6 +348,35 @@ def resolve_item(fld: Field, item_id: str, action: str) -> dict[str, Any]:
     if action != "merge":
         _clear_flag(fld, new, item.new_uuid, item.id)
     return outcome
+
+
+def supersede_settling(fld: Field, old_ref: str, new_ref: str) -> SupersedeResult:
+    """:func:`~deepfield.manage.supersede.supersede`, and the review items about the two pages
+    settled: a person who marks one page superseding the other has decided what the queue
+    asked (``deepfield supersede``, the console)."""
+    result = supersede(fld, old_ref, new_ref)
+    result.settled = settle(fld, result.new, result.old)
+    return result
+
+
+def settle(fld: Field, new: str, olds: list[str]) -> list[str]:
+    """Close the pending items about ``new`` and one of ``olds`` (either way round: the queue's
+    "new" may be the older page) as ``superseded``; returns their ids."""
+    pending, _ = items(fld)
+    done = []
+    for item in pending:
+        try:
+            pair = {_locate(fld, item.new, item.new_uuid), _locate(fld, item.old, item.old_uuid)}
+        except PageNotFoundError:
+            continue
+        if any(pair == {new, old} for old in olds):
+            done.append(item)
+    if done:
+        _append(fld, [{"id": i.id, "t": now_iso(), "status": "superseded",
+                       "action": "supersede"} for i in done])
+        for item in done:
+            _clear_flag(fld, _locate(fld, item.new, item.new_uuid), item.new_uuid, item.id)
+    return [i.id for i in done]
 
 
 def _merge(fld: Field, old: str, new: str) -> None:

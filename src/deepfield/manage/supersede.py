@@ -48,10 +48,13 @@ class SupersedeResult:
     old: list[str]
     changed: list[str] = dc_field(default_factory=list)
     warnings: list[str] = dc_field(default_factory=list)
+    settled: list[str] = dc_field(default_factory=list)
+    """Review items about this pair that the supersession settled (manage/review.py)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"field": self.field, "new": self.new, "superseded": self.old,
-                "changed": self.changed, "warnings": self.warnings}
+                "changed": self.changed, "warnings": self.warnings,
+                "settled_reviews": self.settled}
 
 
 def _graph(fld: Field) -> tuple[dict[str, set[str]], dict[str, str]]:

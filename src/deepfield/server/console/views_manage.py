@@ -17,8 +17,7 @@ from ...errors import DeepfieldError
 from ...field import Field
 from ...index.db import get_meta
 from ...manage.forget import forget
-from ...manage.review import ACTIONS, items, resolve_item
-from ...manage.supersede import supersede
+from ...manage.review import ACTIONS, items, resolve_item, supersede_settling
 from ...page import iso_from_timestamp
 from .common import (
     Form,
@@ -121,7 +120,8 @@ async def supersede_page(request: Request, form: Form) -> Response:
     old = one(form, "old").strip()
     if not old:
         raise DeepfieldError("name the page this one supersedes", "a filename, stem or uuid")
-    result = await service_of(request).run(name, lambda f: supersede(f, old, new), write=True)
+    result = await service_of(request).run(name, lambda f: supersede_settling(f, old, new),
+                                           write=True)
     done = f"{result.new} supersedes {', '.join(result.old)}"
     if result.warnings:
         done += " (" + "; ".join(result.warnings) + ")"
