@@ -104,6 +104,17 @@ def test_invalid_name_rejected(field: deepfield.Field) -> None:
         field.write("text", name="Bad Name")
 
 
+def test_a_field_name_in_capitals_points_at_the_field_that_exists(
+        store: deepfield.Store) -> None:
+    store.create_field("research")
+    with pytest.raises(InvalidNameError) as taken:
+        store.create_field("Research")
+    assert "field 'research' already exists" in (taken.value.hint or "")
+    with pytest.raises(InvalidNameError) as fresh:
+        store.create_field("My Notes")
+    assert "try `my-notes`" in (fresh.value.hint or "")
+
+
 def test_too_large_rejected(field: deepfield.Field) -> None:
     with pytest.raises(InvalidPageError, match="bytes"):
         field.write(b"a" * (17 << 20))

@@ -25,7 +25,7 @@ from .errors import (
 )
 from .field import Field
 from .fsutil import atomic_write
-from .page import INTRO_FILE, check_name, require_text
+from .page import INTRO_FILE, check_name, require_text, slugify
 from .search import SearchResponse, search_fields
 
 if TYPE_CHECKING:
@@ -102,7 +102,14 @@ class Store:
 
     def create_field(self, name: str, *, intro: str | None = None, exist_ok: bool = False) -> Field:
         """Create a field folder, with ``index.md`` holding ``intro`` when given."""
-        check_field_name(name)
+        try:
+            check_field_name(name)
+        except InvalidNameError as exc:
+            taken = slugify(name) if isinstance(name, str) else ""
+            if taken and (self.root / taken).is_dir():  # "Research" where "research" exists
+                raise InvalidNameError(
+                    exc.message, f"names are lowercase: field {taken!r} already exists") from None
+            raise
         folder = self.root / name
         if folder.exists():
             if not exist_ok:
