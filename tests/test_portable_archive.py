@@ -260,6 +260,8 @@ def test_cli_pack_and_unpack(
     assert code == 0 and out.is_file()
     digest = portable.sha256_file(out)
     assert f"sha256 {digest}" in stdout
+    # The zip's size and the unpacked files' size are different numbers: each says which.
+    assert f"a {out.stat().st_size:,}-byte zip" in stdout
     code, stdout, stderr = run_main(capsys, "--store", str(store.root), "unpack", str(out),
                                     "--sha256", "0" * 64)
     assert code == 1 and stdout == ""
@@ -271,6 +273,9 @@ def test_cli_pack_and_unpack(
     assert "shared" in store.field_names()
     code, _, stderr = run_main(capsys, "--store", str(store.root), "unpack", str(out))
     assert code == 1 and "already exists" in stderr and "--as NAME" in stderr
+    code, stdout, _ = run_main(capsys, "--store", str(store.root), "unpack", str(out), "--as",
+                               "shared-copy")
+    assert code == 0 and "bytes unzipped) into" in stdout
 
 
 def test_pack_refuses_an_output_inside_the_field(

@@ -42,7 +42,7 @@ def pack_cmd(ctx: click.Context, field: str, output: Path | None, with_index: bo
         warn(warning)
     extra = f", index {result.index}" if result.index else ""
     click.echo(f"packed {result.pages} pages ({result.files} files{extra}, "
-               f"{result.bytes:,} bytes) into {result.path}")
+               f"a {result.bytes:,}-byte zip) into {result.path}")
     click.echo(f"sha256 {result.sha256}")
 
 
@@ -64,8 +64,8 @@ def unpack_cmd(ctx: click.Context, zip_path: Path, name: str | None, pin: str | 
     if as_json:
         print_json(result.to_json())
         return
-    click.echo(f"unpacked {result.pages} pages ({result.files} files, {result.bytes:,} bytes) "
-               f"into {result.path}")
+    click.echo(f"unpacked {result.pages} pages ({result.files} files, {result.bytes:,} bytes "
+               f"unzipped) into {result.path}")
     click.echo(f"sha256 {result.sha256}" + (" (matches the pin)" if pin else ""))
 
 
