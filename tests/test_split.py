@@ -125,3 +125,14 @@ def test_the_parts_footer_is_not_indexed(field: deepfield.Field) -> None:
         assert all("Part " not in c.text or " of " not in c.text for c in chunk_page(page))
     hits = field.search("Long page part", mode="bm25", k=20).results
     assert hits and not any(re.search(r"Part \d+ of \d+", h.snippet) for h in hits)
+
+
+def test_only_the_parts_footer_counts_as_one() -> None:
+    from deepfield.markdown import is_parts_footer
+    from deepfield.split import _footer
+
+    names, titles = _names(3), [f"Long page (part {i} of 3)" for i in (1, 2, 3)]
+    assert all(is_parts_footer(_footer(i, names, titles)) for i in (1, 2, 3))
+    # A reading list of links is content: it is what its page is found by.
+    assert not is_parts_footer("[Paper A](a.md) · [Paper B](b.md)")
+    assert not is_parts_footer("Part 2 of the plan: pour the slab.")

@@ -58,6 +58,18 @@ _WORD = re.compile(r"[^\W_]+")
 _COMMENT = re.compile(r"^<!--.*-->$")
 
 
+_PARTS_FOOTER = re.compile(
+    r"^Part \d+ of \d+(?: · (?:previous|next): \[[^\]\n]*\]\([^)\n]*\))*$")
+
+
+def is_parts_footer(text: str) -> bool:
+    """Whether ``text`` (a block, its ``---`` rule included) is the "Part 2 of 3 · previous:
+    […](…) · next: […](…)" footer split.py writes under each part of a long page."""
+    lines = [line.strip() for line in text.strip().splitlines()]
+    lines = [line for line in lines if line and line.strip("-")]
+    return len(lines) == 1 and bool(_PARTS_FOOTER.match(lines[0]))
+
+
 def says_something(text: str, code: bool = False) -> bool:
     """Whether a page line says something, rather than being scaffolding: a heading, a
     frontmatter delimiter or thematic break (``---``), a table rule, an HTML comment, the

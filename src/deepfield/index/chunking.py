@@ -7,14 +7,14 @@ in the same run (a sliding window of three lines): a turn is rarely understandab
 LoCoMo these windows found more gold turns than single lines (measured before bench/evalkit's
 protocol, which credits only the line a hit points to; no script reruns that comparison).
 When a page has a ``summary`` it becomes chunk 0 so memos are searchable on their own.
-Navigation paragraphs (links and words such as "next", "Part 2 of 3") are not chunked.
+A split page's "Part 2 of 3 · next: […](…)" footer is not chunked.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..markdown import Block, parse_sections, says_something, split_blocks, split_sentences
+from ..markdown import Block, is_parts_footer, parse_sections, split_blocks, split_sentences
 from ..page import Page
 
 MAX_CHUNK_CHARS = 1000
@@ -86,10 +86,10 @@ def chunk_page(
             if run and not (block.kind == "record" and block.line_start == run[-1].line_end + 1):
                 chunks.extend(_windows(run, len(chunks), path, max_chars))
                 run = []
-            if block.kind == "prose" and not says_something(block.text):
-                # Navigation (a split page's "Part 2 of 3 · next: […](…)" footer, "← [Back]
-                # (index.md)"): its link titles would match the page's own words and come back
-                # as a hit's snippet, pointing at no content.
+            if block.kind == "prose" and is_parts_footer(block.text):
+                # Its link titles repeat the page's title: a search for it came back with the
+                # footers as snippets, pointing at no content. (Other link-only paragraphs
+                # stay: a reading list's link texts are what it is found by.)
                 continue
             if block.kind == "record" and len(block.text) <= max_chars:
                 if pending is not None:

@@ -66,6 +66,8 @@ class EmbedReport:
     latent_chunks: int = 0
     latent_lines: int = 0
     skipped: int = 0
+    skipped_at: list[str] = field(default_factory=list)
+    """Where the texts the model refused are ("notes.md line 12"), for the warning."""
     warnings: list[str] = field(default_factory=list)
 
     def add(self, other: EmbedReport) -> None:
@@ -74,6 +76,7 @@ class EmbedReport:
         self.latent_chunks += other.latent_chunks
         self.latent_lines += other.latent_lines
         self.skipped += other.skipped
+        self.skipped_at += other.skipped_at
         self.warnings += other.warnings
 
 
@@ -139,10 +142,31 @@ def embed_pending(
         report.latent_chunks, report.latent_lines = done.chunks, done.lines
         report.skipped += done.skipped
     if report.skipped:
-        report.warnings.append(
-            f"{report.skipped} texts had nothing the model could encode (no words, or too "
-            "long for it); they are found by keywords only")
+        report.warnings.append(_skipped_warning(report))
     return report
+
+
+def _skipped_warning(report: EmbedReport) -> str:
+    # Starts with a filename where one is known: callers prefix warnings with "field/".
+    places = list(dict.fromkeys(report.skipped_at))
+    if not places:
+        return (f"{report.skipped} texts had nothing the model could encode (no words, or too "
+                "long for it); they are found by keywords only")
+    others = report.skipped - 1
+    more = f" and {others} other text{'s' if others != 1 else ''}" if others > 0 else ""
+    return (f"{places[0]}{more} had nothing the model could encode (no words, or too long for "
+            f"it){': also ' + ', '.join(places[1:5]) if len(places) > 1 else ''}; found by "
+            "keywords only")
+
+
+def _where(conn: sqlite3.Connection, chunk_ids: list[int]) -> list[str]:
+    """"page.md line N" of each chunk."""
+    if not chunk_ids:
+        return []
+    marks = ",".join("?" * len(chunk_ids))
+    return [f"{name} line {line}" for name, line in conn.execute(
+        f"SELECT d.filename, c.line_start FROM df_chunks c JOIN df_docs d ON d.id = c.doc_id "
+        f"WHERE c.id IN ({marks}) ORDER BY d.filename, c.line_start", chunk_ids)]
 
 
 def _embed_chunks(conn: sqlite3.Connection, embedder: Embedder, deadline: Deadline,
@@ -182,6 +206,7 @@ def _embed_chunks(conn: sqlite3.Connection, embedder: Embedder, deadline: Deadli
             bump_generation(conn)
         report.chunks += len(rows) - len(refused)
         report.skipped += len(refused)
+        report.skipped_at += _where(conn, [rows[i][0] for i in sorted(refused)])
         if refused:
             embedder.meter.record("chunk_dense", texts=0, passes=0, tokens=0, seconds=0.0,
                                   skipped=len(refused))
@@ -284,6 +309,7 @@ def _embed_whole_pages(conn: sqlite3.Connection, embedder: Embedder, field_dir: 
             if ready:
                 bump_generation(conn)
         report.skipped += len(refused)
+        report.skipped_at += [str(ready[i][1]) for i in sorted(refused)]
         if progress:
             progress(len(ready))
     return report
