@@ -258,3 +258,23 @@ def test_starting_the_cli_imports_no_numpy() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_reports_after_a_write_say_only_what_happened(cli: Cli, tmp_path: Path) -> None:
+    """The index line after a write lists page changes only when its pass made some (the write
+    indexed its own pages already); a re-import that changed nothing rewrote no links."""
+    source = tmp_path / "vault"
+    source.mkdir()
+    (source / "a.md").write_text("# A\n\nSee [B](b.md).\n")
+    (source / "b.md").write_text("# B\n\nBack to [A](a.md).\n")
+    first = cli("import", "markdown", str(source), "--field", "vault")
+    assert first.exit_code == 0 and "links rewritten" in first.output, first.output
+    again = cli("import", "markdown", str(source), "--field", "vault", "--into")
+    assert again.exit_code == 0 and "2 unchanged" in again.output, again.output
+    assert "links rewritten" not in again.output
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text('{"role": "user", "content": "We pick LiPo for the drone."}\n')
+    remembered = cli("remember", "vault", str(chat))
+    assert remembered.exit_code == 0 and "(+0 ~0 -0)" not in remembered.output
+    (tmp_path / "clistore" / "vault" / "a.md").write_text("# A\n\nEdited by hand.\n")
+    assert "(pages: 1 updated)" in cli("index").output

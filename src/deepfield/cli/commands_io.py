@@ -58,8 +58,10 @@ def _print_report(report: DirImportReport) -> None:
         + f"{verb} {report.field} from {report.source} ({report.kind}): "
         f"{report.created} pages {would}created, {report.updated} {would}updated, "
         f"{report.unchanged} unchanged, {len(report.skipped)} skipped, "
-        f"{report.attachments} attachments {would}copied, "
-        f"{report.links_rewritten} links rewritten"
+        f"{report.attachments} attachments {would}copied"
+        # Counted over every page converted; pages left unchanged wrote none of them.
+        + (f", {report.links_rewritten} links rewritten" if report.created + report.updated
+           else "")
     )
     for warning in report.warnings:
         warn(warning)

@@ -112,8 +112,10 @@ def describe_document(doc: dict[str, Any]) -> str:
     enc = doc["encoding"]
     pending = doc["pending"]
     waiting = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in pending.items() if n)
-    text = (f"{doc['field']}: {doc['pages']} pages, {doc['chunks']} chunks "
-            f"(+{doc['added']} ~{doc['updated']} -{doc['removed']}), "
+    # What this pass re-read; a write already indexed its own pages, so often nothing.
+    moved = [f"{doc[key]} {key}" for key in ("added", "updated", "removed") if doc[key]]
+    changes = f" (pages: {', '.join(moved)})" if moved else ""
+    text = (f"{doc['field']}: {doc['pages']} pages, {doc['chunks']} chunks{changes}, "
             f"{doc['chunks_embedded']} chunk vectors, {doc['latent_terms']} latent terms; "
             f"{enc['passes']} encoder passes, {enc['tokens']:,} tokens in {doc['seconds']:.1f} s")
     return text + (f"; pending: {waiting}" if waiting else "")
