@@ -210,3 +210,17 @@ def test_superseding_by_hand_settles_the_pairs_review_item(cli: Cli) -> None:
            "55k EUR for 2024.\n"
     cli("write", "notes", "-", "--name", "bob-budget-revised", input=text)
     assert cli.json("review", "notes")["items"] == []
+
+
+def test_a_name_with_digits_is_one_name_not_a_value() -> None:
+    from deepfield.manage.review import compare, features
+    from deepfield.page import Page
+
+    old = features(Page(body="We chose NMC cells on 2024-03-12."), "Battery choice")
+    new = features(Page(body="We now choose LiFePO4 cells, decided 2024-06-01."),
+                   "Battery choice v2")
+    assert "lifepo4" in new.entities and "v2" in new.title
+    assert new.values == {"2024-06-01"}  # not "4" (LiFePO4) or "2" (v2)
+    found = compare(new, old)
+    assert found is not None and found[0] == "contradiction"
+    assert found[1].endswith("→ 2024-06-01, lifepo4"), found[1]

@@ -62,7 +62,8 @@ TEXT_CHARS = 1500
 FACT_CHARS = 1500
 """Longer pages (transcripts, articles) hold many values; only duplicates are looked for."""
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\d.,:/-]*\d|\d")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’-]*|\d[\d.,:/-]*\d|\d")
+"""Words (with their digits: "LiFePO4", "v2" are one name, not a name and a value), numbers."""
 _STOP_WORDS = (
     "a an the and or but if of to in on at by for with from into onto over under about as is are "
     "was were be been being has have had do does did not no yes it its it's this that these "
