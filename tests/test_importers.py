@@ -295,9 +295,8 @@ def test_markdown_export_round_trip(store: deepfield.Store, tmp_path: Path) -> N
     assert "[the guide](getting-started.md#setup)" in readme
     out = export_field(fld, tmp_path / "out", original_paths=True, plain=True)
     assert sorted(out.files) == sorted(files)
-    for rel, content in files.items():
-        assert (tmp_path / "out" / rel).read_text() == content.replace(
-            "guides/Getting Started.md", "guides/Getting%20Started.md"), rel
+    for rel, content in files.items():  # unedited: the links as written, not re-encoded
+        assert (tmp_path / "out" / rel).read_text() == content, rel
     # A plain export copies pages byte for byte and leaves derived files behind.
     flat = export_field(fld, tmp_path / "flat")
     assert "listing.md" not in flat.files and not list((tmp_path / "flat").glob("*.sqlite3*"))
@@ -306,6 +305,38 @@ def test_markdown_export_round_trip(store: deepfield.Store, tmp_path: Path) -> N
         export_field(fld, tmp_path / "flat")
     again = export_field(fld, tmp_path / "flat", force=True)
     assert again.replaced == again.pages + again.attachments
+
+
+def test_plain_export_gives_an_unedited_vault_back_its_wikilinks(
+        store: deepfield.Store, vault: Path, tmp_path: Path) -> None:
+    """`[[Project Alpha]]` came back as `[Project Alpha](Projects/Project%20Alpha.md)`,
+    though --plain promises unedited imports back as they were."""
+    import_obsidian(store, vault, field="vault")
+    fld = store.field("vault")
+    alpha = fld.path / "project-alpha.md"
+    alpha.write_text(alpha.read_text().replace("Alpha.\n", "Alpha, edited.\n"))
+    export_field(fld, tmp_path / "out", original_paths=True, plain=True)
+    for rel in ("Welcome.md", "Projects/Ideas.md", "Archive/Ideas.md"):
+        assert (tmp_path / "out" / rel).read_bytes() == (vault / rel).read_bytes(), rel
+    # An edited page keeps Markdown links (what was rewritten may be gone), re-pointed.
+    edited = (tmp_path / "out" / "Projects/Project Alpha.md").read_text()
+    assert "Alpha, edited." in edited and "[Welcome](../Welcome.md)" in edited
+    # Without --original-paths the files are flat: links stay at the flat filenames.
+    flat = export_field(fld, tmp_path / "flat", plain=True)
+    assert "welcome.md" in flat.files
+    assert "[Project Alpha](project-alpha.md)" in (tmp_path / "flat" / "welcome.md").read_text()
+
+
+def test_plain_export_drops_bookkeeping_of_pages_written_here(store: deepfield.Store,
+                                                               tmp_path: Path) -> None:
+    fld = store.create_field("notes")
+    fld.add("Pump noise", "The pump rattles above 2 bar.", summary="Pump rattle")
+    fld.write("# Bare\n\nNo frontmatter given.\n", name="bare")
+    export_field(fld, tmp_path / "out", plain=True)
+    pump = Page.parse((tmp_path / "out" / "pump-noise.md").read_text())
+    assert pump.frontmatter == {"title": "Pump noise", "summary": "Pump rattle"}
+    bare = Page.parse((tmp_path / "out" / "bare.md").read_text())
+    assert not {"uuid", "created", "updated"} & set(bare.frontmatter or {})
 
 
 def test_big_note_is_split_and_reimport_stays_stable(store: deepfield.Store,

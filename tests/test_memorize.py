@@ -264,3 +264,51 @@ def test_a_turn_without_sentence_stops_makes_a_short_memo(field: deepfield.Field
 def test_a_session_number_needs_a_locomo_conversation() -> None:
     with pytest.raises(SessionFormatError, match="picks one session of a LoCoMo"):
         parse_session('[{"role": "user", "content": "hi"}]', session=2)
+
+
+SHORT_CHAT = "\n".join(json.dumps(m) for m in [
+    {"role": "user", "name": "Carol", "content": "Should we use LiFePO4 or LiPo cells for the "
+     "drone?"},
+    {"role": "assistant", "content": "LiFePO4 is safer and lasts more cycles, but it is "
+     "heavier: about 90 Wh/kg against 180 Wh/kg."},
+    {"role": "user", "name": "Carol", "content": "Weight matters most, the frame is only 400 g."},
+    {"role": "assistant", "content": "Then LiPo is the better choice, with a proper charger "
+     "and a fire-safe bag."},
+    {"role": "user", "name": "Carol", "content": "Ok, we go with LiPo. I'll order two 4S packs "
+     "from Dana's shop for 40 EUR each, 4 or 5 days to ship."},
+])
+
+
+def test_the_memo_of_a_short_chat_is_a_summary_not_the_transcript(
+        field: deepfield.Field) -> None:
+    """A 5-turn chat under the 90-word cap had every sentence chosen: the whole transcript
+    became the summary shown by ls, search stubs and context."""
+    from deepfield.memo import MEMO_SHARE
+
+    result = remember(field, "chat.jsonl", text=SHORT_CHAT, format="jsonl")
+    spoken = " ".join(json.loads(line)["content"] for line in SHORT_CHAT.splitlines())
+    memo_sentences = result.memo.split(" Also mentioned: ")[0]
+    context, _, chosen = memo_sentences.partition(". ")  # "Carol and assistant talked about …"
+    assert "talked" in context
+    assert len(chosen.split()) <= len(spoken.split()) * MEMO_SHARE * 1.3
+    assert "fire-safe bag" in result.memo or "Dana" in result.memo  # still says what happened
+
+
+def test_also_mentioned_lists_no_bare_numbers_currencies_or_possessives() -> None:
+    """A 40-turn chat's memo ended "Also mentioned: EUR, 40k, two, 6, 7 …" and named its
+    topic "Dana's": scraps that say nothing without their sentence."""
+    from deepfield.memo import _entity, extractive_memo
+
+    lines = []
+    for i in range(20):
+        lines.append(f"Ivy: We decided the parser moves to Rust next month because the build "
+                     f"in step {i} broke.")
+        lines.append("Jack: The quote from Dana's team was 40k EUR for two people, 0 risk.")
+    memo = extractive_memo(parse_session("\n".join(lines), format="text"))
+    mentioned = memo.partition("Also mentioned:")[2]
+    for bad in ("EUR", "40k", "two", " 6", "Dana's"):
+        assert bad not in mentioned and bad not in memo.partition(".")[0], (bad, memo)
+    assert "Dana" in memo  # the name, without its "'s"
+    assert [_entity(x) for x in ("Dana's", "USD", "12", "3.5", "twice", "40k", "Wh")] == \
+        ["Dana", "", "", "", "", "", ""]
+    assert _entity("3 km") == "3 km" and _entity("20%") == "20%" and _entity("EU") == "EU"

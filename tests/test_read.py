@@ -7,6 +7,8 @@ import pytest
 import deepfield
 from deepfield.errors import PageNotFoundError, SectionNotFoundError
 
+from .conftest import Cli
+
 DOC = """# Guide
 
 Intro one. Intro two. Intro three.
@@ -68,3 +70,71 @@ def test_full_read_by_uuid(field: deepfield.Field, guide: str) -> None:
     assert full.text.startswith("---\ntitle: Guide\n")
     with pytest.raises(PageNotFoundError):
         field.read("missing-page")
+
+
+def _long_report() -> str:
+    """A page of six sections that the writer splits into three parts."""
+    lines = ["# Long report", ""]
+    for title in ["Introduction", "Background", "Method", "Results", "Discussion",
+                  "Conclusion"]:
+        lines += [f"## {title}", ""]
+        for i in range(12):
+            lines += [f"{title} paragraph {i}. " + "The cells were cycled under load. " * 8, ""]
+    lines += ["## Sources", "", "- lab notebook 7", ""]
+    return "\n".join(lines)
+
+
+@pytest.fixture
+def split_report(field: deepfield.Field) -> list[str]:
+    names = [p.filename for p in field.write(_long_report(), name="long-report").pages]
+    assert len(names) >= 3
+    return names
+
+
+def test_outline_of_a_split_page_covers_every_part(field: deepfield.Field,
+                                                   split_report: list[str]) -> None:
+    """Reading part 1 as an outline listed only part 1's headings, with nothing saying the
+    page went on in other files."""
+    for ref in (split_report[0], split_report[-1]):  # from any part, the whole page
+        view = field.read(ref, outline_only=True, sentences=0)
+        assert view.parts == split_report
+        titles = [e.title for e in view.outline or [] if e.level == 2]
+        assert {"Introduction", "Method", "Conclusion"} <= set(titles)
+        assert titles.count("Sources") == 1  # copied into every part, listed once
+        conclusion = next(e for e in view.outline or [] if e.title == "Conclusion")
+        assert conclusion.filename == split_report[-1]
+        assert f"[part {len(split_report)} of {len(split_report)}: {split_report[-1]}]" \
+            in view.text
+        assert view.to_json()["outline"][-1]["filename"] in split_report
+
+
+def test_section_of_a_split_page_is_found_in_any_part(field: deepfield.Field,
+                                                      split_report: list[str]) -> None:
+    view = field.read(split_report[0], section="Conclusion")
+    assert view.filename == split_report[-1]  # line numbers are that file's
+    assert view.text.startswith("## Conclusion\n")
+    assert "Conclusion paragraph 0." in view.text
+    lines = field.path.joinpath(view.filename).read_text().split("\n")
+    assert lines[(view.line_start or 0) - 1] == "## Conclusion"
+    # A heading in the part asked for comes from that part (Sources is in all of them).
+    assert field.read(split_report[1], section="Sources").filename == split_report[1]
+    with pytest.raises(SectionNotFoundError, match=r"any of the page's \d+ parts"):
+        field.read(split_report[0], section="Appendix")
+
+
+def test_outline_of_a_split_page_with_a_missing_part_warns(field: deepfield.Field,
+                                                           split_report: list[str]) -> None:
+    (field.path / split_report[1]).unlink()
+    view = field.read(split_report[0], outline_only=True)
+    assert any(split_report[1] in w and "missing" in w for w in view.warnings)
+
+
+def test_cli_read_section_of_a_split_page(cli: Cli) -> None:
+    assert cli("new", "research").exit_code == 0
+    assert cli("write", "research", "-", "--name", "long-report",
+               input=_long_report()).exit_code == 0
+    out = cli.json("read", "research", "long-report", "--section", "Conclusion")
+    assert out["filename"] == "long-report-part-3.md" and out["parts"][0] == "long-report.md"
+    outline = cli("read", "research", "long-report", "--outline")
+    assert "## Conclusion" in outline.stdout and "[part 2 of 3: long-report-part-2.md]" \
+        in outline.stdout

@@ -60,6 +60,7 @@ from .page import (
     slugify,
 )
 from .read import PageView, find_section, outline, render_outline
+from .read_parts import outline_parts, part_names, section_in_parts
 from .scan import scan_field
 from .search import SearchResponse, search_fields
 from .writer import (
@@ -191,6 +192,10 @@ class Field(FieldSync):
         """Read a page whole, as an outline, or one section of it (a use of the page is
         logged as activation unless ``record=False``)."""
         filename, page = self.load(ref)
+        parts = part_names(filename, page) or None
+        if section is not None and parts:  # the heading may be in another part
+            hit = section_in_parts(filename, page, parts, self.load, section)
+            filename, page = hit.filename, hit.page
         title = derive_title(page, fallback=filename[:-3])
         warnings = [f"{filename}: {page.frontmatter_error}"] if page.frontmatter_error else []
         note = superseded_note(page)
@@ -200,16 +205,26 @@ class Field(FieldSync):
         base: dict[str, Any] = {
             "field": self.name, "filename": filename, "title": title, "uuid": page.uuid,
             "summary": page.summary, "frontmatter": page.frontmatter, "warnings": warnings,
+            "parts": parts,
         }
         if section is not None:
-            found, text, last = find_section(page, section)
+            if parts:
+                warnings += hit.warnings
+                found, text, last = hit.section, hit.text, hit.last_line
+            else:
+                found, text, last = find_section(page, section)
             return PageView(
                 **base, view="section", text=text, bytes=len(text.encode()),
                 section=list(found.path), line_start=found.line, line_end=last,
             )
         if outline_only:
-            entries = outline(page, depth=depth, sentences=sentences)
-            text = render_outline(title, page.summary, entries)
+            if parts:  # the outline of the whole page, each part's headings under its name
+                entries, missing = outline_parts(filename, page, parts, self.load,
+                                                 depth=depth, sentences=sentences)
+                warnings += missing
+            else:
+                entries = outline(page, depth=depth, sentences=sentences)
+            text = render_outline(title, page.summary, entries, parts)
             return PageView(**base, view="outline", text=text, bytes=len(text.encode()),
                             outline=entries)
         text = page.render() if page.frontmatter_error is None else page.body

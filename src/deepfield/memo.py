@@ -4,9 +4,15 @@ The Memorizer's default (memorize.py, GAM's memo without an LLM): a sentence tha
 talked, when and about what, then the session's most informative sentences (names, dates,
 numbers, decisions, topic words) in their original order with their speakers, then the names,
 dates and numbers not yet said. Deterministic, so a session remembered twice gets the same memo.
+
+A memo is a summary, never the transcript: it takes at most MEMO_SHARE of the session's words
+(a 5-turn chat of 80 words had all of them chosen under the 90-word cap, and the whole chat
+then showed in ``ls``, every search stub and ``context``).
 """
 
 from __future__ import annotations
+
+import re
 
 from .markdown import split_sentences
 from .salience import dates, key_terms, names, numbers, sentence_score
@@ -14,6 +20,13 @@ from .sessions import Session, spoken_turns
 
 MEMO_WORDS = 90
 """Length of an extractive memo; GAM's memos are one paragraph."""
+
+MEMO_SHARE = 1 / 3
+"""Most of a session's words its memo's sentences may take: a short chat gets a short memo."""
+
+MEMO_MIN_WORDS = 20
+"""Fewest words the sentences of a memo may take, however short the session (one sentence
+of it at least)."""
 
 MEMO_MAX_CHARS = 1500
 """A memo is one paragraph: longer ones (a model that rambles, names listed without end) are
@@ -40,15 +53,17 @@ def extractive_memo(session: Session, topic_terms: list[str] | None = None) -> s
             position += 1
     chosen: list[tuple[int, str, str]] = []
     words = 0
+    total = sum(len(sentence.split()) for *_, sentence in scored)
+    budget = min(MEMO_WORDS, max(MEMO_MIN_WORDS, int(total * MEMO_SHARE)))
     for score, pos, speaker, sentence in sorted(scored, key=lambda s: (-s[0], s[1])):
-        if score <= 0 or words >= MEMO_WORDS:
+        if score <= 0 or words >= budget:
             break
         length = len(sentence.split())
-        if words + length > MEMO_WORDS * 1.3 and chosen:
+        if words + length > budget * 1.3 and chosen:
             continue
-        if length > MEMO_WORDS:  # one endless "sentence" (a turn without stops): its start
-            sentence = " ".join(sentence.split()[:MEMO_WORDS]) + " …"
-            length = MEMO_WORDS
+        if length > budget:  # one endless "sentence" (a turn without stops): its start
+            sentence = " ".join(sentence.split()[:budget]) + " …"
+            length = budget
         chosen.append((pos, speaker, sentence))
         words += length
     chosen.sort()
@@ -62,11 +77,32 @@ def extractive_memo(session: Session, topic_terms: list[str] | None = None) -> s
         last_speaker = speaker
     said = " ".join(parts)
     text = " ".join(t.text for t in spoken_turns(session))
-    extra = [x for x in (*names(text, digits=True), *dates(text), *numbers(text))
-             if x not in said][:8]
+    extra = [x for x in dict.fromkeys(_entity(x) for x in (*names(text, digits=True),
+                                                            *dates(text), *numbers(text)))
+             if x and x not in said][:8]
     if extra:
         parts.append("Also mentioned: " + ", ".join(extra) + ".")
     return " ".join(p if p.rstrip().endswith((".", "!", "?", "…")) else p + "." for p in parts)
+
+
+_BARE_NUMBER = re.compile(
+    r"\d+(?:[.,]\d+)?\s*[km]?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
+    r"twelve|twenty|hundred|thousand|once|twice|several", re.IGNORECASE)
+_CURRENCIES = frozenset(["USD", "EUR", "GBP", "JPY", "CHF", "CNY", "CAD", "AUD", "NZD", "SEK",
+                        "NOK", "DKK", "PLN", "CZK", "HUF", "INR", "RUB", "BRL", "MXN", "ZAR",
+                        "KRW", "SGD", "HKD", "TRY", "ILS", "AED"])
+_POSSESSIVE = re.compile(r"(?:'s|’s|'|’)$")
+
+
+def _entity(item: str) -> str:
+    """What an "Also mentioned" item says on its own, or "" when nothing: "Dana's" is Dana;
+    a bare 4, "two" or "40k", a currency code or a unit's scrap ("Wh" of "Wh/kg") means
+    nothing without the sentence it was in (a number with its unit, "3 km", "20%", stays)."""
+    item = _POSSESSIVE.sub("", item.strip())
+    if (_BARE_NUMBER.fullmatch(item) or item.upper() in _CURRENCIES
+            or (len(item) < 3 and not item.isupper())):
+        return ""
+    return item
 
 
 def topic_terms_of(session: Session) -> list[str]:
@@ -74,7 +110,8 @@ def topic_terms_of(session: Session) -> list[str]:
     most frequent content words."""
     text = " ".join(t.text for t in spoken_turns(session))
     speakers = {p.lower() for p in session.participants}
-    found = [n for n in names(text, digits=True) if n.lower() not in speakers][:2]
+    found = [e for n in names(text, digits=True)
+             if (e := _entity(n)) and e.lower() not in speakers][:2]
     terms = [t for t in key_terms([text], limit=6) if t not in {f.lower() for f in found}]
     return [*found, *terms][:4]
 

@@ -23,12 +23,18 @@ class OutlineEntry:
     path: tuple[str, ...]
     line: int
     sentences: list[str]
+    filename: str | None = None
+    """The part the heading is in, for the outline of a page split into parts (``line`` is
+    a line of that file); None otherwise."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "level": self.level, "title": self.title, "path": list(self.path),
             "line": self.line, "sentences": self.sentences,
         }
+        if self.filename is not None:
+            out["filename"] = self.filename
+        return out
 
 
 @dataclass
@@ -49,6 +55,8 @@ class PageView:
     line_start: int | None = None
     line_end: int | None = None
     warnings: list[str] = dc_field(default_factory=list)
+    parts: list[str] | None = None
+    """Every filename of the page, in order, when it was split into parts; else None."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +74,7 @@ class PageView:
             "line_start": self.line_start,
             "line_end": self.line_end,
             "warnings": self.warnings,
+            "parts": self.parts,
         }
 
 
@@ -84,14 +93,27 @@ def outline(page: Page, depth: int = 2, sentences: int = 1) -> list[OutlineEntry
     return entries
 
 
-def render_outline(title: str, summary: str | None, entries: list[OutlineEntry]) -> str:
+def render_outline(title: str, summary: str | None, entries: list[OutlineEntry],
+                   parts: list[str] | None = None) -> str:
+    """The outline as Markdown. For a page split into ``parts`` (its entries naming their
+    files) a line ``[part 2 of 3: name-part-2.md]`` says where each part starts, so a reader
+    knows which file a section is in."""
     lines: list[str] = []
     has_h1 = any(e.level == 1 for e in entries)
     if not has_h1:
         lines += [f"# {title}", ""]
     if summary:
         lines += [f"> {summary}", ""]
-    for entry in entries:
+    files = parts or []
+    marked: set[str] = set()
+    for index, entry in enumerate(entries):
+        # The page's own title heading stays first; part 1's line follows it.
+        leading_title = index == 0 and entry.level == 1
+        if len(files) > 1 and entry.filename in files and entry.filename not in marked \
+                and not leading_title:
+            marked.add(entry.filename)
+            lines += [f"[part {files.index(entry.filename) + 1} of {len(files)}: "
+                      f"{entry.filename}]", ""]
         if entry.level:
             lines.append(f"{'#' * entry.level} {entry.title}")
         if entry.sentences:
@@ -127,6 +149,17 @@ def _matching(sections: list[Section], heading: str) -> list[Section]:
         return all(_same_heading(t, w) for t, w in zip(tail, wanted, strict=True))
 
     return [s for s in sections if matches(s)]
+
+
+def count_matching(page: Page, heading: str) -> int:
+    """How many of the page's headings ``heading`` names (as :func:`find_section` reads it,
+    ``NAME@LINE`` included); 0 when it names none."""
+    sections = [s for s in parse_sections(page.body, page.body_line) if s.level]
+    found = _matching(sections, heading)
+    at = re.fullmatch(r"(.*\S)\s*@(\d+)", heading.strip())
+    if at and not found:
+        found = [s for s in _matching(sections, at.group(1)) if s.line == int(at.group(2))]
+    return len(found)
 
 
 def find_section(page: Page, heading: str) -> tuple[Section, str, int]:

@@ -133,8 +133,10 @@ for _adapter in IMPORTERS.values():
 @click.option("--original-paths", is_flag=True,
               help="Put imported pages and attachments back at their source paths.")
 @click.option("--plain", is_flag=True,
-              help="Drop the frontmatter keys deepfield added (uuid, dates, source_path...), "
-              "so unedited imports come back as they were.")
+              help="Drop the frontmatter keys deepfield added: an import's own (source_path, "
+              "and uuid, dates where the source had none); uuid, created, updated of pages "
+              "written here; split-part keys. With --original-paths an unedited, unsplit "
+              "import comes back byte for byte, [[wikilinks]] included.")
 @click.option("--force", is_flag=True,
               help="Write into a folder that is not empty (files of the same name are "
               "replaced; nothing else is touched).")

@@ -141,14 +141,16 @@ def add_cmd(
 @click.argument("field")
 @click.argument("page", metavar="PAGE|UUID")
 @click.option("--outline", "outline_only", is_flag=True,
-              help="Headings and first sentences instead of the whole page.")
+              help="Headings and first sentences instead of the whole page (for a page split "
+              "into parts: of every part, each part's file named).")
 @click.option("--depth", default=2, show_default=True, type=click.IntRange(0, 6),
               help="Deepest heading level in the outline.")
 @click.option("--sentences", default=1, show_default=True, type=click.IntRange(0, 50),
               help="Sentences shown under each outline heading.")
 @click.option("--section", default=None,
               help="Return one section (heading text or A > B path; where several "
-              "headings match, NAME@LINE: the line its heading is on, e.g. Notes@11).")
+              "headings match, NAME@LINE: the line its heading is on, e.g. Notes@11). A page "
+              "split into parts: from the part read, else the first part that has it.")
 @json_option
 @click.pass_context
 def read_cmd(

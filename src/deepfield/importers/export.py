@@ -25,11 +25,14 @@ from ..fsutil import TEMP_PREFIX, atomic_write
 from ..page import INTRO_FILE, LISTING_FILE, Page, is_debris
 from ..scan import scan_field
 from .links import relink
-from .manifest import Manifest, PageRecord
+from .manifest import Manifest, PageRecord, sha256_hex
 from .markdown_dirs import IMPORT_KEYS
 from .memory_tool import unwrap
 
 SPLIT_KEYS = ("split_from", "part", "parts")
+BOOKKEEPING_KEYS = ("uuid", "created", "updated")
+"""What deepfield fills in on every page it writes: a page no import recorded loses these in a
+plain export (for an imported page its record says which keys the import added)."""
 _INDEX_SUFFIXES = (".sqlite3", ".sqlite3-wal", ".sqlite3-shm", ".sqlite3-journal")
 
 
@@ -95,15 +98,33 @@ def _plain(text: str, record: PageRecord | None) -> str:
     page = Page.parse(text)
     if page.frontmatter is None or page.frontmatter_error:
         return text
-    keys = set(SPLIT_KEYS) | set(IMPORT_KEYS) | set(record.added_keys if record else ())
-    for key in keys:
+    added = record.added_keys if record else BOOKKEEPING_KEYS
+    for key in {*SPLIT_KEYS, *IMPORT_KEYS, *added}:
         page.remove(key)
-    if record is not None and not record.had_frontmatter and not page.frontmatter:
-        page.frontmatter = None
+    if (record is None or not record.had_frontmatter) and not page.frontmatter:
+        page.frontmatter = None  # no empty "---" block where there was none
     if record is not None and record.wrapped is not None:
         inner = unwrap(page.body)
         if inner is not None:
             return inner if page.frontmatter is None else page.render_frontmatter() + inner
+    return page.render()
+
+
+def _original_lines(data: bytes, name: str, record: PageRecord | None) -> str | None:
+    """The page's text with the lines whose links the import rewrote as the source had them,
+    when the page is exactly as imported and in one file; else None."""
+    if (record is None or not record.original_lines or list(record.files) != [name]
+            or record.files[name] != sha256_hex(data)):
+        return None  # edited since (the recorded lines may no longer be there) or split
+    page = Page.parse(data.decode("utf-8", "replace"))
+    if page.frontmatter_error:
+        return None
+    lines = page.body.split("\n")
+    for number, line in record.original_lines.items():
+        if not number.isdigit() or int(number) >= len(lines):
+            return None
+        lines[int(number)] = line
+    page.body = "\n".join(lines)
     return page.render()
 
 
@@ -188,10 +209,14 @@ def export_field(
     for name in names:
         data = texts[name]
         if original_paths or plain:
-            text = data.decode("utf-8", "replace")
+            record = records.get(name, (None, None))[1]
+            # Both: the source's own lines, whose links were right where the page goes back.
+            restored = _original_lines(data, name, record) if plain and original_paths \
+                else None
+            text = restored or data.decode("utf-8", "replace")
             if plain:
-                text = _plain(text, records.get(name, (None, None))[1])
-            if original_paths:
+                text = _plain(text, record)
+            if original_paths and restored is None:
                 text = _relink(text, places[name], places)
             data = text.encode("utf-8")
         _put(dest / places[name], data, report)

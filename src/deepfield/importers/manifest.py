@@ -45,6 +45,10 @@ class PageRecord:
     """field filename -> sha256 of the file as written (several when the page was split)"""
     wrapped: str | None = None
     """language of the code fence a non-Markdown source was wrapped in (memory tool)"""
+    original_lines: dict[str, str] | None = None
+    """body line number (0-based, as text) -> the line as the source had it, for each line
+    whose links the import rewrote (``[[Note]]`` made a Markdown link), so ``export --plain
+    --original-paths`` gives an unedited page back its own links; None when none changed"""
 
 
 @dataclass

@@ -257,7 +257,9 @@ def _import(
         else:
             seen[uuid] = doc.rel
             if adapter.convert:
+                before = doc.page.body
                 adapter.convert(doc, links, stats)
+                doc.original_lines = changed_lines(before, doc.page.body)
             try:
                 _write_one(fld, doc, uuid, by_uuid.get(uuid), adapter.kind, root, manifest,
                            report, overwrite, review)
@@ -272,6 +274,20 @@ def _import(
         report.warnings.append(
             f"{len(stats.unresolved)} link(s) point at notes not in the import, kept as "
             f"written: {shown}")
+
+
+def changed_lines(before: str, after: str) -> dict[str, str] | None:
+    """The lines of ``before`` that differ in ``after``, by line number; None when none do.
+
+    Link rewriting never adds or removes a line break (a link is on one line), so lines
+    correspond one to one; were they ever not to, nothing is recorded rather than a wrong
+    mapping."""
+    old, new = before.split("\n"), after.split("\n")
+    if len(old) != len(new):
+        return None
+    changed = {str(i): line for i, (line, now) in enumerate(zip(old, new, strict=True))
+               if line != now}
+    return changed or None
 
 
 def _prepared_page(doc: SourceDoc, uuid: str, kind: str) -> tuple[Page, list[str]]:
@@ -366,6 +382,6 @@ def _write_one(
     manifest.pages[uuid] = PageRecord(
         kind=kind, root=str(root), source_path=doc.rel, digest=digest, added_keys=added,
         had_frontmatter=doc.had_frontmatter, files=file_digests(fld.path, files),
-        wrapped=doc.wrapped,
+        wrapped=doc.wrapped, original_lines=doc.original_lines,
     )
     report.pages.append(entry | {"filename": files[0], "action": action, "files": files})

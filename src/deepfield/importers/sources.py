@@ -51,6 +51,8 @@ class SourceDoc:
     wrapped: str | None = None
     stem: str = ""
     warnings: list[str] = field(default_factory=list)
+    original_lines: dict[str, str] | None = None
+    """the body lines the adapter's link rewriting changed, as they were (manifest.py)"""
 
     @property
     def name(self) -> str:

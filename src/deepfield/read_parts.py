@@ -1,0 +1,121 @@
+"""Reading a page that was split into parts (split.py) as the one page it was written as.
+
+A page over 8 KB is stored as ``name.md``, ``name-part-2.md`` … each with ``part`` and
+``parts`` in its frontmatter. Reading one part alone hid the rest: its outline listed only
+that part's headings and ``--section`` could not find a heading in another part. Here the
+outline covers every part (each entry says which file it is in) and a section is looked up
+in the part asked for first, then in the others in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .errors import PageNotFoundError, SectionNotFoundError
+from .markdown import SOURCES_TITLE, Section, parse_sections
+from .page import Page, is_valid_name
+from .read import OutlineEntry, count_matching, find_section, outline
+
+MAX_PARTS = 100_000
+"""The most parts a ``parts`` count is believed for (the writer's own bound)."""
+
+Loader = Callable[[str], tuple[str, Page]]
+"""``Field.load``: a filename to (filename, parsed page); PageNotFoundError if it is gone."""
+
+
+def part_names(filename: str, page: Page) -> list[str]:
+    """Every filename of the split page ``filename`` is a part of, in order; [] for a page
+    that is not a part (or whose ``parts`` key makes no sense)."""
+    part, parts = page.get("part"), page.get("parts")
+    if not isinstance(part, int) or isinstance(part, bool) or part < 1:
+        return []
+    if isinstance(parts, list):
+        names = [p for p in parts if isinstance(p, str)]
+        if filename not in names:  # a copy under another name: its list is not about it
+            return []
+    elif isinstance(parts, int) and not isinstance(parts, bool) and 1 < parts <= MAX_PARTS:
+        # Past split.PARTS_LISTED parts only the count is kept: first.md, first-part-2.md …
+        stem = filename.removesuffix(".md")
+        if part > 1:
+            if not stem.endswith(f"-part-{part}"):
+                return []
+            stem = stem.removesuffix(f"-part-{part}")
+        names = [f"{stem}.md"] + [f"{stem}-part-{i}.md" for i in range(2, parts + 1)]
+    else:
+        return []
+    names = [n for n in names if n.endswith(".md") and is_valid_name(n.removesuffix(".md"))]
+    return names if len(names) > 1 and filename in names else []
+
+
+def _load_parts(filename: str, page: Page, names: list[str],
+                load: Loader) -> tuple[list[tuple[str, Page]], list[str]]:
+    """(filename, page) of each part that can be read, in order, and a warning per missing
+    part."""
+    loaded: list[tuple[str, Page]] = []
+    warnings: list[str] = []
+    for name in names:
+        if name == filename:
+            loaded.append((filename, page))
+            continue
+        try:
+            loaded.append(load(name))
+        except PageNotFoundError:
+            warnings.append(f"{filename}: part {name} of this page is missing")
+    return loaded, warnings
+
+
+def outline_parts(filename: str, page: Page, names: list[str], load: Loader, *,
+                  depth: int, sentences: int) -> tuple[list[OutlineEntry], list[str]]:
+    """The outline of every part in order, each entry naming its file, and warnings.
+
+    A small sources section is copied into every part (split.py); it is listed once."""
+    loaded, warnings = _load_parts(filename, page, names, load)
+    entries: list[OutlineEntry] = []
+    seen_sources: set[tuple[int, str, tuple[str, ...]]] = set()
+    for name, part in loaded:
+        for entry in outline(part, depth=depth, sentences=sentences):
+            if entry.level and SOURCES_TITLE.match(entry.title):
+                key = (entry.level, entry.title, tuple(entry.sentences))
+                if key in seen_sources:
+                    continue
+                seen_sources.add(key)
+            entries.append(OutlineEntry(entry.level, entry.title, entry.path, entry.line,
+                                        entry.sentences, name))
+    return entries, warnings
+
+
+@dataclass(frozen=True)
+class FoundSection:
+    filename: str
+    page: Page
+    section: Section
+    text: str
+    last_line: int
+    warnings: list[str]
+
+
+def section_in_parts(filename: str, page: Page, names: list[str], load: Loader,
+                     heading: str) -> FoundSection:
+    """The section ``heading`` of a split page: from the part asked for when it is there
+    (copied sources are in every part), else from the first other part that has it."""
+    if not names or count_matching(page, heading):
+        found, text, last = find_section(page, heading)
+        return FoundSection(filename, page, found, text, last, [])
+    loaded, warnings = _load_parts(filename, page, names, load)
+    having = [(name, part) for name, part in loaded if name != filename
+              and count_matching(part, heading)]
+    if not having:
+        headings = [" > ".join(s.path) for _name, part in loaded
+                    for s in parse_sections(part.body, part.body_line) if s.level]
+        known = "; ".join(headings[:20]) or "the page has no headings"
+        raise SectionNotFoundError(
+            f"no section {heading!r} in any of the page's {len(names)} parts "
+            f"(headings: {known})")
+    name, part = having[0]
+    found, text, last = find_section(part, heading)
+    if len(having) > 1:
+        others = ", ".join(n for n, _ in having[1:])
+        warnings.append(f"{heading!r} is also a heading in {others} (read that part by its "
+                        "filename for its section)")
+    return FoundSection(name, part, found, text, last, warnings)
