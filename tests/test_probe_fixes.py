@@ -4,6 +4,8 @@ the HTTP reading routes' parameters."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +25,13 @@ def mcli(store: deepfield.Store, capsys: pytest.CaptureFixture[str],
     """The real entry point on a store with an embedder (hybrid searches embed the query)."""
     store.create_field("f").add("Woks", "Carbon steel woks heat fast.")
     return MainCli(store.root, capsys, monkeypatch)
+
+
+@pytest.fixture
+def kcli(keyword_store: deepfield.Store, capsys: pytest.CaptureFixture[str],
+         monkeypatch: pytest.MonkeyPatch) -> MainCli:
+    """The real entry point on a keyword-only store."""
+    return MainCli(keyword_store.root, capsys, monkeypatch)
 
 
 # ---------------------------------------------------------------- text that is not UTF-8
@@ -92,3 +101,39 @@ def test_cli_never_writes_into_the_store_root(mcli: MainCli, store: deepfield.St
         assert ran.exit_code == 1, ran
         assert ran.stderr.startswith("error: the field name is empty"), ran.stderr
     assert not (store.root / "evil.md").exists()
+
+
+# ---------------------------------------------------------------- import locomo
+
+
+def _locomo(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data)
+    return path
+
+
+def test_locomo_without_conversations_is_an_error(kcli: MainCli, tmp_path: Path) -> None:
+    ran = kcli("import", "locomo", str(_locomo(tmp_path, [])), "--no-index")
+    assert ran.exit_code == 1 and "imported" not in ran.stdout
+    assert "holds no conversations (give a LoCoMo file such as locomo10.json" in ran.stderr
+    broken = kcli("import", "locomo", str(_locomo(tmp_path, "{bad")), "--no-index")
+    assert broken.exit_code == 1
+    assert "is not LoCoMo JSON: Expecting property name" in broken.stderr
+    assert "(give a LoCoMo file such as locomo10.json" in broken.stderr  # what to do
+
+
+def test_locomo_skips_malformed_turns_and_says_so(kcli: MainCli, tmp_path: Path,
+                                                  keyword_store: deepfield.Store) -> None:
+    turns = [{"speaker": "A", "dia_id": "D1:1", "text": "hello wok"},
+             {"speaker": "A", "text": None}, {"foo": 1}, 5,
+             {"speaker": "B", "dia_id": "D1:5", "text": "hi"}]
+    source = _locomo(tmp_path, [{"sample_id": "c1", "conversation": {
+        "speaker_a": "A", "speaker_b": "B", "session_1": turns}}])
+    ran = kcli("import", "locomo", str(source), "--no-index")
+    assert ran.exit_code == 0, ran
+    assert "3 malformed turns skipped" in ran.stdout
+    assert ("c1 session 1: 3 malformed turn(s) skipped (turn 2: no text; turn 3: no "
+            "text; turn 4: a JSON int, not an object)") in ran.stderr
+    body = (keyword_store.root / "c1" / "session-01.md").read_text()
+    assert "A (D1:1): hello wok\nB (D1:5): hi\n" in body
+    assert "None" not in body and "? (?)" not in body
