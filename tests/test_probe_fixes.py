@@ -137,3 +137,27 @@ def test_locomo_skips_malformed_turns_and_says_so(kcli: MainCli, tmp_path: Path,
     body = (keyword_store.root / "c1" / "session-01.md").read_text()
     assert "A (D1:1): hello wok\nB (D1:5): hi\n" in body
     assert "None" not in body and "? (?)" not in body
+
+
+# ---------------------------------------------------------------- search --batch options
+
+
+def test_batch_lines_options_are_checked_like_the_flags(kcli: MainCli, tmp_path: Path,
+                                                        keyword_store: deepfield.Store) -> None:
+    keyword_store.create_field("n").add("Woks", "Carbon steel woks heat fast.")
+    bad = ['{"query": "wok", "k": 1e9}', '{"query": "wok", "k": true}',
+           '{"query": "wok", "k": 0}', '{"query": "wok", "k": "5"}',
+           '{"query": "wok", "mode": "fuzzy"}', '{"query": "wok", "unit": null}']
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("\n".join([*bad, '{"id": "ok", "query": "wok", "k": 1000}']) + "\n")
+    ran = kcli("search", "--batch", str(batch))
+    assert ran.exit_code == 0, ran.stderr  # errors are answer lines, as for bad JSON
+    *errors, good = (json.loads(line) for line in ran.stdout.splitlines())
+    assert [e["line"] for e in errors] == list(range(1, len(bad) + 1))
+    for error in errors[:4]:
+        assert error["error"].startswith("k must be a whole number from 1 to 1000, not ")
+        assert "results" not in error
+    assert "1000000000.0" in errors[0]["error"] and "not true" in errors[1]["error"]
+    assert 'unknown search mode "fuzzy"' in errors[4]["error"]
+    assert "unknown result unit null" in errors[5]["error"]
+    assert good["id"] == "ok" and good["results"][0]["filename"] == "woks.md"
