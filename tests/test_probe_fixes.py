@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.testclient import TestClient
 
 import deepfield
 from deepfield.errors import InvalidNameError, InvalidPageError, InvalidQueryError
+from deepfield.server import create_app
 
 from .conftest import MainCli
 
@@ -161,3 +163,41 @@ def test_batch_lines_options_are_checked_like_the_flags(kcli: MainCli, tmp_path:
     assert 'unknown search mode "fuzzy"' in errors[4]["error"]
     assert "unknown result unit null" in errors[5]["error"]
     assert good["id"] == "ok" and good["results"][0]["filename"] == "woks.md"
+
+
+# ---------------------------------------------------------------- HTTP reading parameters
+
+
+PAGE = "# Woks\n\nWoks heat fast.\n\n## Care\n\nDry it on the stove, then oil it.\n"
+
+
+def _http(store: deepfield.Store) -> TestClient:
+    store.create_field("n").write(PAGE, name="woks")
+    return TestClient(create_app(store), client=("127.0.0.1", 5000),
+                      base_url="http://127.0.0.1:8765")
+
+
+def test_http_section_alone_reads_the_section(keyword_store: deepfield.Store) -> None:
+    with _http(keyword_store) as http:
+        found = http.get("/n/_/read/woks", params={"section": "Care"})
+        assert found.status_code == 200, found.text
+        assert found.json()["view"] == "section" and "oil it" in found.json()["text"]
+        missing = http.get("/n/_/read/woks", params={"section": "Nope"})
+        assert missing.status_code == 404  # not the outline, as if it had been read
+        assert missing.json()["error"]["type"] == "SectionNotFoundError"
+        clash = http.get("/n/_/read/woks", params={"section": "Care", "view": "full"})
+        assert clash.status_code == 400 and "view=section" in clash.json()["error"]["hint"]
+        outline = http.get("/n/_/read/woks")
+        assert outline.json()["view"] == "outline"
+
+
+@pytest.mark.parametrize("url", [
+    "/n/search?q=wok&k=0", "/n/search?q=wok&k=x", "/n/_/read/woks?depth=9",
+    "/n/_/research?q=wok&budget=1", "/n/_/context?task=wok&budget=0", "/n/_/research",
+    "/n/_/read/woks?view=section",
+])
+def test_http_400s_say_what_to_send(keyword_store: deepfield.Store, url: str) -> None:
+    with _http(keyword_store) as http:
+        answer = http.get(url)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["hint"], answer.json()
