@@ -60,6 +60,14 @@ async def _exercise(client: Client, folder: Path) -> None:
                                               "mode": "section", "section": "Heat"})
     assert section.structured_content is not None
     assert "unevenly" in section.structured_content["text"]
+    # A section without a mode is that section (it used to be ignored: the outline came back).
+    implied = await client.call_tool("read", {"field": "notes", "page": "woks",
+                                              "section": "Heat"})
+    assert implied.structured_content is not None
+    assert implied.structured_content["view"] == "section"
+    clash = await client.call_tool("read", {"field": "notes", "page": "woks", "mode": "full",
+                                            "section": "Heat"})
+    assert clash.is_error and "send mode=section" in str(clash.content)
     full = await client.call_tool("read", {"field": "notes", "page": "woks", "mode": "full"})
     assert full.structured_content is not None and "uuid:" in full.structured_content["text"]
     for bad in ({"field": "nope", "page": "woks"}, {"field": "notes", "page": "nope"},
@@ -80,6 +88,8 @@ async def _exercise(client: Client, folder: Path) -> None:
         result = await client.call_tool(tool, args)
         assert result.is_error, (tool, args)
         assert "Error executing tool" in str(result.content) and ":" in str(result.content)
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert text.endswith(")"), text  # "message (what to do)": every error has a hint
     for tool, args, module, name in (
         ("remember", {"field": "notes", "text": "user: my cat is Miso\nassistant: noted\n"},
          "deepfield.memorize", "remember"),

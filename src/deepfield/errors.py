@@ -46,6 +46,8 @@ The tree::
     ├── LLMServiceError             a chat endpoint is unreachable, refuses or answers nonsense
     └── LLMReplyError               the model's reply is not the JSON asked for, even after a repair
     SessionFormatError              a session file (remember) that is empty or unparseable
+    InvalidQueryError               a query or question that is not UTF-8 text
+    └── QueryTooLongError           a query too long to be a question
     BudgetError                     a token budget too small for anything useful
     TaxonomyError                   a domain's taxonomy.md that cannot be read as a tree
 """
@@ -258,7 +260,13 @@ class SessionFormatError(ImportFormatError):
     )
 
 
-class QueryTooLongError(DeepfieldError):
+class InvalidQueryError(DeepfieldError):
+    """A query or question that cannot be searched (not UTF-8 text, too long)."""
+
+    default_hint = "search for a question or its key words, as UTF-8 text"
+
+
+class QueryTooLongError(InvalidQueryError):
     default_hint = ("search for a question or its key words; to find the page a passage comes "
                     "from, search one sentence of it")
 

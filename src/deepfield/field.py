@@ -253,7 +253,8 @@ class Field(FieldSync):
         if isinstance(content, Page):
             page = content.copy()
         else:
-            data = content.encode("utf-8") if isinstance(content, str) else content
+            data = (require_text(content, "the page text").encode("utf-8")
+                    if isinstance(content, str) else content)
             page = Page.parse(check_text(data, "page text", MAX_WRITE_BYTES))
         if page.frontmatter_error:
             raise InvalidPageError(

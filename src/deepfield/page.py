@@ -100,11 +100,44 @@ def can_be_a_file_name(name: str) -> bool:
 
 
 def require_text(value: object, what: str, error: type[DeepfieldError] = InvalidPageError) -> str:
-    """``value`` if it is a string; else ``error`` naming what was given (a library caller
-    passing None or a number gets a deepfield error, not an AttributeError from inside)."""
+    """``value`` if it is a string that can be written as UTF-8; else ``error`` naming what
+    was given (a library caller passing None or a number gets a deepfield error, not an
+    AttributeError from inside)."""
     if not isinstance(value, str):
         raise error(f"{what} must be text, not {type(value).__name__}")
+    check_utf8(value, what, error)
     return value
+
+
+UTF8_HINT = ("give it as UTF-8 text; in a shell, check that the terminal and the locale use "
+             "UTF-8, e.g. LANG=C.UTF-8")
+
+
+def check_utf8(text: str, what: str, error: type[DeepfieldError] = InvalidPageError) -> None:
+    """``error`` if ``text`` holds a lone surrogate, so cannot be written as UTF-8. Python
+    decodes bytes that are not UTF-8 (a Latin-1 command-line argument, a JSON ``\\udce9``
+    escape) into such characters; encoding them later fails deep inside (YAML, the
+    embedder, the file system) with a UnicodeEncodeError instead of saying what is wrong."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        char = ord(text[exc.start])
+        # 0xDC80-0xDCFF: Python's stand-in for an undecodable byte (surrogateescape)
+        what_is_there = (f"the byte 0x{char - 0xDC00:02x}" if 0xDC80 <= char <= 0xDCFF
+                         else f"a lone surrogate U+{char:04X}")
+        raise error(f"{what} is not valid UTF-8: {what_is_there} at character "
+                    f"{exc.start + 1}", UTF8_HINT) from None
+
+
+def require_field_name(name: object) -> str:
+    """A field name to look up: text, not empty (``""`` joined to the store's folder is
+    the store itself, not a field)."""
+    require_text(name, "a field name", InvalidNameError)
+    assert isinstance(name, str)
+    if not name.strip():
+        raise InvalidNameError("the field name is empty",
+                               "name a field; list them with `deepfield ls`")
+    return name
 
 
 def check_name(name: str, what: str = "page") -> str:
@@ -206,12 +239,24 @@ def frontmatter_json(frontmatter: Mapping[str, Any] | None) -> str:
 
 
 def dump_entry(key: str, value: Any) -> str:
-    """One top-level YAML entry; strings that look like dates come out quoted (spec rule)."""
-    text = yaml.dump(
-        {key: value}, Dumper=_YAML_DUMPER, allow_unicode=True, sort_keys=False,
-        default_flow_style=False, width=10**6,
-    )
-    return text
+    """One top-level YAML entry; strings that look like dates come out quoted (spec rule).
+    InvalidPageError for a value YAML cannot write (an object of a class of its own, text
+    that is not UTF-8): every page written is rendered here first."""
+    try:
+        return yaml.dump(
+            {key: value}, Dumper=_YAML_DUMPER, allow_unicode=True, sort_keys=False,
+            default_flow_style=False, width=10**6,
+        )
+    except UnicodeEncodeError:
+        check_utf8(str(key), "a frontmatter key")
+        check_utf8(json.dumps(_jsonable(value), ensure_ascii=False, default=str),
+                   f"the frontmatter value of {key!r}")
+        raise  # pragma: no cover - one of the two checks raises
+    except yaml.YAMLError as exc:  # RepresenterError: no YAML for that type
+        kind = type(exc.args[1]).__name__ if len(exc.args) > 1 else "value"
+        raise InvalidPageError(
+            f"the frontmatter value of {key!r} is a {kind}, which YAML cannot write",
+            "use text, numbers, true/false, dates, lists and mappings of them") from None
 
 
 def _segments(raw: str) -> dict[str, tuple[str, str]] | None:

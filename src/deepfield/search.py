@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .domains.atomic import Filters
 from .domains.filtering import filtered_retrieve
-from .errors import DeepfieldError, EmbeddingError, QueryTooLongError
+from .errors import DeepfieldError, EmbeddingError, InvalidQueryError, QueryTooLongError
 from .fusion import convex, max_normalized
 from .hits import Hit as Hit
 from .hits import SearchResponse as SearchResponse
@@ -28,6 +28,7 @@ from .index.health import heals_fields
 from .index.keyword import query_terms
 from .line_rank import LatentLines, line_hits, make_snippet, pointed_line
 from .manage.activation import rerank
+from .page import check_utf8
 
 if TYPE_CHECKING:
     from .field import Field
@@ -74,7 +75,9 @@ so a search of pages of text takes seconds and holds a server's searcher meanwhi
 
 
 def check_query_length(query: str, what: str = "query") -> None:
-    """Raise QueryTooLongError for a ``query`` over MAX_QUERY_CHARS characters."""
+    """Raise QueryTooLongError for a ``query`` over MAX_QUERY_CHARS characters, and
+    InvalidQueryError for one that is not UTF-8 (the encoder and the index cannot take it)."""
+    check_utf8(query, f"the {what}", InvalidQueryError)
     if len(query) > MAX_QUERY_CHARS:
         raise QueryTooLongError(
             f"the {what} is {len(query):,} characters long; at most {MAX_QUERY_CHARS:,} are "

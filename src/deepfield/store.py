@@ -25,7 +25,7 @@ from .errors import (
 )
 from .field import Field
 from .fsutil import atomic_write
-from .page import INTRO_FILE, check_name, require_text, slugify
+from .page import INTRO_FILE, check_name, require_field_name, slugify
 from .search import SearchResponse, search_fields
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class Store:
 
     def field(self, name: str) -> Field:
         """The field called ``name``; raises UnknownFieldError if there is none."""
-        require_text(name, "a field name", InvalidNameError)
+        require_field_name(name)
         if name in self._fields:
             return self._fields[name]
         folder = self.root / name

@@ -33,6 +33,7 @@ from .page import (
     PAGE_LIMIT_BYTES,
     SPECIAL_FILES,
     Page,
+    check_utf8,
     derive_title,
     is_valid_name,
     new_uuid,
@@ -108,6 +109,7 @@ class PageWriter:
         if not page.body.strip() and not page.frontmatter:
             raise InvalidPageError("the page is empty (no text, and no frontmatter values)",
                                    "send the page's Markdown")
+        check_utf8(page.body, "the page text")  # the frontmatter: page.dump_entry checks it
         if "\x00" in page.body or "\x00" in page.render_frontmatter():
             raise InvalidPageError("the page holds NUL characters, so it would read as binary",
                                    "send Markdown text")

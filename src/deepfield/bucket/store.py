@@ -21,9 +21,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ..config import CONFIG_FILE, EmbeddingConfig, StoreConfig, load_config, render_config
 from ..embed.base import Embedder
-from ..errors import FieldExistsError, InvalidNameError, StoreNotFoundError, UnknownFieldError
+from ..errors import FieldExistsError, StoreNotFoundError, UnknownFieldError
 from ..fsutil import atomic_write
-from ..page import INTRO_FILE, is_valid_name, require_text
+from ..page import INTRO_FILE, is_valid_name, require_field_name
 from ..store import Store, build_embedder, check_field_name
 from .lease import Lease
 from .objects import SCHEME, Bucket, ObjectConflictError
@@ -120,7 +120,7 @@ class BucketStore(Store):
             return state
 
     def field(self, name: str) -> BucketField:
-        require_text(name, "a field name", InvalidNameError)
+        require_field_name(name)
         cached = self._fields.get(name)
         if cached is not None:
             return cached  # type: ignore[return-value]

@@ -15,6 +15,7 @@ import sys
 import click
 
 from ..errors import DeepfieldError
+from ..page import UTF8_HINT
 from .app import app, emit_error, set_json_errors
 
 __all__ = ["app", "main"]
@@ -57,8 +58,26 @@ def main(argv: list[str] | None = None) -> None:
         emit_error("IndexStateError", f"the index failed: {exc}",
                    "try again; if it persists, rebuild it with `deepfield reindex`")
         sys.exit(1)
+    except UnicodeEncodeError:
+        # An argument that is not UTF-8 (Python keeps its bytes as lone surrogates) reached
+        # a place that encodes it; the library's checks catch the common ones (queries,
+        # titles, page text, names) with a better message, this catches the rest.
+        given = sys.argv[1:] if argv is None else argv
+        bad = [arg for arg in given if not _is_utf8(arg)]
+        if not bad:
+            raise
+        emit_error("UsageError", f"the argument {bad[0]!a} is not valid UTF-8", UTF8_HINT)
+        sys.exit(2)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
     if isinstance(status, int) and not isinstance(status, bool) and status != 0:
         sys.exit(status)
+
+
+def _is_utf8(arg: str) -> bool:
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -157,13 +157,10 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str | 
     if not isinstance(query, str) or not query.strip():
         print_json({"line": number, "id": request.get("id"), "error": "no query"})
         return
-    unit = str(request.get("unit", unit))
-    asked = request.get("mode", mode)
     try:
-        response = search_fields(
-            fields, query, k=int(request.get("k", k)),
-            mode=None if asked is None else str(asked), unit=unit, where=where,
-        )
+        asked_k, asked_mode, unit = _batch_options(request, k, mode, unit)
+        response = search_fields(fields, query, k=asked_k, mode=asked_mode, unit=unit,
+                                 where=where)
     except (DeepfieldError, ValueError) as exc:
         print_json({"line": number, "id": request.get("id"), "error": str(exc)})
         return
@@ -174,10 +171,34 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str | 
     print_json(out)
 
 
+MAX_K = 1000
+"""The most results a search returns (-k, and a batch line's "k")."""
+
+
+def _batch_options(request: dict[str, Any], k: int, mode: str | None,
+                   unit: str) -> tuple[int, str | None, str]:
+    """A batch line's k, mode and unit (the command's where it gives none), checked as the
+    command's own -k, --mode and --unit are: ``"k": 1e9`` or ``true`` is an error line,
+    not a search for a billion results or for one."""
+    asked_k = request.get("k", k)
+    if not isinstance(asked_k, int) or isinstance(asked_k, bool) or not 1 <= asked_k <= MAX_K:
+        raise DeepfieldError(f"k must be a whole number from 1 to {MAX_K}, not "
+                             f"{json.dumps(asked_k)}", 'send e.g. "k": 10')
+    asked_mode = request.get("mode", mode)
+    if asked_mode is not None and asked_mode not in MODES:
+        raise DeepfieldError(f"unknown search mode {json.dumps(asked_mode)}",
+                             "use bm25, vector or hybrid, or leave \"mode\" out")
+    asked_unit = request.get("unit", unit)
+    if asked_unit not in UNITS:
+        raise DeepfieldError(f"unknown result unit {json.dumps(asked_unit)}",
+                             "use page or chunk, or leave \"unit\" out")
+    return asked_k, asked_mode, asked_unit
+
+
 @app.command("search")
 @click.argument("query", required=False)
 @click.option("--field", "-f", "fields", multiple=True, help="Field to search (default: all).")
-@click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, 1000),
+@click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, MAX_K),
               help="Number of results.")
 @click.option("--mode", type=click.Choice(MODES), default=None,
               help="bm25 (keywords), vector (meaning) or hybrid (both, BM25-led). Default: "

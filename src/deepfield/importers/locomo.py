@@ -4,7 +4,8 @@ Each page has a header (session number, date and time, speakers) and then one li
 ``Speaker (D1:3): text``, with shared images kept as ``[image: caption]``. The dialogue ids stay
 in the text so retrieval can be scored turn by turn and every citation can be checked. Page
 uuids are derived from the conversation and session, so importing twice changes nothing.
-The dataset's known faults (dates for sessions without turns, missing keys) are tolerated.
+The dataset's known faults (dates for sessions without turns, missing keys) are tolerated;
+turns without text are left out, each counted in a warning.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class Session:
     when: str
     speakers: tuple[str, ...]
     turns: list[dict[str, Any]]
+    malformed: list[str] = dc_field(default_factory=list)
+    """Why each turn left out was left out (``turn 3: no text``)."""
 
 
 @dataclass
@@ -44,32 +47,39 @@ class ImportReport:
     pages_written: int = 0
     pages_unchanged: int = 0
     sessions_skipped: int = 0
+    turns_skipped: int = 0
+    """Turns without text (or not objects), left out of their session's page."""
     warnings: list[str] = dc_field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "fields": self.fields, "pages_written": self.pages_written,
             "pages_unchanged": self.pages_unchanged, "sessions_skipped": self.sessions_skipped,
-            "warnings": self.warnings,
+            "turns_skipped": self.turns_skipped, "warnings": self.warnings,
         }
+
+
+LAYOUT_HINT = ("give a LoCoMo file such as locomo10.json: a JSON list of objects, each with a "
+               "'sample_id' and a 'conversation' mapping holding session_1, session_2, … "
+               "lists of {speaker, dia_id, text} turns")
 
 
 def load_conversations(path: Path) -> list[dict[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ImportFormatError(f"{path} is not LoCoMo JSON: {exc}") from None
+        raise ImportFormatError(f"{path} is not LoCoMo JSON: {exc}", LAYOUT_HINT) from None
     except RecursionError:  # ``[[[…]]]`` deeper than Python's recursion limit
-        raise ImportFormatError(f"{path} is not LoCoMo JSON: nested too deeply") from None
+        raise ImportFormatError(f"{path} is not LoCoMo JSON: nested too deeply",
+                                LAYOUT_HINT) from None
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list) or not all(
         isinstance(c, dict) and isinstance(c.get("conversation"), dict) for c in data
     ):
-        raise ImportFormatError(
-            f"{path} is not LoCoMo JSON",
-            "expected a list of objects with a 'conversation' mapping (locomo10.json layout)",
-        )
+        raise ImportFormatError(f"{path} is not LoCoMo JSON", LAYOUT_HINT)
+    if not data:  # ``[]``: importing it would report success having done nothing
+        raise ImportFormatError(f"{path} holds no conversations", LAYOUT_HINT)
     return data
 
 
@@ -87,7 +97,26 @@ def iter_sessions(sample: dict[str, Any]) -> Iterator[Session]:
         if not isinstance(turns, list):  # reported by the importer as a session without turns
             turns = []
         when = str(conversation.get(f"session_{number}_date_time") or "")
-        yield Session(name, number, when, speakers, [t for t in turns if isinstance(t, dict)])
+        good, malformed = [], []
+        for position, turn in enumerate(turns, 1):
+            problem = turn_problem(turn)
+            if problem is None:
+                good.append(turn)
+            else:
+                malformed.append(f"turn {position}: {problem}")
+        yield Session(name, number, when, speakers, good, malformed)
+
+
+def turn_problem(turn: object) -> str | None:
+    """Why ``turn`` cannot be a line of the page (it would read ``A (?): None`` or
+    ``? (?): ``), or None. A missing speaker or ``dia_id`` is tolerated (``?``): the line
+    still holds what was said."""
+    if not isinstance(turn, dict):
+        return f"a JSON {type(turn).__name__}, not an object"
+    text = turn.get("text")
+    if not isinstance(text, str) or not (text.strip() or turn.get("blip_caption")):
+        return "no text"
+    return None
 
 
 def parse_when(when: str) -> str | None:
@@ -158,6 +187,13 @@ def import_locomo(
         report.fields.append(name)
         with field_.batch():
             for session in iter_sessions(sample):
+                if session.malformed:
+                    report.turns_skipped += len(session.malformed)
+                    shown = "; ".join(session.malformed[:3])
+                    more = len(session.malformed) - 3
+                    report.warnings.append(
+                        f"{conv} session {session.number}: {len(session.malformed)} malformed "
+                        f"turn(s) skipped ({shown}{f'; {more} more' if more > 0 else ''})")
                 if not session.turns:
                     report.sessions_skipped += 1
                     report.warnings.append(f"{conv} session {session.number}: no turns, skipped")

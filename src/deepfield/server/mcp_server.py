@@ -140,20 +140,28 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         if unit not in UNITS:
             raise DeepfieldError(f"unknown unit {unit!r}", "use page or chunk")
         if not 1 <= k <= 100:  # the same range as GET /search
-            raise DeepfieldError(f"k must be 1 to 100, not {k}")
+            raise DeepfieldError(f"k must be 1 to 100, not {k}", "ask for at most 100 results")
         return svc.search_many(field_list(fields), query, k=k, mode=mode, unit=unit)
 
     @server.tool()
     @_tool_errors
-    def read(field: str, page: str, mode: Literal["outline", "full", "section"] = "outline",
+    def read(field: str, page: str, mode: Literal["outline", "full", "section"] | None = None,
              section: str | None = None, depth: int = 2) -> dict[str, Any]:
         """Read a page progressively: its outline (headings with first sentences; the
-        default), the full text, or one section (mode=section with section=HEADING or
-        'Parent > Child'). page is a filename, stem or uuid."""
+        default), the full text, or one section (section=HEADING or 'Parent > Child',
+        mode=section or left out). page is a filename, stem or uuid."""
+        # A section given without a mode is the section asked for, not the outline.
+        mode = mode or ("section" if section else "outline")
         if mode == "section" and not section:
-            raise DeepfieldError("mode=section needs section=HEADING")
+            raise DeepfieldError("mode=section needs section=HEADING",
+                                 "add section, a heading or 'Parent > Child'; mode=outline "
+                                 "lists the headings")
+        if section and mode != "section":
+            raise DeepfieldError(f"section reads one section, but mode={mode} was asked for",
+                                 "send mode=section (or leave mode out), or leave section out")
         if not 1 <= depth <= 6:  # heading levels, as GET /_/read checks
-            raise DeepfieldError(f"depth must be 1 to 6, not {depth}")
+            raise DeepfieldError(f"depth must be 1 to 6, not {depth}",
+                                 "send a heading level from 1 to 6 (default 2)")
         view = svc.read(field, page, view=mode, section=section, depth=depth)
         out: dict[str, Any] = view.to_json()
         return out

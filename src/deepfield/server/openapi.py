@@ -147,9 +147,9 @@ def openapi_document(version: str) -> dict[str, Any]:
                 _FIELD,
                 {"name": "page", "in": "path", "required": True, "schema": {"type": "string"},
                  "description": "Filename, stem or uuid (prefix) of the page."},
-                _q("view", "What to return.", {"type": "string",
-                   "enum": ["outline", "full", "section"], "default": "outline"}),
-                _q("section", "Heading (or `Parent > Child`) for view=section.",
+                _q("view", "What to return (left out: outline, or section when `section` "
+                   "is given).", {"type": "string", "enum": ["outline", "full", "section"]}),
+                _q("section", "Heading (or `Parent > Child`) to read; implies view=section.",
                    {"type": "string"}),
                 _q("depth", "Outline heading depth.", {"type": "integer", "default": 2}),
                 _q("sentences", "Sentences per outline entry.",

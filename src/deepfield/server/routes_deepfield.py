@@ -51,12 +51,19 @@ async def read(request: Request) -> Response:
     if (denied := deny_read(request)) is not None:
         return denied
     name, ref = request.path_params["field"], request.path_params["page"]
-    view = request.query_params.get("view", "outline")
     section = request.query_params.get("section")
+    # ?section=X alone asks for that section: it used to be ignored, answering with the
+    # outline as if the section had been read.
+    view = request.query_params.get("view") or ("section" if section else "outline")
     if view not in ("outline", "full", "section"):
         raise DeepfieldError(f"unknown view {view!r}", "use outline, full or section")
     if view == "section" and not section:
-        raise DeepfieldError("view=section needs section=HEADING")
+        raise DeepfieldError("view=section needs section=HEADING",
+                             "add section= a heading or 'Parent > Child'; view=outline "
+                             "lists the headings")
+    if section and view != "section":
+        raise DeepfieldError(f"section= reads one section, but view={view} was asked for",
+                             "send view=section (or leave view out), or leave section out")
     depth = _int_param(request, "depth", 2, 1, 6)
     sentences = _int_param(request, "sentences", 1, 0, 20)
     page = await run_in_threadpool(_service(request).read, name, ref, view=view,
@@ -93,7 +100,7 @@ async def research(request: Request) -> Response:
     name = request.path_params["field"]
     question = request.query_params.get("q", "")
     if not question.strip():
-        raise DeepfieldError("give the question as ?q=…")
+        raise DeepfieldError("give the question as ?q=…", "e.g. ?q=what did we decide")
     rounds = _int_param(request, "rounds", 3, 1, 10)
     budget = _int_param(request, "budget", 1000, 50, 100_000)
     service = _service(request)

@@ -114,12 +114,13 @@ def _int_param(request: Request, key: str, default: int, low: int, high: int) ->
     raw = request.query_params.get(key)
     if raw is None or raw == "":
         return default
+    hint = f"send {key}= a whole number from {low} to {high}, or leave it out for {default}"
     try:
         value = int(raw)
     except ValueError:
-        raise DeepfieldError(f"{key} must be a whole number, not {raw!r}") from None
+        raise DeepfieldError(f"{key} must be a whole number, not {raw!r}", hint) from None
     if not low <= value <= high:
-        raise DeepfieldError(f"{key} must be between {low} and {high}, not {value}")
+        raise DeepfieldError(f"{key} must be between {low} and {high}, not {value}", hint)
     return value
 
 
