@@ -129,7 +129,7 @@ def rewrite_keys(fld: Field, filename: str, changes: dict[str, Any]) -> bool:
     """Set (value) or remove (None) frontmatter keys of one page in place, keeping key order,
     comments and ``updated`` (metadata only: the content did not change), and the file's BOM
     and CRLF line endings. A page that is not UTF-8 raises InvalidPageError, untouched.
-    Returns True if the file changed. The caller must not hold the field lock."""
+    Returns True if the file changed. Takes the field lock."""
     with field_lock(fld.path):
         path = fld.path / filename
         current, layout, page = _rewritable(fld, filename)
