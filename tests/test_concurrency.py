@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import deepfield
+from deepfield.archive import part_names
 from deepfield.config import EmbeddingConfig
 from deepfield.page import Page
 
@@ -89,3 +90,47 @@ def test_kill_9_never_leaves_a_torn_page(tmp_path: Path) -> None:
     report = deepfield.open(store).field("shared").index()
     assert report.warnings == [] and len(field.pages()) == 1
     assert not list((store / "shared").glob(".deepfield-*.tmp"))
+
+
+SPLIT_RACER = textwrap.dedent(
+    """
+    import sys, time, deepfield
+    store_path, role, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    field = deepfield.open(store_path).field("shared")
+    text = "\\n\\n".join(f"## Part {i}\\n\\n" + f"Woks and gaskets, paragraph {i}. " * 12
+                       for i in range(40))  # ~20 KB: split into several parts
+    stop, done = time.monotonic() + seconds, 0
+    while time.monotonic() < stop:
+        try:
+            if role == "write":
+                field.write(text, name="split")
+            elif role == "rm":
+                field.archive_page("split")
+            else:
+                field.restore_page("split")
+            done += 1
+        except deepfield.DeepfieldError:
+            pass  # nothing to archive or restore just now
+    print(done)
+    """
+)
+
+
+def test_rm_and_restore_racing_a_split_page_write_move_whole_pages(tmp_path: Path) -> None:
+    # rm archived a split page's parts one lock at a time: a write in between left parts
+    # with no first page, or a second set of parts (split-2.md …) beside them.
+    store = _store(tmp_path)
+    procs = [subprocess.Popen([sys.executable, "-c", SPLIT_RACER, str(store), role, "3"],
+                              stdout=subprocess.PIPE)
+             for role in ("write", "rm", "restore")]
+    counts = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0
+        counts.append(int(out))
+    assert counts[0] and counts[1]  # both writes and removals happened
+    field = store / "shared"
+    names = {p.name for p in field.glob("*.md")} - {"listing.md", "index.md"}
+    if names:  # the page is there whole, once
+        first = Page.parse((field / "split.md").read_text())
+        assert names == set(part_names(first, "split.md") or ()), names

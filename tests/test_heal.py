@@ -212,3 +212,83 @@ def test_a_damaged_index_after_the_page_is_stored_is_healed_with_a_warning(
         assert [w for w in result.warnings if "the index was damaged" in w]
         assert len(_corrupt_copies(kstore)) == 1
         assert "after-damage.md" in {d.filename for d in fld.pages()}
+
+
+def _alter(path: Path, *statements: str) -> None:
+    conn = sqlite3.connect(path)
+    for statement in statements:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+
+
+SCHEMA_DAMAGE = {
+    "no df_chunks": ("DROP TABLE df_chunks",),
+    "no df_docs": ("DROP TABLE df_docs",),
+    "no df_chunks_fts": ("DROP TABLE df_chunks_fts",),
+    "no trigger": ("DROP TRIGGER df_chunks_ai",),
+    "a column short": ("ALTER TABLE df_docs DROP COLUMN warnings",),
+}
+
+
+@pytest.mark.parametrize("command", [("search", "gaskets"), ("index",), ("reindex",)])
+@pytest.mark.parametrize("statements", SCHEMA_DAMAGE.values(), ids=SCHEMA_DAMAGE.keys())
+def test_an_index_without_its_schema_is_moved_aside_and_rebuilt(
+        kstore: Path, command: tuple[str, ...], statements: tuple[str, ...]) -> None:
+    # Valid SQLite, so nothing said "corrupt": every command failed with "no such table"
+    # and `reindex`, the fix the error named, failed the same way.
+    _alter(_index(kstore), *statements)
+    done = run_deepfield("--store", str(kstore), *command)
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    assert [line for line in err.splitlines() if "damaged" in line and "moved to" in line]
+    assert len(_corrupt_copies(kstore)) == 1  # kept, never deleted
+    with deepfield.open(kstore) as store:
+        assert len(store.field("notes").pages()) == len(PAGES)
+        assert len(store.search("gaskets", k=50).results) == len(PAGES)
+
+
+def test_a_table_dropped_under_an_open_index_is_healed(kstore: Path) -> None:
+    with deepfield.open(kstore) as store:
+        fld = store.field("notes")
+        assert fld.search("gaskets", k=1).results  # the connection is open from here on
+        _alter(_index(kstore), "DROP TABLE df_chunks")
+        found = fld.search("gaskets", k=50)
+        assert len(found.results) == len(PAGES)
+        assert any("the index was damaged" in w for w in found.warnings)
+    assert len(_corrupt_copies(kstore)) == 1
+
+
+def test_a_query_of_a_missing_table_on_a_sound_index_moves_nothing(kstore: Path) -> None:
+    with deepfield.open(kstore) as store, pytest.raises(sqlite3.OperationalError,
+                                                        match="no such table"):
+        store.field("notes").with_index(
+            lambda index: index.conn.execute("SELECT * FROM no_such_table"))
+    assert not _corrupt_copies(kstore)
+
+
+def test_a_leftover_pages_table_of_another_schema_is_moved_aside(cli: Cli) -> None:
+    cli("new", "notes")
+    cli("add", "notes", "The office is in Berlin.", "--title", "Office")
+    (path,) = (cli.store_path / "notes").glob("*.sqlite3")
+    _alter(path, "DROP TABLE pages", "CREATE TABLE pages (filename TEXT, body TEXT)")
+    hits = cli.json("search", "office", "--mode", "bm25")
+    assert [h["filename"] for h in hits["results"]] == ["office.md"]
+    assert list((cli.store_path / "notes" / ".deepfield").glob(f"{path.name}.corrupt-*"))
+    with deepfield.open(cli.store_path) as store:  # the spec's table is whole again
+        conn = store.field("notes").index_handle().conn
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(pages)")}
+        assert {"frontmatter", "embedding"} <= columns
+
+
+def test_a_folder_in_the_index_files_place_is_moved_aside(kstore: Path) -> None:
+    _index(kstore).unlink()
+    _index(kstore).mkdir()
+    (_index(kstore) / "keep.txt").write_text("someone's file")
+    done = run_deepfield("--store", str(kstore), "reindex")
+    assert done.returncode == 0, done.stderr.decode()
+    (moved,) = _corrupt_copies(kstore)
+    assert (moved / "keep.txt").read_text() == "someone's file"
+    assert _index(kstore).is_file()
+    with deepfield.open(kstore) as store:
+        assert len(store.field("notes").pages()) == len(PAGES)

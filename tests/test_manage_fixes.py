@@ -161,6 +161,28 @@ def test_restore_as_another_name_gets_a_fresh_uuid(keyword_store: deepfield.Stor
     assert back.new_uuid is None and field.read(uuid).filename == "t.md"
 
 
+def test_restore_with_a_fresh_uuid_keeps_the_layout_and_refuses_bytes_not_utf8(
+    keyword_store: deepfield.Store,
+) -> None:
+    field = keyword_store.create_field("n")
+    uuid = "11111111-2222-4333-8444-555555555555"
+    crlf = f"\ufeff---\r\nuuid: {uuid}\r\n---\r\nline one\r\n".encode()
+    latin = f"---\nuuid: {uuid}\n---\ncaf\xe9\n".encode("latin-1")
+    for name, data in (("c", crlf), ("l", latin)):
+        (field.path / f"{name}.md").write_bytes(data)
+        field.ensure_synced(embed=False)
+        field.archive(name)
+    (field.path / "live.md").write_text(f"---\nuuid: {uuid}\n---\nlive\n")  # takes the uuid
+    result = field.restore_page("c", as_name="c-copy")
+    assert result.new_uuid
+    assert (field.path / "c-copy.md").read_bytes() == crlf.replace(
+        uuid.encode(), result.new_uuid.encode())
+    with pytest.raises(deepfield.InvalidPageError, match="not valid UTF-8"):
+        field.restore_page("l", as_name="l-copy")
+    assert not (field.path / "l-copy.md").exists()
+    assert latin in [p.read_bytes() for p in (field.path / "archive").iterdir()]
+
+
 @pytest.mark.parametrize("special", ["index", "listing", "index.md"])
 def test_restore_refuses_index_and_listing(keyword_store: deepfield.Store,
                                            special: str) -> None:

@@ -21,6 +21,7 @@ from deepfield.errors import (
     PinMismatchError,
     UnsafeArchiveError,
 )
+from deepfield.manage.review import propose
 from deepfield.portable.zipsafe import ZipLimits
 
 
@@ -85,6 +86,22 @@ def test_pack_is_deterministic(notes: deepfield.Field, tmp_path: Path) -> None:
     with pytest.raises(ArchiveError, match="already exists"):
         portable.pack(notes, first.path)
     assert portable.pack(notes, first.path, force=True).sha256 == first.sha256
+
+
+def test_reading_and_searching_leave_the_packs_sha256_as_it_was(
+        notes: deepfield.Field, tmp_path: Path) -> None:
+    # Every read and search appends to activation/<host>.jsonl: packed, it changed the pin
+    # of the same pages and handed the receiver the sender's reading history.
+    propose(notes, "finnish-bureaucracy", "carbon-fibre-woks", "a person's call")  # queued
+    first = portable.pack(notes, tmp_path / "a.memoryfield.zip")
+    notes.read("carbon-fibre-woks")
+    assert notes.search("woks heat").results
+    assert list((notes.path / "activation").glob("*.jsonl"))  # the log is there, not packed
+    second = portable.pack(notes, tmp_path / "b.memoryfield.zip")
+    assert second.sha256 == first.sha256
+    names = zipfile.ZipFile(second.path).namelist()
+    assert not [n for n in names if n.startswith("activation/")]
+    assert "review/queue.jsonl" in names  # the review decisions belong with the field
 
 
 def test_pack_with_index_snapshots_the_live_index(notes: deepfield.Field, tmp_path: Path) -> None:

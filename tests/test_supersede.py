@@ -133,3 +133,44 @@ def test_superseded_pages_stay_hidden_as_fields_are_opened_and_closed(
         names = _names(second.search("office", mode="bm25"))
         second.close()
         assert names == ["office-moved.md"]
+
+
+def test_an_old_page_that_is_not_utf8_is_refused_and_left_byte_for_byte(
+    field: deepfield.Field,
+) -> None:
+    # Decoding with replacement characters and writing the text back destroyed the bytes.
+    latin = b"---\ntitle: latin\n---\ncaf\xe9 \xff\xfe bad bytes\n"
+    (field.path / "non-utf8.md").write_bytes(latin)
+    (field.path / "newp.md").write_bytes(b"# new page\n")
+    field.ensure_synced(embed=False)
+    with pytest.raises(deepfield.InvalidPageError, match="not valid UTF-8") as caught:
+        supersede(field, "non-utf8", "newp")
+    assert "fix its encoding" in caught.value.hint
+    assert (field.path / "non-utf8.md").read_bytes() == latin
+    assert (field.path / "newp.md").read_bytes() == b"# new page\n"  # neither page changed
+    # Written with a ``supersedes`` key, the new page is stored and the link is a warning.
+    written = field.add("Newer", "Newer fact.", frontmatter={"supersedes": "non-utf8"})
+    assert any("non-utf8.md could not be marked superseded" in w for w in written.warnings)
+    assert (field.path / "non-utf8.md").read_bytes() == latin
+
+
+def test_cli_supersede_of_a_page_that_is_not_utf8_fails(cli: Cli) -> None:
+    cli("new", "f")
+    folder = cli.store_path / "f"
+    (folder / "non-utf8.md").write_bytes(b"---\ntitle: latin\n---\ncaf\xe9\n")
+    (folder / "newp.md").write_bytes(b"# new page\n")
+    with pytest.raises(deepfield.InvalidPageError):
+        cli("supersede", "f", "non-utf8", "newp")
+    assert (folder / "non-utf8.md").read_bytes() == b"---\ntitle: latin\n---\ncaf\xe9\n"
+
+
+def test_a_rewrite_keeps_the_pages_bom_and_crlf_line_endings(field: deepfield.Field) -> None:
+    text = "\ufeff---\r\n# kept\r\ntitle: crlf\r\n---\r\nline one\r\nline two\r\n"
+    (field.path / "crlf.md").write_bytes(text.encode())
+    (field.path / "newer.md").write_bytes(b"# newer\n")
+    field.ensure_synced(embed=False)
+    supersede(field, "crlf", "newer")
+    assert (field.path / "crlf.md").read_bytes() == text.replace(
+        "crlf\r\n", "crlf\r\nsuperseded_by: newer.md\r\n").encode()
+    field.archive_page("newer")  # rm releases the link: the key goes, the layout stays
+    assert (field.path / "crlf.md").read_bytes() == text.encode()

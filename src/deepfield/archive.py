@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import InvalidNameError, PageConflictError, PageNotFoundError
 from .fsutil import create_new, move_new
-from .page import SPECIAL_FILES, Page, check_name, is_valid_name
+from .page import SPECIAL_FILES, Page, check_name, decode_page_file, is_valid_name
 
 ARCHIVE_DIR = "archive"
 
@@ -283,9 +283,10 @@ def restore_exact(folder: Path, field_name: str, archived: str, target: str,
     if uuid is None:
         moved = move_new(source, folder / target)
     else:
-        page = Page.parse(source.read_text("utf-8"))
+        text, layout = decode_page_file(source.read_bytes(), f"{ARCHIVE_DIR}/{archived}")
+        page = Page.parse(text)
         page.set("uuid", uuid)
-        moved = create_new(folder / target, page.render().encode("utf-8"))
+        moved = create_new(folder / target, layout.encode(page.render()))
         if moved:
             source.unlink()
     if not moved:

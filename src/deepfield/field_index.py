@@ -26,7 +26,15 @@ from .freshness import Freshness
 from .index import FieldIndex, SyncReport
 from .index.budget import Deadline
 from .index.db import KEYWORD_ONLY_CODE, index_filename
-from .index.health import CORRUPT_MARK, damage, file_id, healing, is_corruption, quarantine
+from .index.health import (
+    CORRUPT_MARK,
+    damage,
+    file_id,
+    healing,
+    is_corruption,
+    is_schema_error,
+    quarantine,
+)
 from .index.vectors import EmbedReport, embed_pending
 from .scan import scan_field
 
@@ -163,8 +171,9 @@ class IndexHolder:
 
     def heal_index(self, exc: BaseException, *, probe: bool = False) -> bool:
         """Move a damaged index aside and start a new one. ``probe`` (the damage may be
-        another field's): check this field's index first and return False if it is sound."""
-        if probe:
+        another field's): check this field's index first and return False if it is sound.
+        A missing table or column is always checked first: it may be a query's own error."""
+        if probe or is_schema_error(exc):
             try:
                 sound = damage(self.index_handle().conn) is None
             except IndexCorruptError as failed:

@@ -115,7 +115,9 @@ class FieldSync(FieldBackends):
     def archive_shelf(self) -> Shelf:
         return Shelf(self.path, self.name)
 
-    def restoring(self) -> AbstractContextManager[object]:
+    def moving(self) -> AbstractContextManager[object]:
+        """The lock writers hold, held while whole pages move in or out (``rm``,
+        ``restore``): the field lock (re-entrant, fsutil.field_lock)."""
         return field_lock(self.path)
 
     def restored(self, targets: list[str]) -> None:

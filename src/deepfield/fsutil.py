@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -165,9 +166,28 @@ def move_new(source: Path, target: Path) -> bool:
     return True
 
 
-def field_lock(directory: Path) -> contextlib.AbstractContextManager[None]:
-    """Hold an exclusive advisory lock on a field directory (blocks until it is free)."""
-    return _exclusive_lock(directory, os.O_RDONLY)
+_held = threading.local()
+"""The field directories this thread holds the lock of (``field_lock``)."""
+
+
+@contextlib.contextmanager
+def field_lock(directory: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on a field directory (blocks until it is free).
+    Re-entrant within a thread: an operation made of several locked steps (``rm`` of a split
+    page: each part is archived) holds the lock around all of them, so no writer slips in
+    between; each flock is on its own descriptor, so a nested one would wait for itself."""
+    key = os.path.abspath(directory)
+    held: set[str] = getattr(_held, "dirs", None) or set()
+    _held.dirs = held
+    if key in held:
+        yield
+        return
+    with _exclusive_lock(directory, os.O_RDONLY):
+        held.add(key)
+        try:
+            yield
+        finally:
+            held.discard(key)
 
 
 def lock_file(path: Path) -> contextlib.AbstractContextManager[None]:

@@ -465,6 +465,46 @@ def check_text(data: bytes, what: str, max_bytes: int) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+@dataclass(frozen=True)
+class TextLayout:
+    """How a page file is laid out beyond its characters: a leading byte-order mark, and
+    CRLF line endings throughout. A rewrite of a few frontmatter keys puts both back, so the
+    file changes only where the keys did (an editor on Windows would otherwise see every
+    line change)."""
+
+    bom: bool = False
+    crlf: bool = False
+
+    def encode(self, text: str) -> bytes:
+        """``text`` (LF line endings, as Page renders it) as the file's bytes."""
+        if self.crlf:
+            text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+        return (("\ufeff" if self.bom else "") + text).encode("utf-8")
+
+
+def decode_page_file(data: bytes, what: str) -> tuple[str, TextLayout]:
+    """A stored page's text for a rewrite in place, and its layout (``TextLayout.encode``
+    gives the bytes back). Bytes that are not UTF-8 raise InvalidPageError: decoding them
+    with replacement characters and writing the text back would destroy them for good.
+    Mixed line endings are kept as they are (only a consistently CRLF file is converted)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidPageError(
+            f"{what} is not valid UTF-8 (bad byte at offset {exc.start}); it was left "
+            "unchanged",
+            "fix its encoding first, e.g. re-save it as UTF-8 (`iconv -f latin1 -t UTF-8`), "
+            "then run the command again",
+        ) from None
+    bom = text.startswith("\ufeff")
+    if bom:
+        text = text[1:]
+    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+    if crlf:
+        text = text.replace("\r\n", "\n")
+    return text, TextLayout(bom, crlf)
+
+
 def first_heading(body: str) -> str | None:
     """Text of the first heading outside code fences (an H1 is preferred over deeper levels)."""
     headings = [(s.level, s.title) for s in parse_sections(body) if s.level and s.title]

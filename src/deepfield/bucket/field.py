@@ -409,8 +409,8 @@ class BucketField(Field):
     def archive_shelf(self) -> Shelf:
         return BucketShelf(self)
 
-    def restoring(self) -> AbstractContextManager[object]:
-        return self.state.lock
+    def moving(self) -> AbstractContextManager[object]:
+        return self.state.lock  # re-entrant, like the field lock
 
     def restored(self, targets: list[str]) -> None:
         self.state.save()

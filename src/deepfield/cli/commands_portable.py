@@ -31,8 +31,8 @@ def pack_cmd(ctx: click.Context, field: str, output: Path | None, with_index: bo
     """Write FIELD as a memoryfield zip and print its sha256 (the pin to share with it).
 
     The zip holds the pages, index.md, listing.md and other files and sub-folders without
-    pages; archive/ and hidden folders are left out. Packing the same pages twice gives the
-    same sha256.
+    pages (review/ too); archive/, activation/ (this machine's usage log) and hidden folders
+    are left out. Packing the same pages twice gives the same sha256.
     """
     result = pack(settings(ctx).field(field), output, with_index=with_index, force=force)
     if as_json:

@@ -97,6 +97,11 @@ class FieldIndex:
         self.embedder = embedder
         self.model_code = embedder.model_code if embedder else KEYWORD_ONLY_CODE
         self.path = (index_dir or field_dir) / index_filename(self.model_code)
+        if self.path.is_dir() and not self.path.is_symlink():
+            # Not an index SQLite could ever open: moved aside like a damaged file (healing)
+            # so the index can be rebuilt from the pages, its contents kept.
+            raise IndexCorruptError(f"cannot open index {self.path}: it is a folder, not a "
+                                    "file", damaged=True)
         try:
             self.conn = connect(self.path)
         except sqlite3.DatabaseError as exc:

@@ -13,6 +13,7 @@ Connections use WAL and a busy timeout so several processes can read and write a
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
@@ -150,6 +151,43 @@ MIGRATIONS: list[tuple[str, Migration]] = [
 ]
 
 
+@functools.cache
+def expected_schema(with_vectors: bool) -> dict[str, tuple[str, frozenset[str]]]:
+    """The tables (with their columns) and triggers an index file must hold, name ->
+    (kind, columns), as the migrations make them in a new file (so this never falls behind
+    the migrations)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for _name, migration in MIGRATIONS:
+            migration(conn, with_vectors)
+        rows = conn.execute("SELECT name, type FROM sqlite_master WHERE type IN "
+                            "('table', 'trigger') AND name NOT LIKE 'sqlite_%'").fetchall()
+        return {name: (kind, frozenset(row[1] for row in conn.execute(
+            f'PRAGMA table_info("{name}")'))) for name, kind in rows}
+    finally:
+        conn.close()
+
+
+def schema_problem(conn: sqlite3.Connection) -> str | None:
+    """What an index file lacks of the schema (a table, a column, a trigger: dropped or
+    altered by hand, or a leftover table of another program of the same name), or None.
+    Such a file is valid SQLite but cannot be used, nor brought up to date by the
+    migrations (they record what they did and run once): it is healed like a damaged one."""
+    present = {row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger')")}
+    if "df_meta" not in present:
+        return "table df_meta is missing"
+    expected = expected_schema(get_meta(conn, "model_code") != KEYWORD_ONLY_CODE)
+    for name, (kind, columns) in expected.items():
+        if name not in present:
+            return f"{kind} {name} is missing"
+        if columns:
+            have = {row[1] for row in conn.execute(f'PRAGMA table_info("{name}")')}
+            if columns - have:
+                return f"column {name}.{sorted(columns - have)[0]} is missing"
+    return None
+
+
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     """Open an index file with WAL, a busy timeout and foreign keys on."""
     if readonly:
@@ -244,6 +282,10 @@ def prepare(conn: sqlite3.Connection, path: Path, model_code: str, dim: int | No
             set_meta(conn, "generation", "0")
         if dim and not stored_dim:
             set_meta(conn, "dim", str(dim))
+        problem = schema_problem(conn)
+        if problem:
+            raise IndexCorruptError(f"{path} lacks deepfield's index schema: {problem}",
+                                    damaged=True)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

@@ -3,7 +3,9 @@ file is moved aside (kept for a post-mortem) and the operation runs again on a n
 which the next sync rebuilds from the pages.
 
 Only corruption is healed: ``SQLITE_CORRUPT`` and ``SQLITE_NOTADB`` (a file overwritten in
-the middle, truncated, or not SQLite at all). A busy, locked, read-only or full database is
+the middle, truncated, or not SQLite at all), a file that is sound SQLite without deepfield's
+schema (a table, column or trigger dropped or altered: db.schema_problem), and a folder in
+the index file's place. A busy, locked, read-only or full database is
 not damaged and is reported as it is. The damaged file, with its ``-wal`` and ``-shm``
 companions, is renamed to ``.deepfield/<name>.corrupt-<UTC time>`` beside it, under a lock
 and only while it is still the file the caller found damaged: several processes (a server's
@@ -24,6 +26,7 @@ from typing import ParamSpec, Protocol, TypeVar
 
 from ..errors import IndexCorruptError
 from ..fsutil import lock_file
+from .db import schema_problem
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -48,12 +51,24 @@ def is_corruption(exc: BaseException) -> bool:
     return "malformed" in text or "not a database" in text or "corrupt" in text
 
 
+def is_schema_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite missing a table or column: an index file whose schema was
+    dropped or altered (healed like a damaged one once :func:`damage` confirms it; else it
+    is a query's own error, and the file is left alone)."""
+    text = str(exc)
+    return isinstance(exc, sqlite3.OperationalError) and (
+        text.startswith("no such table") or text.startswith("no such column"))
+
+
 def damage(conn: sqlite3.Connection, *, thorough: bool = True) -> str | None:
     """What is wrong with an open index (None: nothing found). SQLite's ``quick_check`` reads
     every page of the file; ``thorough`` adds FTS5's own check of the keyword index, which
     tokenizes every chunk again (it runs only after an operation failed, to learn which of
     several indexes it was)."""
     try:
+        problem = schema_problem(conn)
+        if problem:
+            return problem
         rows = conn.execute("PRAGMA quick_check").fetchall()
         if rows != [("ok",)]:
             return "; ".join(str(r[0]) for r in rows[:3])
@@ -123,10 +138,12 @@ def healing(fields: Sequence[Healable], run: Callable[[], T]) -> T:
     try:
         return run()
     except (sqlite3.DatabaseError, IndexCorruptError) as exc:
-        if not is_corruption(exc):
+        if not is_corruption(exc) and not is_schema_error(exc):
             raise
         healed = [f for f in fields if f.heal_index(exc, probe=len(fields) > 1)]
         if not healed:
+            if is_schema_error(exc):
+                raise  # every schema is whole: the query's own error, not a file's
             raise IndexCorruptError(
                 f"an index is damaged ({exc}) and no damaged file was found",
                 "rebuild the indexes with `deepfield reindex`", damaged=True) from exc

@@ -26,16 +26,19 @@ if TYPE_CHECKING:
 
 def archive_page(fld: Field, ref: str) -> ArchiveResult:
     """``rm``: archive a page with all its parts (Field.archive moves each file), then
-    release the pages it superseded (manage.supersede.release)."""
-    filename = fld.resolve(ref)
-    names = split_parts(fld.path, filename)
-    uuids = {n: page.uuid if (page := read_page(fld.path / n)) else None for n in names}
-    result = ArchiveResult(fld.name, [fld.archive(filename)])
-    for name in names[1:]:
-        try:
-            result.archived.append(fld.archive(name))
-        except DeepfieldError as exc:  # removed or changed meanwhile: the rest still goes
-            result.warnings.append(f"part {name} was not archived: {exc.message}")
+    release the pages it superseded (manage.supersede.release). The parts are found and
+    moved under the field's lock, the one writers hold: a write of the page between two
+    moves left orphan parts, or a second set of parts beside the old ones."""
+    with fld.moving():
+        filename = fld.resolve(ref)
+        names = split_parts(fld.path, filename)
+        uuids = {n: page.uuid if (page := read_page(fld.path / n)) else None for n in names}
+        result = ArchiveResult(fld.name, [fld.archive(filename)])
+        for name in names[1:]:
+            try:
+                result.archived.append(fld.archive(name))
+            except DeepfieldError as exc:  # removed by hand meanwhile: the rest still goes
+                result.warnings.append(f"part {name} was not archived: {exc.message}")
     gone = {n: uuids[n] for n, where in zip(names, result.archived, strict=False) if where}
     result.unsuperseded = release(fld, gone)
     return result
@@ -46,7 +49,7 @@ def restore_page(fld: Field, name: str, as_name: str | None) -> RestoreResult:
     field's lock; a copy restored under another name gets a fresh uuid when its own still
     belongs to a live page (two pages with one uuid could not be read by it). Then the pages
     it supersedes are hidden again (manage.supersede.relink)."""
-    with fld.restoring():  # the field lock; a bucket field's own
+    with fld.moving():  # the field lock; a bucket field's own
         shelf = fld.archive_shelf()
         plan = plan_restore(shelf, fld.name, name, as_name)
         fresh = None

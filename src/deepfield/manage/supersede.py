@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidPageError, PageNotFoundError, SupersessionCycleError
 from ..fsutil import atomic_write, field_lock
 from ..listing import refresh_listing
-from ..page import Page
+from ..page import Page, TextLayout, decode_page_file
 from ..scan import source_files
 
 if TYPE_CHECKING:
@@ -115,19 +115,27 @@ def resolve_refs(fld: Field, values: Iterable[str]) -> tuple[list[str], list[str
     return found, warnings
 
 
+def _rewritable(fld: Field, filename: str) -> tuple[str, TextLayout, Page]:
+    """A page's text, layout and parse for a rewrite of its keys; InvalidPageError when it
+    cannot be rewritten without losing something (not UTF-8, unreadable frontmatter)."""
+    current, layout = decode_page_file((fld.path / filename).read_bytes(), filename)
+    page = Page.parse(current)
+    if page.frontmatter_error:
+        raise InvalidPageError(
+            f"{filename} has unreadable frontmatter ({page.frontmatter_error})",
+            "fix the YAML between its '---' lines, then run the command again",
+        )
+    return current, layout, page
+
+
 def rewrite_keys(fld: Field, filename: str, changes: dict[str, Any]) -> bool:
     """Set (value) or remove (None) frontmatter keys of one page in place, keeping key order,
-    comments and ``updated`` (metadata only: the content did not change). Returns True if the
-    file changed. The caller must not hold the field lock."""
+    comments and ``updated`` (metadata only: the content did not change), and the file's BOM
+    and CRLF line endings. A page that is not UTF-8 raises InvalidPageError, untouched.
+    Returns True if the file changed. Takes the field lock."""
     with field_lock(fld.path):
         path = fld.path / filename
-        current = path.read_text("utf-8", "replace")
-        page = Page.parse(current)
-        if page.frontmatter_error:
-            raise InvalidPageError(
-                f"{filename} has unreadable frontmatter ({page.frontmatter_error})",
-                "fix the YAML between its '---' lines, then run the command again",
-            )
+        current, layout, page = _rewritable(fld, filename)
         for key, value in changes.items():
             if value is None:
                 page.remove(key)
@@ -136,7 +144,7 @@ def rewrite_keys(fld: Field, filename: str, changes: dict[str, Any]) -> bool:
         text = page.render()
         if text == current:
             return False
-        atomic_write(path, text.encode("utf-8"))
+        atomic_write(path, layout.encode(text))
         index = fld.index_handle()
         report = index.sync_names(source_files(fld.path, {filename}), {filename})
         refresh_listing(fld.path, fld.name, index, report)
@@ -154,6 +162,7 @@ def supersede(fld: Field, old_ref: str, new_ref: str) -> SupersedeResult:
     fld.ensure_synced(embed=False)
     old, new = fld.resolve(old_ref), fld.resolve(new_ref)
     check_cycle(fld, new, [old])
+    _rewritable(fld, old)  # both pages change or neither: refuse before the new one is written
     result = SupersedeResult(fld.name, new, [old])
     _, page = fld.load(new)
     current = refs(page.get(SUPERSEDES))
@@ -204,7 +213,14 @@ def relink(fld: Field, filename: str, page: Page) -> tuple[list[str], list[str]]
         check_cycle(fld, filename, olds)
     except SupersessionCycleError as exc:
         return [], [f"{filename} supersedes {', '.join(olds)}, not linked again: {exc.message}"]
-    return link(fld, filename, olds), []
+    changed, warnings = [], []
+    for old in olds:  # the page is restored: one that cannot be linked is a warning
+        try:
+            changed += link(fld, filename, [old])
+        except InvalidPageError as exc:
+            warnings.append(f"{old} was not marked superseded by {filename} again "
+                            f"({exc.message})")
+    return changed, warnings
 
 
 def superseded_note(page: Page) -> str | None:

@@ -1,10 +1,13 @@
 """Pack a field into a ``.memoryfield.zip`` and unpack one into a store, pinned by sha256.
 
 ``pack`` writes the field's pages, ``index.md``, ``listing.md`` and other non-page files and
-sub-folders without pages (activation logs, images), in name order with the files' own mtimes,
+sub-folders without pages (the review queue, images), in name order with the files' own mtimes,
 so packing the same folder twice gives the same bytes and the same sha256. It leaves out
 ``archive/`` (archived pages are ``.md`` files in a sub-folder, which a memoryfield must not
-have), ``.deepfield/`` and other hidden files, and index files, except the current model's
+have), ``activation/`` (the usage log: every read and search appends to it, so it would change
+the sha256 of the same pages, and it is the sender's reading history, not the field's
+knowledge; the spec's producers leave log files out), ``.deepfield/`` and other hidden files,
+and index files, except the current model's
 ``<model-code>.sqlite3`` with ``with_index`` (copied through SQLite's backup API, so a search
 running meanwhile cannot tear it).
 
@@ -33,6 +36,7 @@ from ..errors import (
     UnsafeArchiveError,
 )
 from ..fsutil import TEMP_SUFFIX
+from ..manage.activation_log import ACTIVATION_DIR
 from ..page import is_debris, is_valid_name, slugify
 from ..scan import OWN_SUBDIRS
 from .zipsafe import (
@@ -131,7 +135,7 @@ def pack_members(folder: Path) -> tuple[list[tuple[str, Path]], list[str]]:
     warnings: list[str] = []
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         name = entry.name
-        if _is_skipped(name) or name in OWN_SUBDIRS:
+        if _is_skipped(name) or name in OWN_SUBDIRS or name == ACTIVATION_DIR:
             continue
         if entry.is_symlink():
             warnings.append(f"{name}: symbolic link left out")
