@@ -8,13 +8,13 @@ from deepfield.errors import InvalidNameError, InvalidPageError
 from deepfield.page import (
     Page,
     check_name,
-    check_text,
     derive_title,
     frontmatter_json,
     is_debris,
     is_valid_name,
     slugify,
 )
+from deepfield.page_text import check_text
 
 HAND_WRITTEN = """---
 # why this page exists

@@ -18,7 +18,8 @@ from typing import Any
 
 from .errors import InvalidNameError, PageConflictError, PageNotFoundError
 from .fsutil import create_new, move_new
-from .page import SPECIAL_FILES, Page, check_name, decode_page_file, is_valid_name
+from .page import SPECIAL_FILES, Page, check_name, is_valid_name
+from .page_text import decode_page_file
 
 ARCHIVE_DIR = "archive"
 

@@ -52,13 +52,12 @@ from .page import (
     Page,
     can_be_a_file_name,
     check_name,
-    check_text,
     derive_title,
     is_valid_name,
     metadata_warnings,
-    require_text,
     slugify,
 )
+from .page_text import check_text, require_text
 from .read import PageView, find_section, outline, render_outline
 from .read_parts import outline_parts, part_names, section_in_parts
 from .scan import scan_field

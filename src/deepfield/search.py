@@ -28,7 +28,7 @@ from .index.health import heals_fields
 from .index.keyword import query_terms
 from .line_rank import LatentLines, line_hits, make_snippet, pointed_line
 from .manage.activation import rerank
-from .page import check_utf8
+from .page_text import check_utf8
 
 if TYPE_CHECKING:
     from .field import Field

@@ -18,7 +18,8 @@ from typing import Any
 
 from .errors import SessionFormatError
 from .importers.locomo import iter_sessions, parse_when, turn_line
-from .page import Page, check_text
+from .page import Page
+from .page_text import check_text
 from .relative_dates import parse_day
 from .salience import dates
 

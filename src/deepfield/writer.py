@@ -33,13 +33,13 @@ from .page import (
     PAGE_LIMIT_BYTES,
     SPECIAL_FILES,
     Page,
-    check_utf8,
     derive_title,
     is_valid_name,
     new_uuid,
     now_iso,
     slugify,
 )
+from .page_text import check_utf8
 from .scan import scan_field, source_files
 from .split import split_page
 

@@ -15,7 +15,7 @@ import sys
 import click
 
 from ..errors import DeepfieldError
-from ..page import UTF8_HINT
+from ..page_text import UTF8_HINT
 from .app import app, emit_error, set_json_errors
 
 __all__ = ["app", "main"]

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidPageError, PageNotFoundError, SupersessionCycleError
 from ..fsutil import atomic_write, field_lock
 from ..listing import refresh_listing
-from ..page import Page, TextLayout, decode_page_file
+from ..page import Page
+from ..page_text import TextLayout, decode_page_file
 from ..scan import source_files
 
 if TYPE_CHECKING:
