@@ -174,3 +174,25 @@ def test_a_rewrite_keeps_the_pages_bom_and_crlf_line_endings(field: deepfield.Fi
         "crlf\r\n", "crlf\r\nsuperseded_by: newer.md\r\n").encode()
     field.archive_page("newer")  # rm releases the link: the key goes, the layout stays
     assert (field.path / "crlf.md").read_bytes() == text.encode()
+
+
+def test_rm_of_a_successor_says_when_the_old_page_cannot_be_released(
+        field: deepfield.Field, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The old page keeps a link to a page that is gone, so search hides it: rm says so."""
+    from deepfield.manage import supersede as module
+
+    field.add("Office", "The office is in Berlin.", review=False)
+    field.add("Office moved", "The office moved to Lisbon.", review=False,
+              frontmatter={"supersedes": "office"})
+    before = (field.path / "office.md").read_bytes()
+
+    def unwritable(*_args: object, **_kwargs: object) -> bool:
+        raise PermissionError("[Errno 13] Permission denied: 'office.md'")
+
+    monkeypatch.setattr(module, "rewrite_keys", unwritable)
+    done = field.archive_page("office-moved")
+    assert done.unsuperseded == []
+    assert any(w.startswith("office.md still says superseded_by office-moved.md")
+               and "Permission denied" in w and "by hand" in w for w in done.warnings), \
+        done.warnings
+    assert (field.path / "office.md").read_bytes() == before

@@ -40,7 +40,8 @@ def archive_page(fld: Field, ref: str) -> ArchiveResult:
             except DeepfieldError as exc:  # removed by hand meanwhile: the rest still goes
                 result.warnings.append(f"part {name} was not archived: {exc.message}")
     gone = {n: uuids[n] for n, where in zip(names, result.archived, strict=False) if where}
-    result.unsuperseded = release(fld, gone)
+    result.unsuperseded, warnings = release(fld, gone)
+    result.warnings += warnings
     return result
 
 

@@ -177,14 +177,16 @@ def supersede(fld: Field, old_ref: str, new_ref: str) -> SupersedeResult:
     return result
 
 
-def release(fld: Field, gone: dict[str, str | None]) -> list[str]:
+def release(fld: Field, gone: dict[str, str | None]) -> tuple[list[str], list[str]]:
     """Pages whose ``superseded_by`` named a page that just left the field (``gone``:
     filename -> uuid, archived by ``rm`` or ``forget``) lose that reference: a page replaced
-    by nothing would otherwise be hidden from search for good. Returns the pages changed
-    (the caller says so: the user's page is rewritten, never silently)."""
+    by nothing would otherwise be hidden from search for good. Returns (the pages changed,
+    warnings for those that could not be): the caller says both, since the user's page is
+    rewritten, or stays hidden, never silently."""
     names = {ref for filename, uuid in gone.items()
              for ref in (filename, filename[:-3], uuid) if ref}
-    changed = []
+    changed: list[str] = []
+    warnings: list[str] = []
     for doc in fld.index_handle().docs():
         newer = refs((doc.frontmatter or {}).get(SUPERSEDED_BY))
         left = [ref for ref in newer if ref not in names]
@@ -194,9 +196,12 @@ def release(fld: Field, gone: dict[str, str | None]) -> list[str]:
         try:
             if rewrite_keys(fld, doc.filename, {SUPERSEDED_BY: value}):
                 changed.append(doc.filename)
-        except (InvalidPageError, OSError):  # edited meanwhile: it keeps its link
-            continue
-    return changed
+        except (InvalidPageError, OSError) as exc:  # not UTF-8, bad YAML, unwritable
+            why = exc.message if isinstance(exc, InvalidPageError) else str(exc)
+            warnings.append(
+                f"{doc.filename} still says superseded_by {', '.join(newer)}, which is gone, "
+                f"so search hides it: {why}; remove that key by hand")
+    return changed, warnings
 
 
 def relink(fld: Field, filename: str, page: Page) -> tuple[list[str], list[str]]:
