@@ -312,3 +312,16 @@ def test_also_mentioned_lists_no_bare_numbers_currencies_or_possessives() -> Non
     assert [_entity(x) for x in ("Dana's", "USD", "12", "3.5", "twice", "40k", "Wh")] == \
         ["Dana", "", "", "", "", "", ""]
     assert _entity("3 km") == "3 km" and _entity("20%") == "20%" and _entity("EU") == "EU"
+
+
+def test_the_topic_names_what_the_chat_said_most_not_what_it_said_first() -> None:
+    """"LiFePO4 or LiPo? … so LiPo … LiPo as the choice" titled "Carol, LiFePO4, chemistry":
+    the option the chat turned down, first because it was named first."""
+    from deepfield.memo import topic_terms_of
+
+    chat = ("user: Hi, I am Carol. Battery chemistry for the drone: LiFePO4 or LiPo?\n"
+            "assistant: LiPo has better energy density, LiFePO4 is safer.\n"
+            "user: Weight matters most for the drone, so LiPo.\n"
+            "assistant: Agreed: LiPo packs. I will note LiPo as the choice.\n")
+    topic = topic_terms_of(parse_session(chat, format="text"))
+    assert topic[:2] == ["LiPo", "LiFePO4"], topic

@@ -106,12 +106,14 @@ def _entity(item: str) -> str:
 
 
 def topic_terms_of(session: Session) -> list[str]:
-    """Names other than the speakers' first (they say what the session is about), then the
-    most frequent content words."""
+    """Names other than the speakers' first (they say what the session is about), the most
+    often said first (ties: the first said; "LiFePO4 or LiPo? … LiPo is lighter … we pick
+    LiPo" is about LiPo), then the most frequent content words."""
     text = " ".join(t.text for t in spoken_turns(session))
     speakers = {p.lower() for p in session.participants}
-    found = [e for n in names(text, digits=True)
-             if (e := _entity(n)) and e.lower() not in speakers][:2]
+    said = [e for n in names(text, digits=True) if (e := _entity(n)) and e.lower() not in speakers]
+    counts = {e: len(re.findall(rf"(?<!\w){re.escape(e)}(?!\w)", text)) for e in said}
+    found = sorted(said, key=lambda e: -counts[e])[:2]  # stable: ties keep their order
     terms = [t for t in key_terms([text], limit=6) if t not in {f.lower() for f in found}]
     return [*found, *terms][:4]
 
