@@ -102,6 +102,42 @@ async def _exercise(client: Client, folder: Path) -> None:
             assert not result.is_error, (tool, result.content)
         elif result.is_error:  # not built yet (another part of deepfield, in progress)
             assert "not available" in result.content[0].text  # type: ignore[union-attr]
+    # Replies an agent pays for stay small: no frontmatter per hit, no research trace,
+    # unless asked for.
+    lean = await client.call_tool("search", {"query": "carbon fibre heat", "fields": "notes"})
+    assert lean.structured_content is not None  # one field may be given as a string
+    assert "frontmatter" not in lean.structured_content["results"][0]
+    full_hits = await client.call_tool("search", {"query": "woks", "frontmatter": True})
+    assert full_hits.structured_content is not None
+    assert "uuid" in full_hits.structured_content["results"][0]["frontmatter"]
+    if _has("deepfield.research", "research"):
+        told = await client.call_tool("research", {"question": "how do woks heat?"})
+        assert told.structured_content is not None and "rounds" not in told.structured_content
+        assert told.structured_content["evidence"], told.structured_content
+        assert all("queries" not in e for e in told.structured_content["evidence"])
+        traced = await client.call_tool("research", {"question": "how do woks heat?",
+                                                     "trace": True})
+        assert traced.structured_content is not None and traced.structured_content["rounds"]
+        block = await client.call_tool("context", {"field": "notes", "task": "cook with a wok"})
+        assert block.structured_content is not None
+        assert set(block.structured_content["research"]) == {"sources", "confidence",
+                                                              "warnings"}
+    for args in ({"query": ""}, {"query": "   "}):
+        blank = await client.call_tool("search", args)
+        assert blank.is_error and "the query is empty" in str(blank.content)
+    wrong = await client.call_tool("search", {"query": "woks", "k": "many",
+                                              "mode": "fuzzy"})
+    text = wrong.content[0].text  # type: ignore[union-attr]
+    assert wrong.is_error and "k: " in text and "mode: " in text, text
+    assert "pydantic" not in text and "validation error for" not in text, text
+    # An agent can start a field of its own, and only when it says so.
+    missing = await client.call_tool("write", {"field": "journal", "text": "# Day one\n"})
+    assert missing.is_error and "create_field=true" in str(missing.content)
+    assert not (folder.parent / "journal").exists()
+    started = await client.call_tool("write", {"field": "journal", "text": "# Day one\n",
+                                               "create_field": True})
+    assert not started.is_error, started.content
+    assert (folder.parent / "journal" / "day-one.md").is_file()
     resources = {str(r.uri) for r in (await client.list_resources()).resources}
     assert {"memoryfield://notes/woks.md", "memoryfield://notes/listing.md"} <= resources
     templates = (await client.list_resource_templates()).resource_templates

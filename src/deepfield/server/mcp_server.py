@@ -19,6 +19,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import Resource as MCPResource
+from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import DeepfieldError, UnknownFieldError
@@ -68,6 +69,22 @@ class DeepfieldMCP(MCPServer[Any]):
         super().__init__(**kwargs)
         self.service = service
 
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Any = None) -> Any:
+        """The SDK's call, with arguments that fail the tool's schema said in one line per
+        argument ("k: Input should be a valid integer") instead of pydantic's report."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            wrong = "; ".join(
+                f"{'.'.join(str(p) for p in error['loc']) or 'arguments'}: {error['msg']}"
+                for error in cause.errors())
+            raise ToolError(f"Error executing tool {name}: bad arguments: {wrong} (see the "
+                            "tool's input schema)") from None
+
     async def list_resources(self) -> list[MCPResource]:
         from starlette.concurrency import run_in_threadpool
 
@@ -100,11 +117,21 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
     server = DeepfieldMCP(svc, name="deepfield", version=__version__, instructions=INSTRUCTIONS,
                           log_level="WARNING")
 
-    def field_list(names: list[str] | None) -> list[str]:
-        chosen = names or svc.field_names()
+    def field_list(names: list[str] | str | None) -> list[str]:
+        chosen = [names] if isinstance(names, str) else names or svc.field_names()
         if not chosen:
-            raise UnknownFieldError("the store has no fields yet")
+            raise UnknownFieldError("the store has no fields yet",
+                                    "write or remember with create_field=true to start one")
         return chosen
+
+    def writable(field: str, create: bool) -> str:
+        if create:
+            svc.create_field(field)
+        elif field not in svc.field_names():
+            known = ", ".join(svc.field_names()) or "none yet"
+            raise UnknownFieldError(f"no field {field!r} (fields: {known})",
+                                    "pass create_field=true to create it")
+        return field
 
     @server.tool()
     @_tool_errors
@@ -129,19 +156,27 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
 
     @server.tool()
     @_tool_errors
-    def search(query: str, fields: list[str] | None = None, k: int = 10,
+    def search(query: str, fields: list[str] | str | None = None, k: int = 10,
                mode: Literal["bm25", "vector", "hybrid"] | None = None,
-               unit: Literal["page", "chunk"] = "page") -> dict[str, Any]:
+               unit: Literal["page", "chunk"] = "page",
+               frontmatter: bool = False) -> dict[str, Any]:
         """Search pages. Returns stubs (filename, title, summary, best snippet with its
-        heading and lines), best first. mode: bm25, vector or hybrid (default: hybrid when
-        the store has an embedding model); unit: page (one per page) or chunk (with text)."""
+        heading and lines), best first, and a confidence (high / low / none, why). mode: bm25,
+        vector or hybrid (default: hybrid when the store has an embedding model); unit: page
+        (one per page) or chunk (with text); frontmatter: also each page's whole frontmatter."""
+        if not query.strip():
+            raise DeepfieldError("the query is empty", "say what to look for")
         if mode is not None and mode not in MODES:
             raise DeepfieldError(f"unknown mode {mode!r}", "use bm25, vector or hybrid")
         if unit not in UNITS:
             raise DeepfieldError(f"unknown unit {unit!r}", "use page or chunk")
         if not 1 <= k <= 100:  # the same range as GET /search
             raise DeepfieldError(f"k must be 1 to 100, not {k}", "ask for at most 100 results")
-        return svc.search_many(field_list(fields), query, k=k, mode=mode, unit=unit)
+        found = svc.search_many(field_list(fields), query, k=k, mode=mode, unit=unit)
+        if not frontmatter:  # every key of every page: most of a reply an agent pays for
+            for hit in found.get("results", []):
+                hit.pop("frontmatter", None)
+        return found
 
     @server.tool()
     @_tool_errors
@@ -168,39 +203,54 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
 
     @server.tool()
     @_tool_errors
-    def write(field: str, text: str, name: str | None = None) -> dict[str, Any]:
+    def write(field: str, text: str, name: str | None = None,
+              create_field: bool = False) -> dict[str, Any]:
         """Write a page (Markdown, optional YAML frontmatter). Missing title/uuid/dates are
         filled in; a uuid of an existing page replaces that page; name picks the filename
-        (else derived from the title); pages over 8 KB are split. Returns what was written."""
+        (else derived from the title); pages over 8 KB are split. create_field: create the
+        field first if the store has none of that name. Returns what was written."""
+        writable(field, create_field)
         return svc.writing(field, lambda f: _write(f, text, name)).to_json()
 
     @server.tool()
     @_tool_errors
-    def remember(field: str, text: str, format: str | None = None) -> dict[str, Any]:
+    def remember(field: str, text: str, format: str | None = None,
+                 create_field: bool = False) -> dict[str, Any]:
         """Memorize a text (notes, a conversation, a document): the memorizer turns it into
-        pages or updates existing ones. Returns the pages written."""
+        pages or updates existing ones. create_field: create the field first if the store has
+        none of that name. Returns the pages written."""
+        writable(field, create_field)
         return svc.remember(field, text, format=format, source="mcp", label="the text")
 
     @server.tool()
     @_tool_errors
-    def research(question: str, fields: list[str] | None = None, max_rounds: int = 3,
-                 budget: int = 1000) -> dict[str, Any]:
-        """Research a question over several rounds of search and reading; returns findings
-        with citations (field, filename, lines)."""
-        return svc.research(field_list(fields), question, max_rounds=max_rounds,
-                            budget=budget)
+    def research(question: str, fields: list[str] | str | None = None, max_rounds: int = 3,
+                 budget: int = 1000, trace: bool = False) -> dict[str, Any]:
+        """Research a question over several rounds of search and reading; returns a context
+        of quoted evidence within budget tokens, the evidence with citations (field,
+        filename, lines), sources and a confidence (high / low / none, why). trace: also
+        each round's plan and queries (large)."""
+        found = svc.research(field_list(fields), question, max_rounds=max_rounds,
+                             budget=budget)
+        return found if trace else _untraced(found)
 
     @server.tool()
     @_tool_errors
     def context(field: str, task: str = "", budget: int = 2000,
-                level: Literal["light", "medium", "deep"] = "deep") -> dict[str, Any]:
+                level: Literal["light", "medium", "deep"] = "deep",
+                trace: bool = False) -> dict[str, Any]:
         """Build one context block to put in your prompt, within a token budget (tokens):
         preferences and always-load pages, the field's introduction, domain material of the
-        level (light, medium) and, at level deep, research on the task."""
+        level (light, medium) and, at level deep, research on the task (its sources and
+        confidence; trace: the whole research result too, large)."""
         if level == "deep" and not task.strip():  # as GET /_/context: research needs a task
             raise DeepfieldError("level deep researches the task: give the task",
                                  "or ask for level light or medium")
-        return svc.locked(field, lambda f: svc.context(f, task, budget=budget, level=level))
+        built = svc.locked(field, lambda f: svc.context(f, task, budget=budget, level=level))
+        if not trace and built.get("research"):  # its text is in the block already
+            built["research"] = {key: built["research"].get(key)
+                                 for key in ("sources", "confidence", "warnings")}
+        return built
 
     @server.resource(f"{SCHEME}://{{field}}/{{page}}.md", mime_type="text/markdown",
                      name="page", description="A page of a field, as stored")
@@ -216,6 +266,16 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
             raise ResourceNotFoundError(f"no page {filename} in field {field}") from None
 
     return server
+
+
+def _untraced(found: dict[str, Any]) -> dict[str, Any]:
+    """A research reply without what only debugging needs: the rounds' plans and queries
+    (most of a reply, ten times its context), and which queries found each evidence line."""
+    found = {key: value for key, value in found.items() if key != "rounds"}
+    found["evidence"] = [{key: value for key, value in item.items()
+                          if key not in ("queries", "round")}
+                         for item in found.get("evidence", [])]
+    return found
 
 
 def _write(field: Field, text: str, name: str | None) -> WriteResult:

@@ -139,6 +139,12 @@ class Service:
                 self._slots[name] = slot
             return slot
 
+    def create_field(self, name: str) -> None:
+        """Create field ``name`` if the store has none of that name (an agent's first write)."""
+        with self._guard:
+            if name not in self.store.field_names():
+                self.store.create_field(name, exist_ok=True)
+
     def _open_field(self, name: str) -> Field:
         """A Field of the store for a slot, on the server's shared embedder."""
         return self.store.open_handle(name, self.embedder)
