@@ -59,6 +59,23 @@ def test_forget_needs_a_rule(field: deepfield.Field) -> None:
         forget(field)
 
 
+@pytest.mark.parametrize("days", [float("nan"), float("inf"), -1.0])
+def test_an_age_that_is_no_number_of_days_is_refused(field: deepfield.Field,
+                                                     days: float) -> None:
+    # "nan" compares false with everything: every page counted as older than it.
+    with pytest.raises(deepfield.DeepfieldError, match="numbers from 0 up"):
+        forget(field, older_than_days=days, dry_run=True)
+
+
+def test_the_console_refuses_them_too() -> None:
+    from deepfield.server.console.common import float_arg
+
+    for raw in ("nan", "inf", "1e400", "-1"):
+        with pytest.raises(deepfield.DeepfieldError, match="from 0 up"):
+            float_arg(raw, "older than (days)")
+    assert float_arg(" 2.5 ", "older than (days)") == 2.5
+
+
 def test_cli_forget(cli: Cli) -> None:
     cli("new", "notes")
     cli("add", "notes", "a", "--title", "Alpha")

@@ -4,6 +4,7 @@ and library errors shown as HTML pages."""
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -118,8 +119,8 @@ def float_arg(raw: str | None, what: str) -> float | None:
         value = float(raw)
     except ValueError:
         raise DeepfieldError(f"{what} must be a number, not {raw!r}") from None
-    if value < 0:
-        raise DeepfieldError(f"{what} must not be negative")
+    if not math.isfinite(value) or value < 0:  # "nan" compares false with everything
+        raise DeepfieldError(f"{what} must be a number from 0 up, not {raw.strip()!r}")
     return value
 
 
