@@ -115,6 +115,17 @@ def test_fields_intro_and_openapi(server: tuple[Served, deepfield.Store],
         assert {m.lower() for m in route.methods or ()} - {"head"} == set(documented), route
     put = spec["paths"]["/{field}/{filename}"]["put"]["responses"]
     assert {"201", "204", "400", "401", "409", "415"} <= set(put)
+    # The codes a client meets are the ones the document lists.
+    observed = {
+        ("/{field}/_/research", "get"): http.get("/notes/_/research").status_code,
+        ("/{field}/_/context", "get"): http.get("/notes/_/context").status_code,
+        ("/{field}/", "get"): http.get("/notes/", headers={
+            "If-None-Match": intro.headers["etag"]}).status_code,
+    }
+    for (path, method), code in observed.items():
+        assert str(code) in spec["paths"][path][method]["responses"], (path, code)
+    assert "502" in spec["paths"]["/{field}/{filename}"]["get"]["responses"]
+    assert "/ui/" in spec["paths"]  # the console's door, as docs/API.md's table lists it
 
 
 def test_put_get_search_delete(server: tuple[Served, deepfield.Store],

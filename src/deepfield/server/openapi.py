@@ -33,10 +33,15 @@ def _json(description: str, ref: str | None = None) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
+_REMOTE = _err("A remote the store stands on (a bucket, a model endpoint) failed.")
 _READ_ERRORS = {"401": _err("Login needed (private store)."),
                 "403": _err("A private store without users, read from another host; or a "
                             "loopback request naming another host (DNS rebinding)."),
-                "404": _err("No such field or page.")}
+                "404": _err("No such field or page."),
+                "502": _REMOTE}
+_NOT_MODIFIED = {"304": {"description": "Not modified: the `If-None-Match` ETag (or, without "
+                                        "one, `If-Modified-Since`) still holds."}}
+_MODEL_DOWN = {"503": _err("The embedding model is unavailable.")}
 _WARNING = {"X-Deepfield-Warning": {
     "description": "The page is stored, with warnings (e.g. its index could not be updated: "
                    "the next search indexes it); the JSON `warnings`, joined by ` | `.",
@@ -47,6 +52,7 @@ _WRITE_ERRORS = {
     "403": _err("No users configured and the client is not on loopback."),
     "404": _err("No such field (or page, for DELETE)."),
     "405": _err("`listing.md` is generated and cannot be written."),
+    "502": _REMOTE,
 }
 
 
@@ -61,7 +67,7 @@ def openapi_document(version: str) -> dict[str, Any]:
             "summary": "The field's introduction (index.md)", "operationId": "getIntro",
             "parameters": [_FIELD],
             "responses": {"200": {"description": "index.md (a short generated one if absent).",
-                                  "content": _MD}, **_READ_ERRORS},
+                                  "content": _MD}, **_NOT_MODIFIED, **_READ_ERRORS},
         }},
         "/{field}/memoryfield.zip": {"get": {
             "summary": "The whole field as a memoryfield zip", "operationId": "getZip",
@@ -70,7 +76,7 @@ def openapi_document(version: str) -> dict[str, Any]:
             "parameters": [_FIELD],
             "responses": {"200": {"description": "The zip.", "content": {
                 "application/zip": {"schema": {"type": "string", "format": "binary"}}}},
-                **_READ_ERRORS},
+                **_NOT_MODIFIED, **_READ_ERRORS},
         }},
         "/{field}/search": {"get": {
             "summary": "Ranked search (the spec's JSON shape)", "operationId": "search",
@@ -90,14 +96,15 @@ def openapi_document(version: str) -> dict[str, Any]:
                    {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}),
             ],
             "responses": {"200": _json("Results.", "SearchResponse"),
-                          "400": _err("Bad mode, unit or k."), **_READ_ERRORS},
+                          "400": _err("Bad mode, unit or k."), **_READ_ERRORS,
+                          **_MODEL_DOWN},
         }},
         "/{field}/{filename}": {
             "get": {
                 "summary": "One page, as stored", "operationId": "getPage",
                 "parameters": [_FIELD, _PAGE],
                 "responses": {"200": {"description": "The page; ETag is its sha256.",
-                                      "content": _MD},
+                                      "content": _MD}, **_NOT_MODIFIED,
                               "400": _err("Not a page filename."), **_READ_ERRORS},
             },
             "put": {
@@ -167,7 +174,10 @@ def openapi_document(version: str) -> dict[str, Any]:
                               "enum": ["light", "medium", "deep"], "default": "deep"}),
                            _q("budget", "Token budget.", {"type": "integer", "default": 2000})],
             "responses": {"200": _json("The context (`text`) and what it cites."),
-                          "501": _err("Not available in this build."), **_READ_ERRORS},
+                          "400": _err("No task at level deep, an unknown level, or a "
+                                      "budget out of range."),
+                          "501": _err("Not available in this build."), **_READ_ERRORS,
+                          **_MODEL_DOWN},
         }},
         "/{field}/_/research": {"get": {
             "summary": "Multi-round research with citations (deepfield)",
@@ -178,7 +188,10 @@ def openapi_document(version: str) -> dict[str, Any]:
                            _q("budget", "Token budget of the findings.",
                               {"type": "integer", "default": 1000})],
             "responses": {"200": _json("Findings with citations."),
-                          "501": _err("Not available in this build."), **_READ_ERRORS},
+                          "400": _err("No `q`, or rounds or budget out of range (a budget "
+                                      "the memory fence leaves no room in included)."),
+                          "501": _err("Not available in this build."), **_READ_ERRORS,
+                          **_MODEL_DOWN},
         }},
         "/{field}/_/remember": {"post": {
             "summary": "Memorize a text: notes, a transcript, a document (deepfield)",
@@ -191,6 +204,13 @@ def openapi_document(version: str) -> dict[str, Any]:
                           "200": _json("Already remembered: nothing changed."),
                           "415": _err("Body is not valid UTF-8."),
                           "501": _err("Not available in this build."), **_WRITE_ERRORS},
+        }},
+        "/ui/": {"get": {
+            "summary": "The memory console (HTML pages for people; see docs/CONSOLE.md)",
+            "operationId": "console",
+            "responses": {"200": {"description": "The console's start page.",
+                                  "content": {"text/html": {"schema": {"type": "string"}}}},
+                          "401": _READ_ERRORS["401"], "403": _READ_ERRORS["403"]},
         }},
         "/openapi.json": {"get": {
             "summary": "This document", "operationId": "openapi",
