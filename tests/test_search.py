@@ -357,3 +357,12 @@ def test_a_query_of_pasted_pages_is_refused(filled: deepfield.Field, cli: Any) -
     stderr = refused.stderr.decode()
     assert refused.returncode == 1 and stderr.count("\n") == 1, stderr
     assert stderr.startswith("error: the query is 2,010 characters long")
+
+
+def test_an_empty_query_finds_nothing_in_any_mode(filled: deepfield.Field) -> None:
+    """A vector search of "" returned the pages nearest the empty text: arbitrary ones."""
+    for mode in ("bm25", "vector", "hybrid"):
+        for query in ("", "   "):
+            found = search_fields([filled], query, mode=mode)
+            assert found.results == [] and found.warnings == ["the query is empty"], mode
+    assert search_fields([filled], "heat", mode="vector").results  # a query still searches

@@ -133,6 +133,10 @@ def search_fields(
         mode = "hybrid" if fields and all(f.embedder is not None for f in fields) else "bm25"
     check_mode(mode, unit, k)
     weight = KEYWORD_WEIGHT if keyword_weight is None else check_weight(keyword_weight)
+    if not query.strip():
+        # Nothing to match: a vector search of "" returned whatever lay nearest the empty
+        # text, ten arbitrary pages an agent took for results.
+        return SearchResponse(query, mode, unit, k, [], 0.0, ["the query is empty"])
     clock = time.perf_counter()
     # Shared by every field searched.
     deadline = Deadline.for_search(time.monotonic() if started is None else started)
