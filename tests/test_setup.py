@@ -190,6 +190,56 @@ def test_codex_toml_keeps_comments_and_tables(tmp_path: Path) -> None:
     assert "# my codex settings" in path.read_text() and "# fast" in path.read_text()
 
 
+@pytest.mark.parametrize("text", ["{}", "{}\n", "{\n}\n"])
+def test_remove_restores_an_empty_object(tmp_path: Path, text: str) -> None:
+    h = host(tmp_path)
+    path = AGENTS["claude-desktop"].config_path("user", h, tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    setup("claude-desktop", tmp_path, host=h)
+    setup("claude-desktop", tmp_path, host=h, remove=True)
+    assert path.read_text() == text.replace("{\n}", "{}")
+    # beside other settings an empty servers object stays: it may have been there before
+    path.write_text('{"theme": "dark", "mcpServers": {}}\n')
+    setup("claude-desktop", tmp_path, host=h)
+    setup("claude-desktop", tmp_path, host=h, remove=True)
+    assert path.read_text() == '{"theme": "dark", "mcpServers": {}}\n'
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "model = 'o3'\n",
+    "model = 'o3'\n\n[profiles.x]\nmodel = 'a'\n",
+    "[mcp_servers.docs]\ncommand = 'd'\n\n[profiles.x]\nmodel = 'a'\n",
+    "[mcp_servers.docs]\ncommand = 'd'\n\n# the profile\n[profiles.x]\nmodel = 'a'\n",
+])
+def test_codex_table_is_set_apart_and_removed_without_a_trace(tmp_path: Path,
+                                                              text: str) -> None:
+    h = host(tmp_path, CODEX_HOME=str(tmp_path / "codex"))
+    path = tmp_path / "codex" / "config.toml"
+    path.parent.mkdir()
+    path.write_text(text)
+    setup("codex", tmp_path, host=h)
+    written = path.read_text()
+    for line_before, line in zip(written.splitlines(), written.splitlines()[1:], strict=False):
+        if line.startswith(("[", "#")) and not line_before.startswith("#"):
+            assert line_before == "", written  # every table (or its comment) set apart
+    setup("codex", tmp_path, host=h, remove=True)
+    assert path.read_text() == text
+
+
+def test_codex_entry_update_keeps_the_comment_above_the_next_table(tmp_path: Path) -> None:
+    h = host(tmp_path, CODEX_HOME=str(tmp_path / "codex"))
+    path = tmp_path / "codex" / "config.toml"
+    path.parent.mkdir()
+    path.write_text("[mcp_servers.deepfield]\ncommand = 'old'\n\n# the profile\n"
+                    "[profiles.x]\nmodel = 'a'\n")
+    setup("codex", tmp_path, host=h)
+    text = path.read_text()
+    assert text.endswith('args = ["mcp", "/home/me/memory"]\n\n# the profile\n'
+                         "[profiles.x]\nmodel = 'a'\n"), text
+
+
 @pytest.mark.parametrize("before", [
     'mcp_servers = { docs = { command = "docs-mcp" } }\nmodel = "o4"\n',
     'mcp_servers.docs.command = "docs-mcp"\nmodel = "o4"\n',  # dotted keys, then more keys
@@ -304,8 +354,7 @@ def test_instruction_blocks_are_idempotent_and_removable(tmp_path: Path) -> None
     setup("claude-code", tmp_path, scope="project", project=project, with_instructions=True,
           remove=True)
     assert claude_md.read_text() == "# Repo rules\n\nUse tabs.\n"
-    assert not (project / ".mcp.json").exists() or "deepfield" not in \
-        jsonc.loads((project / ".mcp.json").read_text())["mcpServers"]
+    assert jsonc.loads((project / ".mcp.json").read_text()) == {}  # setup made it from nothing
 
 
 def test_instruction_files_per_agent(tmp_path: Path) -> None:
@@ -341,6 +390,47 @@ def test_zed_adds_its_block_to_the_rules_file_it_already_reads(tmp_path: Path) -
     assert ZED_RULE_FILES.index("CLAUDE.md") > ZED_RULE_FILES.index("AGENTS.md")
     plan = setup("zed", tmp_path, project=other, with_instructions=True)
     assert plan.changes[1].path == other / "CLAUDE.md" and not (other / "AGENTS.md").exists()
+
+
+def test_remove_takes_out_only_the_block_that_agents_setup_wrote(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    h = host(tmp_path)
+    setup("zed", tmp_path, host=h, project=project, with_instructions=True)  # AGENTS.md
+    setup("vscode", tmp_path, host=h, project=project, with_instructions=True)
+    copilot = project / ".github/copilot-instructions.md"
+    vscode_text = copilot.read_text()
+    # Zed now reads copilot-instructions.md first, but its block went to AGENTS.md
+    removed = setup("zed", tmp_path, host=h, project=project, with_instructions=True,
+                    remove=True)
+    assert [c.path for c in removed.changes[1:]] == [project / "AGENTS.md"]
+    assert not (project / "AGENTS.md").exists() and copilot.read_text() == vscode_text
+    # Codex and Zed share AGENTS.md: one block naming both, which stays for the other
+    setup("codex", tmp_path, host=h, scope="project", project=project, with_instructions=True)
+    (project / ".github").rename(tmp_path / "aside")
+    setup("zed", tmp_path, host=h, project=project, with_instructions=True)
+    agents_md = project / "AGENTS.md"
+    assert agents_md.read_text().count("deepfield:begin for=codex,zed ") == 1
+    setup("codex", tmp_path, host=h, scope="project", project=project, with_instructions=True,
+          remove=True)
+    assert "deepfield:begin for=zed " in agents_md.read_text()
+    setup("zed", tmp_path, host=h, project=project, with_instructions=True, remove=True)
+    assert not agents_md.exists()
+
+
+def test_a_block_from_before_agent_names_is_still_removed(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    old = ("# Notes\n\n<!-- deepfield:begin (written by `deepfield setup`; edit or remove it "
+           "freely) -->\nold text\n<!-- deepfield:end -->\n")
+    (project / "CLAUDE.md").write_text(old)
+    (project / "GEMINI.md").write_text(old)
+    setup("claude-code", tmp_path, scope="project", project=project, with_instructions=True,
+          remove=True)
+    assert (project / "CLAUDE.md").read_text() == "# Notes\n"
+    # Zed takes an unnamed block only out of the file it reads, not out of every rules file
+    setup("zed", tmp_path, project=project, with_instructions=True, remove=True)
+    assert (project / "GEMINI.md").read_text() == old
 
 
 def test_an_unclosed_block_is_refused(tmp_path: Path) -> None:
@@ -393,6 +483,54 @@ def test_cli_dry_run_print_list_and_errors(tmp_path: Path, monkeypatch: pytest.M
         assert exited.value.code == 1
         assert "\n" + line in "\n" + capsys.readouterr().err
     assert bad.read_text() == "[broken\n"
+
+
+def test_cli_keeps_an_agent_on_its_store_when_the_default_has_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("DEEPFIELD_STORE", raising=False)
+    monkeypatch.chdir(project)
+    runner = CliRunner()
+    store = tmp_path / "memory"
+    assert runner.invoke(app, ["--embedder", "none", "init", str(store)]).exit_code == 0
+    assert runner.invoke(app, ["--store", str(store), "setup", "claude-code"]).exit_code == 0
+    config = home / ".claude.json"
+    written = config.read_text()
+    with pytest.raises(SystemExit) as exited:  # again for --instructions, without --store
+        main(["setup", "claude-code", "--instructions"])
+    assert exited.value.code == 1 and config.read_text() == written
+    assert not (home / ".claude" / "CLAUDE.md").exists()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"opens the store {store}, and there is no store at " \
+        f"{project / 'memory'} (pass --store {store} to keep it" in err
+    # A store named on purpose may be made later: the entry moves, with a warning
+    moved = runner.invoke(app, ["--store", str(tmp_path / "new"), "setup", "claude-code"])
+    assert moved.exit_code == 0 and "no store" in moved.stderr
+    assert json.loads(config.read_text())["mcpServers"]["deepfield"]["args"][-1] == \
+        str(tmp_path / "new")
+    # ... and then nothing is left to keep: ./memory (not made yet either) is accepted
+    assert runner.invoke(app, ["setup", "claude-code"]).exit_code == 0
+
+
+@pytest.mark.parametrize("name", ["", "my server", "a.b", "ü", "x/y"])
+def test_server_names_every_agent_accepts(tmp_path: Path, name: str) -> None:
+    for agent in ("codex", "cursor"):
+        with pytest.raises(AgentSetupError, match="invalid server name"):
+            setup(agent, tmp_path, server=name)
+        with pytest.raises(AgentSetupError, match="invalid server name"):
+            snippet(AGENTS[agent], COMMAND, name)
+    assert not (tmp_path / "home" / ".codex").exists()
+    setup("cursor", tmp_path, server="my_memory-2")
+    # --remove still takes out a name an older setup wrote
+    path = tmp_path / "home" / ".cursor" / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {name: {"command": "x"}, "other": {}}}))
+    setup("cursor", tmp_path, server=name, remove=True)
+    assert json.loads(path.read_text()) == {"mcpServers": {"other": {}}}
 
 
 # ---------------------------------------------------------------------- the JSONC editor

@@ -123,6 +123,9 @@ class Instructions:
     style: str
     project: Callable[[Path], Path]
     user: Callable[[Host], Path] | None = None
+    candidates: Callable[[Path], list[Path]] | None = None
+    """Every project file the block may have gone to (Zed: the rule file it read then, which
+    another agent's file may have displaced since): --remove looks for its block in each."""
 
 
 @dataclass(frozen=True)
@@ -197,7 +200,8 @@ AGENTS: dict[str, Agent] = {a.name: a for a in (
           "zed.dev/docs/ai/mcp (\"context_servers\" in settings.json; paths::config_dir: "
           "~/.config/zed, $XDG_CONFIG_HOME/zed, %APPDATA%\\Zed); zed.dev/docs/ai/rules",
           user=lambda h: _zed_config(h) / "settings.json", project=".zed/settings.json",
-          instructions=Instructions("block", _zed_rules)),
+          instructions=Instructions("block", _zed_rules, candidates=lambda p: [
+              p / name for name in ZED_RULE_FILES])),
     Agent("continue", "Continue", "jsonc", "mcpServers", stdio_entry,
           "docs.continue.dev/customize/deep-dives/mcp (JSON MCP files in .continue/mcpServers/; "
           "core/context/mcp/json/loadJsonMcpConfigs.ts also reads ~/.continue/mcpServers); "

@@ -155,9 +155,27 @@ def _toml_set(text: str, path: list[str], value: dict[str, Any]) -> str:
     for key, item in value.items():
         table[key] = item
     existed = path[-1] in container
+    old = container.get(path[-1])
+    if isinstance(old, tomlkit.items.Table) and not inline:
+        # tomlkit keeps the blank lines and comments after a table's last key (those above
+        # the next table) in the table's body: carry them over, or replacing it drops them.
+        items = [item for _, item in old.value.body]
+        start = len(items)
+        while start and isinstance(items[start - 1], (tomlkit.items.Whitespace,
+                                                      tomlkit.items.Comment)):
+            start -= 1
+        for item in items[start:]:
+            assert isinstance(item, (tomlkit.items.Whitespace, tomlkit.items.Comment))
+            table.add(item)
     container[path[-1]] = table
+    rendered = str(tomlkit.dumps(doc))
+    if not inline:
+        header = f"[{tomlkit.key(path).as_string().strip()}]"
+        if not existed:
+            rendered = _comment_below(rendered, header)
+        rendered = _blank_line_after(rendered, header)
     try:
-        return _checked(text, str(tomlkit.dumps(doc)), "toml", path, value)
+        return _checked(text, rendered, "toml", path, value)
     except ConfigShapeError:
         if existed or inline:
             raise
@@ -172,6 +190,54 @@ def _toml_set(text: str, path: list[str], value: dict[str, Any]) -> str:
     return _checked(text, appended, "toml", path, value)
 
 
+def _table_lines(lines: list[str], header: str) -> tuple[int, int] | None:
+    """The line indexes [start, end) of the one table under ``header``, from the header to
+    its last key (not the blank lines or comments that follow); None if not exactly one."""
+    starts = [i for i, line in enumerate(lines) if line.strip() == header]
+    if len(starts) != 1:
+        return None
+    end = starts[0] + 1
+    while end < len(lines) and lines[end].strip() and not lines[end].lstrip().startswith(
+            ("[", "#")):
+        end += 1
+    return starts[0], end
+
+
+def _comment_below(text: str, header: str) -> str:
+    """``text`` with the comment right above the new table under ``header`` moved below it:
+    tomlkit keeps a comment about the next table in the body of the table before it, so a
+    table inserted between them would come under that comment."""
+    lines = text.splitlines(keepends=True)
+    span = _table_lines(lines, header)
+    if span is None:
+        return text
+    start, end = span
+    blank = start
+    while blank and not lines[blank - 1].strip():
+        blank -= 1
+    first = blank
+    while first and lines[first - 1].lstrip().startswith("#"):
+        first -= 1
+    if first == blank:
+        return text
+    return "".join(lines[:first] + lines[start:end] + lines[first:blank] + lines[end:])
+
+
+def _blank_line_after(text: str, header: str) -> str:
+    """``text`` with a blank line between the table under ``header`` and whatever table (or
+    comment before one) follows it: tomlkit puts a new table's last key right above the next
+    header."""
+    lines = text.splitlines(keepends=True)
+    span = _table_lines(lines, header)
+    if span is None:
+        return text
+    start, end = span
+    if end == len(lines) or not lines[end].strip():
+        return text  # the end of the file, or a blank line already
+    newline = "\r\n" if lines[start].endswith("\r\n") else "\n"
+    return "".join(lines[:end]) + newline + "".join(lines[end:])
+
+
 def _toml_remove(text: str, path: list[str]) -> str:
     import tomlkit
 
@@ -179,5 +245,25 @@ def _toml_remove(text: str, path: list[str]) -> str:
     container = _toml_container(doc, path[:-1], create=False)
     if container is None or path[-1] not in container:
         return text
+    # Cut the table's own lines out of the text, so the comments after its last key (about
+    # the next table) stay; tomlkit would delete them with it.
+    lines = text.splitlines(keepends=True)
+    span = _table_lines(lines, f"[{tomlkit.key(path).as_string().strip()}]")
+    if span is not None:
+        start, end = span
+        if end < len(lines) and not lines[end].strip():
+            end += 1  # the blank line that set it apart from what follows
+        elif end == len(lines) and start and not lines[start - 1].strip():
+            start -= 1  # the last table: the blank line above it
+        cut = "".join(lines[:start] + lines[end:])
+        try:
+            return _checked(text, cut, "toml", path, None)
+        except ConfigShapeError:
+            pass  # not a plain [a.b] table (a sub-table follows, ...): let tomlkit do it
     del container[path[-1]]
-    return str(tomlkit.dumps(doc))
+    after = str(tomlkit.dumps(doc))
+    if after.endswith("\n\n") and not text.endswith("\n\n"):
+        # The table was the last: the blank line that set it apart goes with it.
+        after = after.rstrip("\r\n") + ("\r\n" if after.endswith("\r\n") else "\n")
+        after = "" if not after.strip() else after
+    return after

@@ -3,15 +3,27 @@ read, remember and research.
 
 In a shared file (CLAUDE.md, AGENTS.md, GEMINI.md, copilot-instructions.md) the text is one
 block between marker comments, so running setup again replaces it in place and ``--remove``
-takes out exactly that block. Agents that read a folder of rule files (Cursor, Windsurf,
-Continue) get a file of their own, with the frontmatter each expects.
+takes out exactly that block. The begin marker names the agents whose setup wrote the block
+(``for=codex,zed``): several agents read the same file (Codex and Zed both read AGENTS.md), so
+``--remove`` for one agent only takes its name out, and the block goes with the last name. A
+block from before these names (no ``for=``) belongs to whichever agent removes it. Agents that
+read a folder of rule files (Cursor, Windsurf, Continue) get a file of their own, with the
+frontmatter each expects.
 """
 
 from __future__ import annotations
 
-BEGIN = "<!-- deepfield:begin (written by `deepfield setup`; edit or remove it freely) -->"
+import re
+
 END = "<!-- deepfield:end -->"
 _BEGIN_PREFIX = "<!-- deepfield:begin"
+_FOR = re.compile(r"\bfor=([A-Za-z0-9_,-]+)")
+
+
+def begin(agents: list[str]) -> str:
+    """The begin marker of a block written by the setup of ``agents``."""
+    return (f"{_BEGIN_PREFIX} for={','.join(sorted(set(agents)))} (written by `deepfield "
+            "setup`; edit or remove it freely) -->")
 
 
 class MarkerError(ValueError):
@@ -42,8 +54,8 @@ read and edit too.
 """
 
 
-def block(server: str) -> str:
-    return f"{BEGIN}\n{guidance(server)}{END}\n"
+def block(server: str, agents: list[str]) -> str:
+    return f"{begin(agents)}\n{guidance(server)}{END}\n"
 
 
 def _lines(text: str) -> list[str]:
@@ -62,14 +74,26 @@ def _span(text: str) -> tuple[int, int] | None:
     return None
 
 
-def add_block(text: str, server: str) -> str:
-    """``text`` with the deepfield block added at the end, or replaced where it already is."""
-    new = block(server)
+def block_agents(text: str) -> list[str] | None:
+    """The agents named by the deepfield block's begin marker: [] when ``text`` has no block,
+    None for a block that names none (written before blocks named their agents)."""
+    span = _span(text)
+    if span is None:
+        return []
+    found = _FOR.search(_lines(text)[span[0]])
+    return [name for name in found.group(1).split(",") if name] if found else None
+
+
+def add_block(text: str, server: str, agent: str) -> str:
+    """``text`` with the deepfield block added at the end, or replaced where it already is;
+    the block names ``agent`` besides the agents it already named."""
     span = _span(text)
     lines = _lines(text)
     if span is not None:
         first, last = span
+        new = block(server, [*(block_agents(text) or []), agent])
         return "".join(lines[:first]) + new + "".join(lines[last + 1:])
+    new = block(server, [agent])
     if not text.strip():
         return new
     separator = "\n" if text.endswith("\n") else "\n\n"
@@ -78,13 +102,23 @@ def add_block(text: str, server: str) -> str:
     return text + separator + new
 
 
-def remove_block(text: str) -> str:
-    """``text`` without the deepfield block (and the blank line that set it apart)."""
+def remove_block(text: str, agent: str, *, unnamed: bool = True) -> str:
+    """``text`` without ``agent``'s part in the deepfield block: only its name when the block
+    names other agents too (they still read it), else the block and the blank line that set
+    it apart. A block that names other agents only is left as it is, and so is one that
+    names none unless ``unnamed``."""
     span = _span(text)
     if span is None:
         return text
     first, last = span
     lines = _lines(text)
+    named = block_agents(text)
+    if (named is None and not unnamed) or (named is not None and agent not in named):
+        return text
+    others = [name for name in named or [] if name != agent]
+    if others:
+        ending = lines[first][len(lines[first].rstrip("\r\n")):]
+        return "".join(lines[:first]) + begin(others) + ending + "".join(lines[first + 1:])
     before, after = lines[:first], lines[last + 1:]
     if before and not before[-1].strip() and (not after or not after[0].strip()):
         before = before[:-1]

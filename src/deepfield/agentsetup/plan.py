@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -32,6 +33,10 @@ from . import formats, instructions
 from .agents import PROJECT, USER, Agent, Host
 
 DEFAULT_SERVER_NAME = "deepfield"
+SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
+"""The server names setup writes: what every agent accepts. Codex refuses others in
+``[mcp_servers]``, and agents name the tools ``mcp__NAME__search`` or the like, which model
+APIs accept only in these characters."""
 
 
 @dataclass
@@ -73,6 +78,8 @@ class SetupPlan:
     entry: dict[str, Any]
     remove: bool
     changes: list[FileChange] = field(default_factory=list)
+    previous: dict[str, Any] | None = None
+    """The server's entry in the config before this change (None: there was none)."""
 
     @property
     def changed(self) -> bool:
@@ -92,8 +99,30 @@ def server_entry(agent: Agent, command: list[str]) -> dict[str, Any]:
     return agent.entry(list(command))
 
 
+def check_server_name(server: str) -> str:
+    if not SERVER_NAME.fullmatch(server):
+        raise AgentSetupError(f"invalid server name {server!r}", "use only letters, digits, "
+                              "- and _, which every agent accepts, e.g. --name deepfield")
+    return server
+
+
+def entry_store(entry: Any) -> str | None:
+    """The store a server entry opens: what follows ``mcp`` in its command (or ``--store``,
+    as in ``deepfield --store DIR mcp``); None when the entry is not deepfield's."""
+    if not isinstance(entry, dict):
+        return None
+    args = entry.get("args")
+    parts = [entry.get("command"), *(args if isinstance(args, list) else [])]
+    for flag in ("--store", "mcp"):
+        if flag in parts[:-1]:
+            value = parts[parts.index(flag) + 1]
+            return value if isinstance(value, str) and not value.startswith("-") else None
+    return None
+
+
 def snippet(agent: Agent, command: list[str], server: str = DEFAULT_SERVER_NAME) -> str:
     """The bare config text an agent needs (``--print``): JSON, or TOML for Codex."""
+    check_server_name(server)
     return formats.set_entry("", agent.format, [agent.key, server], server_entry(agent, command))
 
 
@@ -105,6 +134,8 @@ def plan_setup(agent: Agent, command: list[str], *, host: Host, project: Path,
     chosen = scope or (USER if USER in agent.scopes else PROJECT)
     path = agent.config_path(chosen, host, project)
     entry = server_entry(agent, command)
+    if not remove:  # --remove takes any name out, even one an older setup accepted
+        check_server_name(server)
     plan = SetupPlan(agent, chosen, server, entry, remove)
     before = read_text(path)
     if agent.own_file and remove and before is not None:
@@ -114,9 +145,12 @@ def plan_setup(agent: Agent, command: list[str], *, host: Host, project: Path,
             None, {}, {agent.key: {}}) else rest
     else:
         after = edit_config(agent, path, before, server, entry, remove)
+    if before is not None:
+        previous = formats.get(before, agent.format, [agent.key, server])
+        plan.previous = previous if isinstance(previous, dict) else None
     plan.changes.append(FileChange(path, "config", before, after))
     if with_instructions:
-        plan.changes.append(_instruction_change(agent, chosen, host, project, server, remove))
+        plan.changes.extend(_instruction_changes(agent, chosen, host, project, server, remove))
     return plan
 
 
@@ -126,8 +160,15 @@ def edit_config(agent: Agent, path: Path, before: str | None, server: str,
     key_path = [agent.key, server]
     try:
         if remove:
-            return before if before is None else formats.remove_entry(text, agent.format,
-                                                                       key_path)
+            if before is None:
+                return None
+            after = formats.remove_entry(text, agent.format, key_path)
+            if after != before and formats.check(after, agent.format) == {agent.key: {}}:
+                # Setup added the servers object to a file that held nothing (`{}`): take it
+                # out with the entry, so the file reads as before. Beside other settings an
+                # empty one stays, as setup cannot tell whether it was there before.
+                after = formats.remove_entry(after, agent.format, [agent.key])
+            return after
         if before is not None and formats.get(text, agent.format, key_path) == entry:
             return before
         return formats.set_entry(text, agent.format, key_path, entry)
@@ -143,24 +184,39 @@ def edit_config(agent: Agent, path: Path, before: str | None, server: str,
                               "setup again; nothing was changed") from None
 
 
-def _instruction_change(agent: Agent, scope: str, host: Host, project: Path, server: str,
-                        remove: bool) -> FileChange:
+def _instruction_changes(agent: Agent, scope: str, host: Host, project: Path, server: str,
+                         remove: bool) -> list[FileChange]:
     spec = agent.instructions
     if spec is None:
         raise AgentSetupError(f"{agent.title} reads no instruction file",
                               "leave out --instructions for this agent")
     path = spec.user(host) if scope == USER and spec.user else spec.project(project)
-    before = read_text(path)
     if spec.style != "block":
+        before = read_text(path)
         after = None if remove else instructions.own_file(spec.style, server)
-        return FileChange(path, "instructions", before, after)
+        return [FileChange(path, "instructions", before, after)]
+    if not remove:
+        return [_block_change(agent, path, server, remove=False)]
+    paths = [path]
+    if spec.candidates is not None and path == spec.project(project):
+        paths += [p for p in spec.candidates(project) if p != path]
+    # A block that names no agent (older setups) is taken out of the agent's own file only.
+    changes = [_block_change(agent, p, server, remove=True, unnamed=p == path) for p in paths]
+    # Report the files the block was taken out of (else the agent's own file, unchanged).
+    return [c for c in changes if c.before != c.after] or changes[:1]
+
+
+def _block_change(agent: Agent, path: Path, server: str, remove: bool,
+                  unnamed: bool = True) -> FileChange:
+    before = read_text(path)
     try:
         if remove:
-            after = None if before is None else instructions.remove_block(before)
-            if after is not None and not after.strip():
+            after = None if before is None else instructions.remove_block(
+                before, agent.name, unnamed=unnamed)
+            if after is not None and after != before and not after.strip():
                 after = None  # the file held nothing but the block deepfield wrote
         else:
-            after = instructions.add_block(before or "", server)
+            after = instructions.add_block(before or "", server, agent.name)
     except instructions.MarkerError as exc:
         raise AgentSetupError(f"{path}: {exc}", f"add the line {instructions.END} where the "
                               "block ends, or delete the begin line; nothing was changed") \

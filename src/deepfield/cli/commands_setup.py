@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from ..agentsetup import AGENTS, Host, apply, get_agent, plan_setup, snippet
-from ..agentsetup.plan import DEFAULT_SERVER_NAME, SetupPlan
+from ..agentsetup.plan import DEFAULT_SERVER_NAME, SetupPlan, entry_store
 from ..errors import AgentSetupError
 from .app import app, json_option, print_json, settings, store_exists, warn
 
@@ -60,6 +60,25 @@ def _report(plan: SetupPlan, dry_run: bool) -> None:
         click.echo(f"restart {plan.agent.title} to load the `{plan.server}` MCP server")
 
 
+def _keep_connected(ctx: click.Context, plan: SetupPlan, store: Path) -> None:
+    """Refuse to move an entry off the store it opens to the default ./memory that holds no
+    store (running setup again for --instructions, without --store): the agent would lose
+    its memory. A store named with --store or $DEEPFIELD_STORE may still be made later."""
+    source = ctx.find_root().get_parameter_source("store_path")
+    if source is not click.core.ParameterSource.DEFAULT:
+        return
+    current = entry_store(plan.previous)
+    if current is None or current == str(store):
+        return
+    if not current.startswith("s3://") and not store_exists(Path(current)):
+        return  # the entry's store is gone too: nothing to keep
+    raise AgentSetupError(
+        f"{plan.agent.title}'s `{plan.server}` server opens the store {current}, and there is "
+        f"no store at {store}",
+        f"pass --store {current} to keep it, or run `deepfield init DIR` and pass --store DIR "
+        "to use another; nothing was changed")
+
+
 @app.command("setup")
 @click.argument("agent", required=False)
 @click.option("--scope", type=click.Choice(["user", "project"]), default=None,
@@ -77,7 +96,8 @@ def _report(plan: SetupPlan, dry_run: bool) -> None:
               help="Also add a short block saying when to search, read, remember and research "
               "to the file the agent reads (CLAUDE.md, AGENTS.md, GEMINI.md, .cursor/rules, ...).")
 @click.option("--name", "server_name", default=DEFAULT_SERVER_NAME, show_default=True,
-              help="The MCP server's name in the agent's configuration.")
+              help="The MCP server's name in the agent's configuration: letters, digits, '-' "
+              "and '_' (what every agent accepts).")
 @click.option("--list", "list_agents", is_flag=True,
               help="List the agents and the files setup would edit.")
 @json_option
@@ -116,10 +136,11 @@ def setup_cmd(ctx: click.Context, agent: str | None, scope: str | None, project_
         else:
             click.echo(text, nl=False)
         return
-    if not remove and isinstance(store, Path) and not store_exists(store):
-        warn(f"there is no store at {store} yet: create it with `deepfield init {store}`")
     plan = plan_setup(chosen, command, host=host, project=project, scope=scope,
                       server=server_name, remove=remove, with_instructions=with_instructions)
+    if not remove and isinstance(store, Path) and not store_exists(store):
+        _keep_connected(ctx, plan, store)
+        warn(f"there is no store at {store} yet: create it with `deepfield init {store}`")
     if not dry_run:
         apply(plan)
     if as_json:
