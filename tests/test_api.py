@@ -15,6 +15,7 @@ def test_all_is_complete_and_sorted() -> None:
                "embed", "errors", "fence", "field", "field_backends", "field_index", "field_sync",
                "freshness", "fsutil", "fusion", "hits", "httpjson", "importers", "index",
                "line_rank", "listing", "llm", "manage", "markdown", "memo", "memorize", "page",
+               "page_text",
                "portable", "qa", "read", "read_parts", "relative_dates", "research", "salience",
                "scan", "search", "server", "sessions", "split", "store", "tokens", "writer"}
     modules |= {"agentsetup", "integrations"}  # imported on demand (setup, framework adapters)
