@@ -404,7 +404,9 @@ def test_the_cli_and_json_on_a_bucket_store(s3: Any, tmp_path: Path) -> None:  #
     cli = Cli(Path("unused"))
     init = cli.json("--store", url, "--embedder", "fake", "init")
     assert init == {"store": url, "created": True, "embedding": {"backend": "fake"}}
-    assert cli("--store", url, "new", "notes").exit_code == 0
+    made = cli("--store", url, "new", "notes")  # where the field lives, not the cache copy
+    assert (made.exit_code, made.stdout) == (0, f"created field notes at {url}/notes\n")
+    assert cli.json("--store", url, "new", "more")["path"] == f"{url}/more"
     added = cli.json("--store", url, "add", "notes", "--title", "Wok", "-",
                      input="Carbon fibre woks heat unevenly.\n")
     assert added["pages"][0]["filename"] == "wok.md"
@@ -542,3 +544,101 @@ def test_restore_in_a_bucket_brings_back_the_newest_version_and_every_part(two: 
     with pytest.raises(PageConflictError, match="already exists"):
         other.restore("g-taken")
     assert "team/notes/archive/g-taken.md" in keys(client, bucket, "team/notes/")
+
+
+def _until(check: Any, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "not picked up in time"
+        time.sleep(0.1)
+
+
+def test_passwd_on_a_bucket_store_reaches_running_replicas(
+        two: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`passwd --store s3://…` edits the bucket's deepfield.toml (conditionally: an edit
+    made meanwhile is kept), and a running server's logins follow it within seconds."""
+    import io
+
+    from deepfield.server import create_app
+
+    from .test_server import Served, basic
+
+    first, _, client, bucket = two
+    url = f"s3://{bucket}/team"
+    first.create_field("notes")
+    page = b"# Note\n\ntext\n"
+    with Served(create_app(first)) as served, httpx.Client(base_url=served.url) as http:
+        assert http.put("/notes/before.md", content=page).status_code == 201  # no users
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"s3cret\n")))
+        code, out, err = run_main(capsys, "--store", url, "passwd", "dave", "--password-stdin")
+        assert (code, err) == (0, "")
+        assert out == f"password for dave saved in {url}/deepfield.toml\n"
+        config = body(client, bucket, "team/deepfield.toml")
+        assert 'backend = "fake"' in config and "dave = \"scrypt$" in config
+        _until(lambda: http.put("/notes/race.md", content=page).status_code == 401, 5)
+        assert http.put("/notes/after.md", content=page,
+                        headers=basic("dave", "s3cret")).status_code == 201
+        code, out, err = run_main(capsys, "--store", url, "passwd", "dave", "--remove")
+        assert code == 0 and out.startswith("login of dave removed")
+        assert "dave" not in body(client, bucket, "team/deepfield.toml")
+        _until(lambda: http.put("/notes/open.md", content=page).status_code == 201, 5)
+        code, _, err = run_main(capsys, "--store", url, "passwd", "dave", "--remove")
+        assert code == 1 and err.startswith("error: no user 'dave' in s3://")
+
+
+def test_editing_the_bucket_config_keeps_an_edit_made_meanwhile(two: Any) -> None:
+    from deepfield.bucket.store import edit_bucket_config
+    from deepfield.server.auth import with_user
+
+    _, _, client, bucket = two
+    url = f"s3://{bucket}/team"
+    tries = []
+
+    def edit(text: str) -> str:
+        if not tries:  # another process adds its user between our read and our write
+            client.put_object(Bucket=bucket, Key="team/deepfield.toml",
+                              Body=with_user(text, "erin", "scrypt$x", "t").encode())
+        tries.append(text)
+        return with_user(text, "dave", "scrypt$y", "t")
+
+    assert edit_bucket_config(url, edit) == f"{url}/deepfield.toml"
+    config = body(client, bucket, "team/deepfield.toml")
+    assert len(tries) == 2 and "erin = " in config and "dave = " in config
+
+
+def test_a_server_answers_from_its_copy_while_the_bucket_is_down(
+        s3: Any, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """The page file route and search answer from the working copy with the warning, as
+    the other reads do (a bucket server of its own, stopped in the middle)."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from deepfield.server import create_app
+
+    from .test_server import Served
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{host}:{port}")
+    client = boto3.client("s3")
+    client.create_bucket(Bucket="down")
+    client.put_object(Bucket="down", Key="team/deepfield.toml", Body=CONFIG)
+    client.close()
+    store = deepfield.open("s3://down/team", embedder=FakeEmbedder())
+    store.create_field("notes").add("Wok", "Carbon fibre woks heat unevenly.")
+    search = {"q": "carbon woks", "mode": "bm25"}
+    try:
+        with Served(create_app(store)) as served, httpx.Client(base_url=served.url) as http:
+            assert "x-deepfield-warning" not in http.get("/notes/wok.md").headers
+            assert http.get("/notes/search", params=search).json()["warnings"] == []
+            server.stop()
+            _until(lambda: any("cannot reach the bucket" in w for w in
+                               http.get("/notes/search", params=search).json()["warnings"]), 15)
+            found = http.get("/notes/search", params=search).json()
+            assert found["results"][0]["filename"] == "wok.md"
+            got = http.get("/notes/wok.md")
+            assert got.status_code == 200 and b"Carbon fibre woks" in got.content
+            assert "cannot reach the bucket" in got.headers["x-deepfield-warning"]
+    finally:
+        store.close()

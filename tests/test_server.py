@@ -538,6 +538,12 @@ def test_passwords_and_config(tmp_path: Path, cli: Any) -> None:
     printed = cli("passwd", "carol", "--password-stdin", "--print", input="x\n")
     assert printed.stdout.startswith('carol = "scrypt$')
     assert "carol" not in load_config(cli.store_path).server.users
+    removed = cli("passwd", "bob", "--remove")
+    assert removed.exit_code == 0 and removed.stdout.startswith("login of bob removed from")
+    assert set(load_config(cli.store_path).server.users) == {"alice"}
+    assert load_config(cli.store_path).embedding.backend == "fake"
+    with pytest.raises(deepfield.DeepfieldError, match="no user 'bob'"):  # one line, exit 1
+        cli("passwd", "bob", "--remove")
 
 
 def _first_search(client: httpx.Client, query: str) -> dict[str, Any]:

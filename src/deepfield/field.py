@@ -134,6 +134,11 @@ class Field(FieldSync):
         """Fetch the current versions of these pages where the field is a copy of pages kept
         elsewhere (a bucket: deepfield.bucket); a folder on disk is always current."""
 
+    def copy_warnings(self) -> list[str]:
+        """Why this field's pages may be behind the place they are kept (a bucket that could
+        not be reached at the last try), said with every search; a folder on disk: none."""
+        return []
+
     def pages(self) -> list[DocRow]:
         """Every page (as indexed), sorted by filename."""
         self.ensure_synced(embed=False)

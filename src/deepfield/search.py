@@ -147,6 +147,10 @@ def search_fields(
         if sync:
             report = fld.ensure_synced(embed=mode != "bm25", deadline=deadline)
             warnings.extend(f"{fld.name}/{w}" for w in report.warnings)
+        # A server's searches do not sync here (its pool and poller do, out of the request):
+        # a copy that could not be refreshed is said with every search all the same.
+        warnings.extend(w for w in (f"{fld.name}/{w}" for w in fld.copy_warnings())
+                        if w not in warnings)
         # Filtered searches run on the SQLite catalogue, whatever serves the field otherwise.
         index = fld.search_backend(catalogue=bool(where))
         if mode != "bm25" and index.embedder is None:

@@ -47,6 +47,7 @@ from ..scan import SourceFile
 from ..writer import WriteResult, refuse_special
 from .archive import BucketShelf, archive_object, archived_names, put_archived
 from .objects import Got, ObjectConflictError
+from .store import stale_copy
 
 if TYPE_CHECKING:
     from ..embed.base import Embedder
@@ -104,6 +105,10 @@ class BucketField(Field):
 
     def refresh_from_bucket(self) -> set[str]:
         """Bring the working copy in line with the bucket; returns the names that changed."""
+        with self.store.reaching():
+            return self._refresh_from_bucket()
+
+    def _refresh_from_bucket(self) -> set[str]:
         with self.state.lock:
             objects, _ = self.bucket.list(self.prefix)
             listed = {o.name: o for o in objects if _mirrored(o.name)}
@@ -128,7 +133,7 @@ class BucketField(Field):
     def refresh_pages(self, names: Iterable[str]) -> None:
         """Fetch the current version of each named page (a read, or a write that checks
         a version, must not trust a copy another replica may have replaced)."""
-        with self.state.lock:
+        with self.store.reaching(), self.state.lock:
             changed = set()
             for name in names:
                 if not _mirrored(name):
@@ -196,11 +201,15 @@ class BucketField(Field):
             try:
                 self.refresh_from_bucket()
             except RemoteUnavailableError as exc:
-                problem = f"{exc.message}; answering from this process's copy of the pages"
+                problem = stale_copy(exc)
         report = super().ensure_synced(embed=embed, deadline=deadline)
         if problem is not None:
             report.warnings.append(problem)
         return report
+
+    def copy_warnings(self) -> list[str]:
+        problem = self.store.unreachable
+        return [] if problem is None else [problem]
 
     def index(self, **options: Any) -> SyncReport:
         self.refresh_from_bucket()

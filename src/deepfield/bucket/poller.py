@@ -73,13 +73,17 @@ class BucketPoller:
     def round(self) -> None:
         """One pass over every field (also callable directly, e.g. by tests)."""
         try:
-            if time.monotonic() - self._names_at >= FIELDS_EVERY_S or not self._names:
-                self._names = self.store.field_names()
-                self._names_at = time.monotonic()
+            with self.store.reaching():
+                if time.monotonic() - self._names_at >= FIELDS_EVERY_S or not self._names:
+                    self._names = self.store.field_names()
+                    self._names_at = time.monotonic()
+                # Logins (server/auth.py) follow this replica's copy of deepfield.toml.
+                self.store.refresh_config()
             indexer = self.store.may_write_index()
         except Exception as exc:  # the bucket is unreachable: keep serving what we have
             self._failed("*", exc)
             return
+        self.failures.pop("*", None)
         for name in self._names:
             if self._stop.is_set():
                 return

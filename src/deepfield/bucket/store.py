@@ -16,12 +16,20 @@ import contextlib
 import hashlib
 import os
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..config import CONFIG_FILE, EmbeddingConfig, StoreConfig, load_config, render_config
 from ..embed.base import Embedder
-from ..errors import FieldExistsError, StoreNotFoundError, UnknownFieldError
+from ..errors import (
+    ConfigError,
+    FieldExistsError,
+    RemoteUnavailableError,
+    StoreNotFoundError,
+    UnknownFieldError,
+    WriteConflictError,
+)
 from ..fsutil import atomic_write
 from ..page import INTRO_FILE, is_valid_name, require_field_name
 from ..store import Store, build_embedder, check_field_name
@@ -32,6 +40,13 @@ if TYPE_CHECKING:
     from .field import BucketField, MirrorState
 
 MAX_REPLICA_SLOTS = 64
+CONFIG_EDIT_TRIES = 8
+"""How often an edit of the bucket's deepfield.toml is tried again after losing a race."""
+
+
+def stale_copy(exc: RemoteUnavailableError) -> str:
+    """The warning of a read answered from the working copy because the bucket failed."""
+    return f"{exc.message}; answering from this process's copy of the pages"
 
 
 def is_bucket_url(text: str | os.PathLike[str]) -> bool:
@@ -90,6 +105,19 @@ class BucketStore(Store):
         """Whether this process may take the indexer lease (False: a read-only replica)."""
         self.background_indexing = False
         """Set while a poller (bucket/poller.py) keeps the shared indexes current."""
+        self.unreachable: str | None = None
+        """Why the last refresh from the bucket failed (None: it worked): every search says
+        it, as long as the working copy may be behind the bucket."""
+
+    @contextlib.contextmanager
+    def reaching(self) -> Iterator[None]:
+        """Around a refresh from the bucket: keeps :attr:`unreachable` up to date."""
+        try:
+            yield
+        except RemoteUnavailableError as exc:
+            self.unreachable = stale_copy(exc)
+            raise
+        self.unreachable = None
 
     def __repr__(self) -> str:
         return f"BucketStore({self.url!r})"
@@ -157,6 +185,22 @@ class BucketStore(Store):
                                 (text.rstrip("\n") + "\n").encode("utf-8"), create=True)
         return self.field(name)
 
+    def refresh_config(self) -> bool:
+        """Copy the bucket's deepfield.toml over this process's copy when it changed (True):
+        a server's logins (server/auth.py) follow that file, so ``deepfield passwd`` on any
+        machine reaches every running replica. RemoteUnavailableError when unreachable."""
+        got = self.bucket.get(CONFIG_FILE)
+        if got is None:  # removed by hand: keep what the store was opened with
+            return False
+        path = self.root / CONFIG_FILE
+        try:
+            if path.read_bytes() == got.data:
+                return False
+        except OSError:
+            pass
+        atomic_write(path, got.data, durable=False)
+        return True
+
     def close(self) -> None:
         super().close()
         with contextlib.suppress(Exception):
@@ -165,6 +209,40 @@ class BucketStore(Store):
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
+
+
+def edit_bucket_config(url: str, edit: Callable[[str], str]) -> str:
+    """Replace the deepfield.toml of the store at ``url`` with ``edit(its text)``, by a
+    conditional write: an edit made meanwhile by another process is read and ``edit`` applied
+    to it again, never overwritten. Returns the file's URL."""
+    bucket = Bucket(url)
+    try:
+        for _ in range(CONFIG_EDIT_TRIES):
+            got = bucket.get(CONFIG_FILE)
+            if got is None:
+                _, folders = bucket.list("")
+                if not folders:
+                    raise StoreNotFoundError(
+                        f"no store at {url} (no {CONFIG_FILE} and no fields)",
+                        f"create it with `deepfield --store {url} init`, or check the prefix")
+            try:
+                text = edit("" if got is None else got.data.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise ConfigError(f"{url}/{CONFIG_FILE} is not UTF-8 text",
+                                  "fix or replace it in the bucket") from None
+            try:
+                if got is None:
+                    bucket.put(CONFIG_FILE, text.encode("utf-8"), create=True)
+                else:
+                    bucket.put(CONFIG_FILE, text.encode("utf-8"), if_match=got.etag)
+            except ObjectConflictError:
+                continue  # changed since it was read: edit the new version
+            return f"{SCHEME}{bucket.name}/{bucket.prefix}{CONFIG_FILE}"
+    finally:
+        bucket.close()
+    raise WriteConflictError(
+        f"{url}/{CONFIG_FILE} kept changing while it was edited ({CONFIG_EDIT_TRIES} tries)",
+        "try again")
 
 
 def init_bucket_store(url: str, embedding: EmbeddingConfig) -> tuple[BucketStore, bool]:

@@ -37,10 +37,13 @@ def new_field(ctx: click.Context, name: str, intro: str | None, as_json: bool) -
     """
     store = settings(ctx).store()
     field = store.create_field(name, intro=intro)
+    # A bucket store's field lives in the bucket; field.path is only this process's copy.
+    url = getattr(store, "url", None)
+    where = f"{url.rstrip('/')}/{field.name}" if url else str(field.path)
     if as_json:
-        print_json({"field": field.name, "path": str(field.path)})
+        print_json({"field": field.name, "path": where})
     else:
-        click.echo(f"created field {field.name} at {field.path}")
+        click.echo(f"created field {field.name} at {where}")
 
 
 @app.command("ls")

@@ -294,19 +294,57 @@ def mcp_cmd(ctx: click.Context, store: str | None, transport: str, host: str, po
 @click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
 @click.option("--print", "print_only", is_flag=True,
               help="Only print the hash (to paste into [server.users]); change nothing.")
+@click.option("--remove", is_flag=True, help="Remove USER's login instead (no password asked).")
 @json_option
 @click.pass_context
 def passwd_cmd(ctx: click.Context, user: str, password_stdin: bool, print_only: bool,
-               as_json: bool) -> None:
+               remove: bool, as_json: bool) -> None:
     """Set USER's password for `deepfield serve` / `deepfield mcp` (salted scrypt hash in the
-    store's deepfield.toml, [server.users]). Prompts unless --password-stdin.
+    store's deepfield.toml, [server.users]), or --remove USER. Prompts unless --password-stdin.
+    A store in a bucket (--store s3://…) is edited in the bucket.
 
-    Servers already running pick up the change within 2 seconds: once a store has a user,
-    every write needs a login.
+    Servers already running pick up the change within 2 seconds (a bucket store's replicas
+    within a few): once a store has a user, every write needs a login.
     """
-    from ..server.auth import hash_password, save_user
+    from ..server.auth import check_user_name, hash_password, save_user, with_user
 
-    if password_stdin:
+    check_user_name(user)
+    if remove and print_only:
+        raise click.BadParameter("--remove changes the store; leave out --print",
+                                 param_hint="--remove")
+    hashed: str | None = None
+    if not remove:
+        hashed = hash_password(_password(password_stdin))
+    saved: str | None = None
+    if not print_only:
+        env = settings(ctx)
+        if env.store_url is not None:
+            from ..bucket.store import edit_bucket_config
+
+            saved = edit_bucket_config(
+                env.store_url, lambda text: with_user(text, user, hashed,
+                                                      f"{env.store_url}/deepfield.toml"))
+        else:
+            if not store_exists(env.store_path):
+                raise StoreNotFoundError(f"no store at {env.store_path}")
+            saved = str(save_user(env.store_path, user, hashed))
+    if as_json:
+        out: dict[str, Any] = {"user": user, "saved": saved}
+        if remove:
+            out["removed"] = True
+        else:
+            out["hash"] = hashed
+        print_json(out)
+    elif remove:
+        click.echo(f"login of {user} removed from {saved}")
+    elif saved:
+        click.echo(f"password for {user} saved in {saved}")
+    else:
+        click.echo(f'{user} = "{hashed}"')
+
+
+def _password(from_stdin: bool) -> str:
+    if from_stdin:
         raw = sys.stdin.buffer.readline()
         try:
             password = raw.decode("utf-8").rstrip("\r\n")
@@ -318,16 +356,4 @@ def passwd_cmd(ctx: click.Context, user: str, password_stdin: bool, print_only: 
                                 err=True)
     if not password:
         raise click.BadParameter("the password is empty")
-    hashed = hash_password(password)
-    saved: str | None = None
-    if not print_only:
-        env = settings(ctx)
-        if not store_exists(env.store_path):
-            raise StoreNotFoundError(f"no store at {env.store_path}")
-        saved = str(save_user(env.store_path, user, hashed))
-    if as_json:
-        print_json({"user": user, "hash": hashed, "saved": saved})
-    elif saved:
-        click.echo(f"password for {user} saved in {saved}")
-    else:
-        click.echo(f'{user} = "{hashed}"')
+    return password

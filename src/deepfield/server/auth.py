@@ -201,28 +201,50 @@ class Auth:
         return {"WWW-Authenticate": f'Basic realm="{REALM}", charset="UTF-8"'}
 
 
-def save_user(root: Path, user: str, password_hash: str) -> Path:
-    """Add or replace ``user`` in ``[server.users]`` of the store's deepfield.toml."""
+def check_user_name(user: str) -> None:
     if not USER_RE.match(user):
         raise ConfigError(f"user name {user!r} is not allowed",
                           "use letters, digits, '.', '_' and '-' (at most 64)")
-    path = root / CONFIG_FILE
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+def with_user(text: str, user: str, password_hash: str | None, where: str) -> str:
+    """``text`` (a deepfield.toml) with ``user`` set to ``password_hash`` in
+    ``[server.users]``, or removed when it is None; the rest of the file is kept as written
+    (comments included). ConfigError when there is no such user to remove, or when the result
+    would not be valid TOML."""
+    check_user_name(user)
     lines = text.splitlines()
-    entry = f'{user} = "{password_hash}"'
     header = next((i for i, line in enumerate(lines) if line.strip() == "[server.users]"), None)
+    entry = [] if password_hash is None else [f'{user} = "{password_hash}"']
     if header is None:
-        lines += ["", "[server.users]", entry]
+        if password_hash is None:
+            raise ConfigError(f"no user {user!r} in {where}", "it has no [server.users]")
+        lines += ["", "[server.users]", *entry]
     else:
         end = next((i for i in range(header + 1, len(lines))
                     if lines[i].lstrip().startswith("[")), len(lines))
         keep = [line for line in lines[header + 1:end]
                 if line.split("=", 1)[0].strip().strip('"') != user]
-        lines = [*lines[:header + 1], entry, *keep, *lines[end:]]
+        if password_hash is None and len(keep) == end - header - 1:
+            names = [line.split("=", 1)[0].strip().strip('"') for line in keep
+                     if "=" in line and not line.lstrip().startswith("#")]
+            raise ConfigError(f"no user {user!r} in {where}",
+                              f"its users: {', '.join(names) or 'none'}")
+        lines = [*lines[:header + 1], *entry, *keep, *lines[end:]]
     new_text = "\n".join(lines).lstrip("\n") + "\n"
     try:
         tomllib.loads(new_text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} would not be valid TOML after adding {user}: {exc}") from None
-    atomic_write(path, new_text.encode("utf-8"))
+        raise ConfigError(f"{where} would not be valid TOML after changing {user}: {exc}"
+                          ) from None
+    return new_text
+
+
+def save_user(root: Path, user: str, password_hash: str | None) -> Path:
+    """Add or replace ``user`` in ``[server.users]`` of the store's deepfield.toml (None:
+    remove the user)."""
+    check_user_name(user)
+    path = root / CONFIG_FILE
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    atomic_write(path, with_user(text, user, password_hash, str(path)).encode("utf-8"))
     return path

@@ -11,6 +11,7 @@ returned again.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import errno
 import hashlib
@@ -22,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ..errors import DeepfieldError, InvalidNameError, PageNotFoundError
+from ..errors import DeepfieldError, InvalidNameError, PageNotFoundError, RemoteUnavailableError
 from ..field import Field
 from ..fsutil import read_no_follow
 from ..page import INTRO_FILE, LISTING_FILE
@@ -46,10 +47,15 @@ def etag_of(data: bytes) -> str:
     return '"' + hashlib.sha256(data).hexdigest() + '"'
 
 
-def _markdown(request: Request, data: bytes, mtime: float | None = None) -> Response:
+def _markdown(request: Request, data: bytes, mtime: float | None = None,
+              warnings: list[str] | None = None) -> Response:
     """A Markdown file with validators: ETag (sha256) and Last-Modified (its mtime), and
-    304 for a matching ``If-None-Match`` or (without one) ``If-Modified-Since``."""
+    304 for a matching ``If-None-Match`` or (without one) ``If-Modified-Since``;
+    ``warnings`` (e.g. the bucket could not be reached: the working copy's file) in
+    X-Deepfield-Warning."""
     headers = {"ETag": etag_of(data)}
+    if warnings:
+        headers[WARNING_HEADER] = header_text(" | ".join(warnings))
     if mtime is not None:
         headers["Last-Modified"] = email.utils.formatdate(mtime, usegmt=True)
     match = request.headers.get("if-none-match")
@@ -87,7 +93,7 @@ async def get_intro(request: Request) -> Response:
     field = service.field(name)
     try:
         data, mtime = await run_in_threadpool(_read, field.path / INTRO_FILE)
-        return _markdown(request, data, mtime)
+        return _markdown(request, data, mtime, field.copy_warnings())
     except (FileNotFoundError, IsADirectoryError):
         pass  # no index.md (or a link, never followed): a short generated one
     data = (f"# {name}\n\nA memoryfield served by deepfield. Its catalogue of pages is "
@@ -158,12 +164,15 @@ async def get_page(request: Request) -> Response:
     if filename == LISTING_FILE:  # make sure the catalogue reflects edits made meanwhile
         await service.run(name, lambda f: f.ensure_synced(embed=False))
     elif type(field).refresh_pages is not Field.refresh_pages:  # a copy of a bucket's pages
-        await service.run(name, lambda f: f.refresh_pages([filename]))
+        # Unreachable: the read goes on from the working copy, with the warning
+        # (copy_warnings), as every other read does.
+        with contextlib.suppress(RemoteUnavailableError):
+            await service.run(name, lambda f: f.refresh_pages([filename]))
     try:
         data, mtime = await run_in_threadpool(_read, path)
     except (FileNotFoundError, IsADirectoryError):
         raise PageNotFoundError(f"no page {filename!r} in field {name}") from None
-    return _markdown(request, data, mtime)
+    return _markdown(request, data, mtime, field.copy_warnings())
 
 
 def _check_body(body: bytes) -> Response | None:
