@@ -138,3 +138,5 @@ def test_cli_read_section_of_a_split_page(cli: Cli) -> None:
     outline = cli("read", "research", "long-report", "--outline")
     assert "## Conclusion" in outline.stdout and "[part 2 of 3: long-report-part-2.md]" \
         in outline.stdout
+    both = cli("read", "research", "long-report", "--outline", "--section", "Conclusion")
+    assert both.exit_code == 2 and "give one" in both.stderr  # one view, not one ignored

@@ -390,7 +390,13 @@ def test_search_parameters_and_substring_fallback(keyword_store: deepfield.Store
     assert out["mode"] == "bm25"
     assert [r["filename"] for r in out["results"]] == ["carbon-fibre-woks.md"]
     assert out["results"][0]["frontmatter"]["title"] == "Carbon fibre woks"
-    assert client.get("/notes/search", params={"q": "zzz"}).json()["results"] == []
+    # Substring matches only: not "nothing was found" above a listed page, but low, and why.
+    inner = client.get("/notes/search", params={"q": "arbon"}).json()
+    assert [r["filename"] for r in inner["results"]] == ["carbon-fibre-woks.md"]
+    assert inner["confidence"]["level"] == "low", inner["confidence"]
+    assert "filename, title or summary" in inner["confidence"]["reason"]
+    none = client.get("/notes/search", params={"q": "zzz"}).json()
+    assert none["results"] == [] and none["confidence"]["level"] == "none"
     assert client.get("/notes/search").json()["results"] == []
     for params in ({"q": "x", "mode": "nope"}, {"q": "x", "unit": "para"},
                    {"q": "x", "k": "0"}, {"q": "x", "k": "lots"}, {"q": "x", "mode": "vector"}):

@@ -161,6 +161,9 @@ def read_cmd(
     section: str | None, as_json: bool,
 ) -> None:
     """Read a page by filename, name or uuid: whole, as an outline, or one section."""
+    if outline_only and section is not None:  # one would be ignored (HTTP answers 400)
+        raise click.UsageError("--outline and --section ask for different views: give one "
+                               "(--section reads that section, --outline lists the headings)")
     view = settings(ctx).field(field).read(
         page, outline_only=outline_only, depth=depth, sentences=sentences, section=section
     )

@@ -290,6 +290,11 @@ class Service:
             for field in fields:
                 out["results"] += substring_matches(field, query, seen, k - len(out["results"]))
             out["count"] = len(out["results"])
+            if not response.results and out["results"]:
+                # The signal read no lines ("nothing was found"), yet pages are listed.
+                out["confidence"] = {**out["confidence"], "level": "low", "reason": (
+                    "no keyword match; these pages only hold the query in their filename, "
+                    "title or summary")}
         return out
 
     @contextmanager
