@@ -429,3 +429,94 @@ def test_locomo_sessions_that_are_not_lists_are_reported(store: deepfield.Store,
     report = import_locomo(store, path)
     assert report.sessions_skipped == 1 and any("session 1" in w for w in report.warnings)
     assert turn_line({"speaker": None, "dia_id": None, "text": "x"}) == "? (?): x"
+
+
+def test_ambiguous_wikilinks_go_to_the_nearest_note_with_a_warning(
+        store: deepfield.Store, tmp_path: Path) -> None:
+    links = "[[Project Alpha]] [[Project Alpha#Goals|x]] [[Project Alpha#^abc123]] [[Alpha]]\n"
+    src = make_tree(tmp_path / "v", {
+        "Projects/Project Alpha.md": "---\naliases: [Alpha]\n---\n## Goals\n",
+        "Archive/Project Alpha.md": "Old.\n",
+        "Projects/Sub/Deep Note.md": links,
+        "Archive/Old/Deeper/Note.md": "[[Project Alpha]]\n",
+        "Projects/Ideas.md": "[[Project Alpha]]\n",
+    })
+    report = import_obsidian(store, src, field="v")
+    folder = store.field("v").path
+    deep = (folder / "deep-note.md").read_text()
+    assert "archive-project-alpha" not in deep  # the nearer ancestor's note wins
+    assert deep.count("(projects-project-alpha.md") == 4
+    assert "(archive-project-alpha.md)" in (folder / "note.md").read_text()
+    assert "(projects-project-alpha.md)" in (folder / "ideas.md").read_text()  # same folder
+    warned = [w for w in report.warnings if "matches 2 notes" in w]
+    assert any(w.startswith("Projects/Sub/Deep Note.md: [[Project Alpha]]")
+               and "projects-project-alpha.md" in w for w in warned)
+    assert not any("[[Alpha]]" in w for w in report.warnings)  # an alias is not ambiguous
+
+
+def test_claude_code_and_memory_tool_rewrite_relative_links(
+        store: deepfield.Store, tmp_path: Path) -> None:
+    rule = "Follow [the workflow](../../docs/git-workflow.md#rebase).\n"
+    project = make_tree(tmp_path / "proj", {
+        "CLAUDE.md": "# Project\n\nSee @docs/git-workflow.md\n",
+        ".claude/rules/testing.md": rule,
+        "docs/git-workflow.md": "## Rebase\n",
+    })
+    report = import_claude_code(store, project, field="proj")
+    assert report.links_rewritten == 1
+    folder = store.field("proj").path
+    assert "[the workflow](git-workflow.md#rebase)" in (folder / "testing.md").read_text()
+    export_field(store.field("proj"), tmp_path / "out", original_paths=True, plain=True)
+    assert (tmp_path / "out" / ".claude/rules/testing.md").read_text() == rule
+    mem = make_tree(tmp_path / "memories", {"a/index.md": "[b](../b/notes.md)\n",
+                                            "b/notes.md": "B.\n",
+                                            "c.txt": "[b](b/notes.md)\n"})
+    report = import_memory_tool(store, mem, field="mem")
+    names = {p["source_path"]: p["filename"] for p in report.pages}
+    assert report.links_rewritten == 1
+    index = (store.field("mem").path / names["a/index.md"]).read_text()
+    assert f"[b]({names['b/notes.md']})" in index
+
+
+def test_basic_memory_relations_with_labels_and_headings(store: deepfield.Store,
+                                                         tmp_path: Path) -> None:
+    src = make_tree(tmp_path / "bm", {
+        "Ada.md": "- part_of [[Charles Babbage|Babbage's work]]\n"
+                  "- mentions [[Charles Babbage#Engines]]\n",
+        "Charles Babbage.md": "## Engines\n",
+    })
+    import_basic_memory(store, src, field="bm")
+    page = Page.parse((store.field("bm").path / "ada.md").read_text())
+    assert page.get("relations") == [
+        {"type": "part_of", "target": "Charles Babbage", "page": "charles-babbage.md"},
+        {"type": "mentions", "target": "Charles Babbage", "page": "charles-babbage.md"},
+    ]
+
+
+def test_reimport_remembers_attachments(store: deepfield.Store, tmp_path: Path) -> None:
+    src = make_tree(tmp_path / "md", {"a.md": "![logo](img/logo.svg)\n",
+                                      "img/logo.svg": "<svg/>\n"})
+    import_dir(store, src, field="md2", attachments=True)
+    again = import_dir(store, src, field="md2", into=True)
+    assert again.updated == 0 and again.unchanged == 1
+    assert "![logo](logo.svg)" in (store.field("md2").path / "a.md").read_text()
+    # A record from before the mode was kept: the copied attachments say it.
+    record = store.field("md2").path / ".deepfield" / "imports.json"
+    data = json.loads(record.read_text())
+    for source in data["sources"].values():
+        del source["attachments"]
+    record.write_text(json.dumps(data))
+    assert import_dir(store, src, field="md2", into=True).unchanged == 1
+
+
+def test_reference_definitions_are_rewritten(store: deepfield.Store, tmp_path: Path) -> None:
+    readme = "See the [FAQ][f] and [^1].\n\n[f]: ref/faq.md#top \"FAQ\"\n[^1]: ref/faq.md\n"
+    src = make_tree(tmp_path / "docs", {"README.md": readme, "ref/faq.md": "# Top\n"})
+    report = import_dir(store, src, field="docs")
+    assert report.links_rewritten == 1
+    text = (store.field("docs").path / "readme.md").read_text()
+    assert '[f]: faq.md#top "FAQ"\n' in text and "[^1]: ref/faq.md\n" in text
+    export_field(store.field("docs"), tmp_path / "out", original_paths=True, plain=True)
+    assert (tmp_path / "out" / "README.md").read_text() == readme
+    export_field(store.field("docs"), tmp_path / "tree", original_paths=True)
+    assert '[f]: ref/faq.md#top "FAQ"' in (tmp_path / "tree" / "README.md").read_text()

@@ -80,7 +80,8 @@ def _make_import_command(adapter: Adapter) -> None:
                   help="short: `note.md`, with the folders only when names clash; "
                   "path: always `folder-sub-note.md`.")
     @click.option("--attachments/--no-attachments", default=None,
-                  help="Copy non-Markdown files into the field (default: on for obsidian).")
+                  help="Copy non-Markdown files into the field (default: as the last import of "
+                  "this source, else on for obsidian).")
     @click.option("--overwrite", is_flag=True,
                   help="Replace pages edited in the field since the last import (the edited "
                   "version is kept in archive/).")

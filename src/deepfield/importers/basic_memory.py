@@ -27,7 +27,10 @@ def relations(body: str) -> list[dict[str, str]]:
 
     def collect(prose: str) -> str:
         for match in _RELATION.finditer(prose):
-            found.append({"type": match.group(1).strip(), "target": match.group(2).strip()})
+            # [[Target|label]] and [[Target#heading]] link to Target, as in Obsidian.
+            target = match.group(2).partition("|")[0].partition("#")[0].strip()
+            target = target or match.group(2).strip()
+            found.append({"type": match.group(1).strip(), "target": target})
         return prose
 
     outside_code(body, collect)
@@ -50,7 +53,7 @@ def convert(doc: SourceDoc, links: LinkMap, stats: LinkStats) -> None:
         return
     for relation in found:
         # basic-memory links by title or permalink; resolve_wikilink knows both.
-        filename = links.resolve_wikilink(relation["target"], doc.rel)
+        filename = links.resolve_wikilink(relation["target"], doc.rel, stats)
         if filename is not None:
             relation["page"] = filename
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ImportFormatError
 from ..store import Store
-from .links import LinkMap, LinkStats, join_relative, outside_code
+from .links import LinkMap, LinkStats, join_relative, outside_code, rewrite_relative_links
 from .markdown_dirs import Adapter, DirImportReport, import_dir
 from .sources import Selection, SourceDoc, is_markdown, walk
 
@@ -116,6 +116,8 @@ def convert(doc: SourceDoc, links: LinkMap, stats: LinkStats) -> None:
         imports.append(entry)
     if imports:
         doc.extra["imports"] = imports
+    # Relative links between imported files are re-pointed as for any Markdown folder.
+    doc.page.body = rewrite_relative_links(doc.page.body, doc.rel, links, stats)
 
 
 CLAUDE_CODE = Adapter("claude-code", "Claude Code memory (CLAUDE.md, rules, MEMORY.md + topics)",

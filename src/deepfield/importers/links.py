@@ -27,6 +27,11 @@ _MD_LINK = re.compile(
     r"(!?\[[^\]\n]*\]\()(<[^>\n]+>|[^)\s]+|[^)\n]+?\.(?:md|markdown)(?:#[^)\n]*)?)"
     r"(\s+\"[^\"\n]*\")?\)"
 )
+# A reference-style link definition, ``[label]: target "title"`` (not a ``[^note]:`` footnote).
+_REF_DEF = re.compile(
+    r"^( {0,3}\[(?!\^)[^\]\n]+\]:[ \t]*)(<[^>\n]+>|\S+)"
+    r"([ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?[ \t]*$", re.M
+)
 
 
 @dataclass
@@ -54,8 +59,12 @@ class LinkMap:
         for name in names:
             self.titles.setdefault(name.strip().lower(), filename)
 
-    def resolve_wikilink(self, target: str, here: str) -> str | None:
-        """The field filename for an Obsidian link target (note name or vault path)."""
+    def resolve_wikilink(self, target: str, here: str,
+                         stats: LinkStats | None = None) -> str | None:
+        """The field filename for an Obsidian link target (note name or vault path).
+
+        A bare name several notes share is resolved as Obsidian does, and recorded in
+        ``stats.ambiguous`` so the import can say which note it chose."""
         target = target.strip().lstrip("/")
         for candidate in (target, f"{target}.md"):
             if candidate.lower() in self.lowered:
@@ -70,10 +79,10 @@ class LinkMap:
         rels = self.by_name.get(target.lower())
         if not rels:
             return self.titles.get(target.lower())
-        # Obsidian prefers the note in the same folder, then the shallowest one.
-        folder = str(PurePosixPath(here).parent)
-        same = [r for r in rels if str(PurePosixPath(r).parent) == folder]
-        return self.files[(same or rels)[0]]
+        chosen = min(rels, key=lambda rel: _nearness(rel, here))
+        if len(rels) > 1 and stats is not None:
+            stats.ambiguous.append((here, target, self.files[chosen], len(rels)))
+        return self.files[chosen]
 
     def resolve_relative(self, href: str, here: str) -> str | None:
         """The field filename for a relative link ``href`` written in source file ``here``."""
@@ -81,6 +90,23 @@ class LinkMap:
             return None
         joined = join_relative(here, unquote(href))
         return None if joined is None else self.files.get(joined)
+
+
+def _nearness(rel: str, here: str) -> tuple[int, int, int, str]:
+    """Sort key among notes sharing a name, nearest to the linking note ``here`` first.
+
+    Obsidian takes the note in the linking note's own folder, then the one whose folder
+    shares the longest path with it (the nearest ancestor), then the shallowest; the path
+    itself breaks ties so the choice never depends on walk order."""
+    folder = PurePosixPath(rel).parent.parts
+    mine = PurePosixPath(here).parent.parts
+    shared = 0
+    for a, b in zip(folder, mine, strict=False):
+        if a != b:
+            break
+        shared += 1
+    same = 0 if folder == mine else 1
+    return same, -shared, len(folder), rel
 
 
 def join_relative(here: str, path: str) -> str | None:
@@ -149,6 +175,8 @@ def _href(filename: str, anchor: str = "") -> str:
 class LinkStats:
     rewritten: int = 0
     unresolved: list[str] = field(default_factory=list)
+    ambiguous: list[tuple[str, str, str, int]] = field(default_factory=list)
+    """(linking source path, link target, field filename chosen, how many notes matched)"""
 
 
 def rewrite_wikilinks(body: str, here: str, links: LinkMap, stats: LinkStats) -> str:
@@ -164,7 +192,7 @@ def rewrite_wikilinks(body: str, here: str, links: LinkMap, stats: LinkStats) ->
                 return match.group(0)
             stats.rewritten += 1
             return f"[{label or heading}](#{heading_anchor(heading)})"
-        filename = links.resolve_wikilink(target, here)
+        filename = links.resolve_wikilink(target, here, stats)
         if filename is None:
             stats.unresolved.append(target.strip())
             return match.group(0)
@@ -179,20 +207,41 @@ def rewrite_wikilinks(body: str, here: str, links: LinkMap, stats: LinkStats) ->
     return outside_code(body, lambda prose: _WIKILINK.sub(one, prose))
 
 
-def rewrite_relative_links(body: str, here: str, links: LinkMap, stats: LinkStats) -> str:
-    """Re-point relative Markdown links at imported files to their field filenames."""
+def _swap_hrefs(body: str, swap: Callable[[str], str | None]) -> str:
+    """Replace the target of every inline link and reference definition outside code with
+    ``swap(target)`` (the target without ``<>``); None leaves that link exactly as written."""
 
-    def one(match: re.Match[str]) -> str:
+    def inline(match: re.Match[str]) -> str:
         head, href, title = match.group(1), match.group(2), match.group(3) or ""
-        raw = href[1:-1] if href.startswith("<") else href
+        new = swap(href[1:-1] if href.startswith("<") else href)
+        return match.group(0) if new is None else f"{head}{new}{title})"
+
+    def definition(match: re.Match[str]) -> str:
+        href = match.group(2)
+        new = swap(href[1:-1] if href.startswith("<") else href)
+        if new is None:
+            return match.group(0)
+        return match.group(1) + new + match.group(0)[match.end(2) - match.start(0):]
+
+    def prose(text: str) -> str:
+        return _REF_DEF.sub(definition, _MD_LINK.sub(inline, text))
+
+    return outside_code(body, prose)
+
+
+def rewrite_relative_links(body: str, here: str, links: LinkMap, stats: LinkStats) -> str:
+    """Re-point relative Markdown links (inline and reference definitions) at imported
+    files to their field filenames."""
+
+    def swap(raw: str) -> str | None:
         path, _, anchor = raw.partition("#")
         filename = links.resolve_relative(path, here) if path else None
         if filename is None:
-            return match.group(0)
+            return None
         stats.rewritten += 1
-        return f"{head}{_href(filename, anchor)}{title})"
+        return _href(filename, anchor)
 
-    return outside_code(body, lambda prose: _MD_LINK.sub(one, prose))
+    return _swap_hrefs(body, swap)
 
 
 def relink(body: str, here: str, places: dict[str, str]) -> str:
@@ -202,15 +251,13 @@ def relink(body: str, here: str, places: dict[str, str]) -> str:
     path in it; links become relative paths between the two.
     """
 
-    def one(match: re.Match[str]) -> str:
-        head, href, title = match.group(1), match.group(2), match.group(3) or ""
-        raw = href[1:-1] if href.startswith("<") else href
+    def swap(raw: str) -> str | None:
         path, hash_, anchor = raw.partition("#")
         target = places.get(unquote(path)) if path and "/" not in path else None
         if target is None:
-            return match.group(0)
+            return None
         start = PurePosixPath(here).parent
         rel = posixpath.relpath(target, start=str(start) if str(start) != "." else ".")
-        return f"{head}{quote(rel)}{hash_}{anchor}{title})"
+        return f"{quote(rel)}{hash_}{anchor}"
 
-    return outside_code(body, lambda prose: _MD_LINK.sub(one, prose))
+    return _swap_hrefs(body, swap)

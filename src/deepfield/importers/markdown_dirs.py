@@ -177,15 +177,24 @@ def import_dir(
     fld = None if dry_run and not exists else store.create_field(name, exist_ok=True)
     with _import_lock(fld, dry_run):
         manifest = Manifest.load(store.root / name)
+        before = manifest.sources.get(source_key, {})
+        if attachments is None:
+            # Importing again without repeating --attachments keeps the first import's
+            # choice; otherwise links to the copied files would revert to source paths.
+            remembered = before.get("attachments")
+            if not isinstance(remembered, bool):  # recorded before the mode was: copied any?
+                remembered = adapter.attachments or any(
+                    rec.root == str(root) for rec in manifest.attachments.values())
+            attachments = remembered
         manifest.sources[source_key] = {"kind": adapter.kind, "root": str(root),
-                                        "imported": iso_from_timestamp(time.time())}
+                                        "imported": iso_from_timestamp(time.time()),
+                                        "attachments": attachments}
         # One index sync and one listing.md for the whole import, not one per page.
         batch = fld.batch() if fld is not None and not dry_run else contextlib.nullcontext()
         try:
             with batch:
                 _import(fld, name, root, adapter, docs, selection, manifest, report,
-                        names=names, copy_files=adapter.attachments if attachments is None
-                        else attachments, overwrite=overwrite, review=review,
+                        names=names, copy_files=attachments, overwrite=overwrite, review=review,
                         progress=progress)
         finally:
             if fld is not None and not dry_run:
@@ -274,6 +283,11 @@ def _import(
         report.warnings.append(
             f"{len(stats.unresolved)} link(s) point at notes not in the import, kept as "
             f"written: {shown}")
+    for here, target, chosen, count in sorted(set(stats.ambiguous)):
+        # Obsidian itself would pick one silently; say which, so a wrong guess is found.
+        report.warnings.append(
+            f"{here}: [[{target.strip()}]] matches {count} notes; linked to {chosen} (nearest "
+            f"folder first, then shallowest; write [[folder/{target.strip()}]] to choose)")
 
 
 def changed_lines(before: str, after: str) -> dict[str, str] | None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..page import Page
 from ..store import Store
+from .links import LinkMap, LinkStats, rewrite_relative_links
 from .markdown_dirs import Adapter, DirImportReport, import_dir
 from .sources import Selection, SourceDoc, is_markdown, walk
 
@@ -68,8 +69,14 @@ def prepare(doc: SourceDoc) -> None:
     doc.warnings = []
 
 
+def convert(doc: SourceDoc, links: LinkMap, stats: LinkStats) -> None:
+    # Only Markdown notes link to each other; other text is kept exactly as the model wrote it.
+    if is_markdown(doc.rel):
+        doc.page.body = rewrite_relative_links(doc.page.body, doc.rel, links, stats)
+
+
 MEMORY_TOOL = Adapter("memory-tool", "an Anthropic memory-tool /memories directory", select,
-                      prepare=prepare)
+                      prepare=prepare, convert=convert)
 
 
 def import_memory_tool(store: Store, source: str | Path, **options: Any) -> DirImportReport:
