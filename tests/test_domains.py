@@ -326,3 +326,28 @@ def test_domain_add_never_replaces_a_page_by_name(store: deepfield.Store) -> Non
     with pytest.raises(PageConflictError, match="already a page"):
         add_atomic(field, "PPO again", "method", name="ppo")
     assert (field.path / "taxonomy.md").read_bytes() == before
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ({"title": ""}, "the title is empty"), ({"title": "  "}, "the title is empty"),
+    ({"summary": " "}, "the summary is empty"), ({"name": ""}, "the filename is empty"),
+])
+def test_domain_add_refuses_empty_text_options(
+    keyword_store: deepfield.Store, option: dict[str, str], message: str
+) -> None:
+    # An empty title made problem.md with the heading "# "; an empty summary or name was
+    # dropped without a word.
+    create_domain(keyword_store, "agents")
+    field = keyword_store.field("agents")
+    keys = {"title": "GraphRAG", **option}
+    with pytest.raises(InvalidMetadataError, match=message):
+        add_atomic(field, keys.pop("title"), "method", **keys)
+    assert not [p for p in field.path.glob("*.md") if p.name not in [*SPEC, "index.md", "listing.md"]]
+    with pytest.raises(InvalidMetadataError, match="the description is empty"):
+        create_domain(keyword_store, "other", description=" ")
+
+
+def test_domain_add_empty_title_cli(cli: Cli) -> None:
+    cli("domain", "new", "agents")
+    with pytest.raises(InvalidMetadataError, match="the title is empty"):
+        cli("domain", "add", "agents", "--kind", "method", "--title", "")

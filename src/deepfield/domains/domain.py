@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     FieldExistsError,
+    InvalidMetadataError,
     InvalidNameError,
     PageConflictError,
     PageNotFoundError,
@@ -98,6 +99,7 @@ def create_domain(
     there (by role or filename) are kept as they are.
     """
     check_name(name, "domain")
+    _require_words(description, "the description", "--description")
     if len(name) > MAX_NAME:
         raise InvalidNameError(
             f"domain name {name[:40]!r}… is {len(name)} characters long",
@@ -191,6 +193,9 @@ def add_atomic(
     Without ``text`` the page gets the section skeleton of its kind. Categories and concepts
     the taxonomy does not know are written anyway and reported in ``warnings``.
     """
+    _require_words(title, "the title", "--title")
+    _require_words(summary, "the summary", "--summary")
+    _require_words(name, "the filename", "--name")
     filename = f"{name.removesuffix('.md')}.md" if name is not None else None
     if filename is not None and (field.path / filename).exists():
         # A new atomic page: replacing a page by name (a well-known page, another paper)
@@ -214,6 +219,15 @@ def add_atomic(
         page = _PageRef(result.filenames[0], keys)
         result.warnings += [str(issue) for issue in lint_pages(quiet, [page])]
     return result
+
+
+def _require_words(value: str | None, what: str, option: str) -> None:
+    """Refuse an empty text option: left to ``field.add``, an empty title becomes the
+    heading ``# `` of a page named after its first line, and an empty summary or filename
+    is silently dropped."""
+    if value is not None and not value.strip():
+        optional = "" if option == "--title" else ", or leave it out"
+        raise InvalidMetadataError(f"{what} is empty", f"give {option} a few words{optional}")
 
 
 @dataclass(frozen=True)
