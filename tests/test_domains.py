@@ -342,7 +342,8 @@ def test_domain_add_refuses_empty_text_options(
     keys = {"title": "GraphRAG", **option}
     with pytest.raises(InvalidMetadataError, match=message):
         add_atomic(field, keys.pop("title"), "method", **keys)
-    assert not [p for p in field.path.glob("*.md") if p.name not in [*SPEC, "index.md", "listing.md"]]
+    made = [p.name for p in field.path.glob("*.md")]
+    assert sorted(made) == sorted([*SPEC, "index.md", "listing.md"])
     with pytest.raises(InvalidMetadataError, match="the description is empty"):
         create_domain(keyword_store, "other", description=" ")
 
@@ -351,3 +352,32 @@ def test_domain_add_empty_title_cli(cli: Cli) -> None:
     cli("domain", "new", "agents")
     with pytest.raises(InvalidMetadataError, match="the title is empty"):
         cli("domain", "add", "agents", "--kind", "method", "--title", "")
+
+
+def test_concept_values_read_alike_in_search_and_taxonomy(keyword_store: deepfield.Store) -> None:
+    # "GraphRAG: the graph one" was GraphRAG to the taxonomy (counted, no lint) but no
+    # concept at all to the search filter.
+    field = keyword_store.create_field("agents")
+    _atomic(field, "colon", "Colontest memory.", kind="method", category="Memory storage",
+            concepts=["GraphRAG: the graph one", "Paging (PG)"])
+
+    def found(concept: str) -> list[str]:
+        response = field.search("colontest", mode="bm25", where=Filters.of(concept=concept))
+        return [hit.filename for hit in response.results]
+
+    for concept in ("GraphRAG", "Paging", "PG"):
+        assert found(concept) == ["colon.md"], concept  # no taxonomy yet
+    (field.path / "taxonomy.md").write_text(
+        "# Taxonomy\n## Memory storage\n- RAG\n  - GraphRAG\n- Paging\n")
+    assert found("GraphRAG") == found("RAG") == ["colon.md"]
+    report = taxonomy_report(field)
+    assert report.issues == [] and report.counts.unplaced == []
+    # A value without letters or digits matches nothing: refused when written, linted when
+    # written by hand.
+    with pytest.raises(InvalidMetadataError, match="no letters or digits"):
+        atomic_frontmatter("method", concepts=["*"])
+    _atomic(field, "star", "Star memory.", kind="method", category="Memory storage",
+            concepts=["*"])
+    assert [str(i) for i in taxonomy_report(field).issues] == [
+        "star.md: concept '*' has no letters or digits: no search or taxonomy entry can "
+        "match it"]
