@@ -381,3 +381,26 @@ def test_concept_values_read_alike_in_search_and_taxonomy(keyword_store: deepfie
     assert [str(i) for i in taxonomy_report(field).issues] == [
         "star.md: concept '*' has no letters or digits: no search or taxonomy entry can "
         "match it"]
+
+
+def test_domain_add_same_title_and_unchanged_page(keyword_store: deepfield.Store) -> None:
+    create_domain(keyword_store, "agents")
+    field = keyword_store.field("agents")
+    (field.path / "taxonomy.md").write_text("# Taxonomy\n## Memory\n- RAG\n")
+    first = add_atomic(field, "GraphRAG", "method", category="Memory", concepts=["RAG"],
+                       text="Entity graphs for retrieval.")
+    assert first.warnings == []
+    # The same page again without --category is kept as stored: no "has no category".
+    again = add_atomic(field, "GraphRAG", "method", concepts=["RAG"],
+                       text="Entity graphs for retrieval.")
+    assert again.pages[0].action == "unchanged" and again.warnings == []
+    assert frontmatter(field.path / "graphrag.md")["category"] == "Memory"
+    # A second page of that title is made, but not silently.
+    other = add_atomic(field, "graphrag", "method", category="Memory")
+    assert other.filenames == ["graphrag-2.md"]
+    assert other.warnings == ["graphrag-2.md: a page titled 'graphrag' is already in agents: "
+                              "graphrag.md (edit that page, or give --name to keep both on "
+                              "purpose)"]
+    named = add_atomic(field, "GraphRAG", "method", category="Memory", name="graphrag-v2",
+                       text="A second version, on purpose.")
+    assert named.warnings == []
