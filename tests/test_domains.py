@@ -404,3 +404,21 @@ def test_domain_add_same_title_and_unchanged_page(keyword_store: deepfield.Store
     named = add_atomic(field, "GraphRAG", "method", category="Memory", name="graphrag-v2",
                        text="A second version, on purpose.")
     assert named.warnings == []
+
+
+def test_a_broken_taxonomy_is_said(keyword_store: deepfield.Store) -> None:
+    create_domain(keyword_store, "agents")
+    field = keyword_store.field("agents")
+    _atomic(field, "graphrag", "Graph memory.", kind="method", category="Memory",
+            concepts=["RAG"])
+    (field.path / "taxonomy.md").write_text("# Taxonomy\n## Memory\n- RAG\n##\n")
+    # No results, and why: the tree that files RAG under Memory could not be read.
+    response = field.search("graph", mode="bm25", where=Filters.of(category="RAG"))
+    assert response.results == []
+    assert response.warnings == [
+        "agents/taxonomy.md line 4: a heading without text; the taxonomy could not be read, "
+        "so categories and concepts match the pages' own values only"]
+    (block,) = [b for b in level_blocks(field, "light") if b.filename == "taxonomy.md"]
+    assert block.text.splitlines() == [
+        "(taxonomy headings only: taxonomy.md line 4: a heading without text)",
+        "- Taxonomy", "  - Memory"]

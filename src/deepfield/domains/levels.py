@@ -153,7 +153,8 @@ def _taxonomy_block(field: Field, docs: Sequence[DocRow]) -> LevelBlock | None:
     except TaxonomyError as exc:
         filename = role_pages(field, docs)["taxonomy"]
         page = Page.parse(_read(field, filename))
-        entries = [e for e in outline(page, depth=6, sentences=0) if e.level]
+        # The empty heading that broke the tree would print as a bare "-".
+        entries = [e for e in outline(page, depth=6, sentences=0) if e.level and e.title.strip()]
         text = "\n".join(f"{'  ' * (e.level - 1)}- {e.title}" for e in entries)
         note = f"(taxonomy headings only: {exc.message})"
         return LevelBlock("Taxonomy", filename, f"{note}\n{text}\n", "basic-context", False)
