@@ -422,3 +422,23 @@ def test_a_broken_taxonomy_is_said(keyword_store: deepfield.Store) -> None:
     assert block.text.splitlines() == [
         "(taxonomy headings only: taxonomy.md line 4: a heading without text)",
         "- Taxonomy", "  - Memory"]
+
+
+def test_deep_context_research_skips_pages_it_already_shows(
+    keyword_store: deepfield.Store,
+) -> None:
+    from deepfield.context import build_context
+
+    field = _domain(keyword_store)
+    (field.path / "basic-info.md").write_text(
+        "---\nrole: basic-info\n---\n# Basic info\n\nEntity graphs hold agent memory.\n")
+    _atomic(field, "graph-paper", "# Graph paper\n\nEntity graphs hold agent memory, updated "
+            "per turn.", kind="method", category="Memory", concepts=["RAG"])
+    found = build_context(field, "entity graphs agent memory", budget=3000, level="deep")
+    assert "basic-info.md" in [b["filename"] for b in found.blocks]
+    assert found.research is not None
+    sources = [s["filename"] for s in found.research.sources]
+    # basic-info.md is in the block whole: quoting it again in the research spent the
+    # budget twice; the atomic page (only a stub above) is still quoted.
+    assert "graph-paper.md" in sources and "basic-info.md" not in sources
+    assert found.text.count("Entity graphs hold agent memory.") == 1
