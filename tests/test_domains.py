@@ -326,3 +326,119 @@ def test_domain_add_never_replaces_a_page_by_name(store: deepfield.Store) -> Non
     with pytest.raises(PageConflictError, match="already a page"):
         add_atomic(field, "PPO again", "method", name="ppo")
     assert (field.path / "taxonomy.md").read_bytes() == before
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ({"title": ""}, "the title is empty"), ({"title": "  "}, "the title is empty"),
+    ({"summary": " "}, "the summary is empty"), ({"name": ""}, "the filename is empty"),
+])
+def test_domain_add_refuses_empty_text_options(
+    keyword_store: deepfield.Store, option: dict[str, str], message: str
+) -> None:
+    # An empty title made problem.md with the heading "# "; an empty summary or name was
+    # dropped without a word.
+    create_domain(keyword_store, "agents")
+    field = keyword_store.field("agents")
+    keys = {"title": "GraphRAG", **option}
+    with pytest.raises(InvalidMetadataError, match=message):
+        add_atomic(field, keys.pop("title"), "method", **keys)
+    made = [p.name for p in field.path.glob("*.md")]
+    assert sorted(made) == sorted([*SPEC, "index.md", "listing.md"])
+    with pytest.raises(InvalidMetadataError, match="the description is empty"):
+        create_domain(keyword_store, "other", description=" ")
+
+
+def test_domain_add_empty_title_cli(cli: Cli) -> None:
+    cli("domain", "new", "agents")
+    with pytest.raises(InvalidMetadataError, match="the title is empty"):
+        cli("domain", "add", "agents", "--kind", "method", "--title", "")
+
+
+def test_concept_values_read_alike_in_search_and_taxonomy(keyword_store: deepfield.Store) -> None:
+    # "GraphRAG: the graph one" was GraphRAG to the taxonomy (counted, no lint) but no
+    # concept at all to the search filter.
+    field = keyword_store.create_field("agents")
+    _atomic(field, "colon", "Colontest memory.", kind="method", category="Memory storage",
+            concepts=["GraphRAG: the graph one", "Paging (PG)"])
+
+    def found(concept: str) -> list[str]:
+        response = field.search("colontest", mode="bm25", where=Filters.of(concept=concept))
+        return [hit.filename for hit in response.results]
+
+    for concept in ("GraphRAG", "Paging", "PG"):
+        assert found(concept) == ["colon.md"], concept  # no taxonomy yet
+    (field.path / "taxonomy.md").write_text(
+        "# Taxonomy\n## Memory storage\n- RAG\n  - GraphRAG\n- Paging\n")
+    assert found("GraphRAG") == found("RAG") == ["colon.md"]
+    report = taxonomy_report(field)
+    assert report.issues == [] and report.counts.unplaced == []
+    # A value without letters or digits matches nothing: refused when written, linted when
+    # written by hand.
+    with pytest.raises(InvalidMetadataError, match="no letters or digits"):
+        atomic_frontmatter("method", concepts=["*"])
+    _atomic(field, "star", "Star memory.", kind="method", category="Memory storage",
+            concepts=["*"])
+    assert [str(i) for i in taxonomy_report(field).issues] == [
+        "star.md: concept '*' has no letters or digits: no search or taxonomy entry can "
+        "match it"]
+
+
+def test_domain_add_same_title_and_unchanged_page(keyword_store: deepfield.Store) -> None:
+    create_domain(keyword_store, "agents")
+    field = keyword_store.field("agents")
+    (field.path / "taxonomy.md").write_text("# Taxonomy\n## Memory\n- RAG\n")
+    first = add_atomic(field, "GraphRAG", "method", category="Memory", concepts=["RAG"],
+                       text="Entity graphs for retrieval.")
+    assert first.warnings == []
+    # The same page again without --category is kept as stored: no "has no category".
+    again = add_atomic(field, "GraphRAG", "method", concepts=["RAG"],
+                       text="Entity graphs for retrieval.")
+    assert again.pages[0].action == "unchanged" and again.warnings == []
+    assert frontmatter(field.path / "graphrag.md")["category"] == "Memory"
+    # A second page of that title is made, but not silently.
+    other = add_atomic(field, "graphrag", "method", category="Memory")
+    assert other.filenames == ["graphrag-2.md"]
+    assert other.warnings == ["graphrag-2.md: a page titled 'graphrag' is already in agents: "
+                              "graphrag.md (edit that page, or give --name to keep both on "
+                              "purpose)"]
+    named = add_atomic(field, "GraphRAG", "method", category="Memory", name="graphrag-v2",
+                       text="A second version, on purpose.")
+    assert named.warnings == []
+
+
+def test_a_broken_taxonomy_is_said(keyword_store: deepfield.Store) -> None:
+    create_domain(keyword_store, "agents")
+    field = keyword_store.field("agents")
+    _atomic(field, "graphrag", "Graph memory.", kind="method", category="Memory",
+            concepts=["RAG"])
+    (field.path / "taxonomy.md").write_text("# Taxonomy\n## Memory\n- RAG\n##\n")
+    # No results, and why: the tree that files RAG under Memory could not be read.
+    response = field.search("graph", mode="bm25", where=Filters.of(category="RAG"))
+    assert response.results == []
+    assert response.warnings == [
+        "agents/taxonomy.md line 4: a heading without text; the taxonomy could not be read, "
+        "so categories and concepts match the pages' own values only"]
+    (block,) = [b for b in level_blocks(field, "light") if b.filename == "taxonomy.md"]
+    assert block.text.splitlines() == [
+        "(taxonomy headings only: taxonomy.md line 4: a heading without text)",
+        "- Taxonomy", "  - Memory"]
+
+
+def test_deep_context_research_skips_pages_it_already_shows(
+    keyword_store: deepfield.Store,
+) -> None:
+    from deepfield.context import build_context
+
+    field = _domain(keyword_store)
+    (field.path / "basic-info.md").write_text(
+        "---\nrole: basic-info\n---\n# Basic info\n\nEntity graphs hold agent memory.\n")
+    _atomic(field, "graph-paper", "# Graph paper\n\nEntity graphs hold agent memory, updated "
+            "per turn.", kind="method", category="Memory", concepts=["RAG"])
+    found = build_context(field, "entity graphs agent memory", budget=3000, level="deep")
+    assert "basic-info.md" in [b["filename"] for b in found.blocks]
+    assert found.research is not None
+    sources = [s["filename"] for s in found.research.sources]
+    # basic-info.md is in the block whole: quoting it again in the research spent the
+    # budget twice; the atomic page (only a stub above) is still quoted.
+    assert "graph-paper.md" in sources and "basic-info.md" not in sources
+    assert found.text.count("Entity graphs hold agent memory.") == 1

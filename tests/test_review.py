@@ -224,3 +224,21 @@ def test_a_name_with_digits_is_one_name_not_a_value() -> None:
     found = compare(new, old)
     assert found is not None and found[0] == "contradiction"
     assert found[1].endswith("→ 2024-06-01, lifepo4"), found[1]
+
+
+def test_skeleton_headings_do_not_make_pages_duplicates(keyword_store: deepfield.Store) -> None:
+    # Method pages added without text share only `domain add`'s skeleton (## Problem,
+    # ## Method …), which made "Reflexion" 83% the same as "Reflexion loops".
+    from deepfield.domains.domain import add_atomic, create_domain
+
+    create_domain(keyword_store, "agents")
+    field = keyword_store.field("agents")
+    for title in ("MemGPT", "Reflexion loops", "Reflexion", "MemGPT v2"):
+        result = add_atomic(field, title, "method", category="Memory")
+        assert not [w for w in result.warnings if "duplicate" in w], title
+    assert items(field)[0] == []
+    # Sections with text still count: the same text under the skeleton is a duplicate.
+    text = "# {}\n\n## Problem\n\nAgents forget long chats.\n\n## Method\n\nPaged memory.\n"
+    add_atomic(field, "Paged one", "method", text=text.format("Paged one"))
+    again = add_atomic(field, "Paged two", "method", text=text.format("Paged one"))
+    assert any("duplicate" in w for w in again.warnings)

@@ -35,6 +35,7 @@ from .llm.base import ChatModel
 from .manage.supersede import is_superseded
 from .page import INTRO_FILE
 from .research import ResearchResult, research
+from .research.packing import pack_research
 from .search import search_fields
 from .tokens import count_tokens
 
@@ -117,7 +118,8 @@ def build_context(
         # The fence names the task, so its cost is measured, not assumed.
         room = budget - count_tokens(with_research(""))
         if room >= 50:
-            found = _fit(research([field], task, llm=llm, max_rounds=max_rounds, budget=room),
+            found = research([field], task, llm=llm, max_rounds=max_rounds, budget=room)
+            found = _fit(_without_pages(found, field.name, {b.filename for b in kept if b.whole}),
                          lambda context: count_tokens(with_research(context)) - budget)
             warnings += found.warnings
             if found.context:
@@ -152,6 +154,21 @@ def _fit(found: ResearchResult, overrun: Callable[[str], int]) -> ResearchResult
                         tokens=packed.tokens, left_out=packed.left_out,
                         budget=found.budget - over)
     return found
+
+
+def _without_pages(found: ResearchResult, field_name: str, shown: set[str]) -> ResearchResult:
+    """``found`` repacked without the evidence from pages the context already shows whole
+    (basic info, taxonomy, preferences …): quoting them again spent the budget twice. Kept as
+    it is when nothing else was found (an empty research block would read as "nothing")."""
+    others = [e for e in found.ranked if not (e.field == field_name and e.filename in shown)]
+    if len(others) == len(found.ranked) or not others:
+        return found
+    try:
+        packed = pack_research(others, found.budget, found.summary, found.spread)
+    except BudgetError:
+        return found
+    return replace(found, context=packed.text, evidence=packed.evidence, tokens=packed.tokens,
+                   left_out=packed.left_out, ranked=others)
 
 
 def _by_task(blocks: list[LevelBlock], field: Field, task: str) -> list[LevelBlock]:

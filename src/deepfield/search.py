@@ -198,7 +198,7 @@ def search_fields(
     for position, (fld, index) in enumerate(indexes):
         if where:
             found, near = filtered_retrieve(fld.index_handle(), query, query_vector, candidates,
-                                            mode, where)
+                                            mode, where, warnings)
         else:
             found, near = index.candidates(query, query_vector, candidates, mode,
                                            parallel=parallel)

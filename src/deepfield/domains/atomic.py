@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidMetadataError
+from ..markdown import plain
 
 __all__ = [
-    "KINDS", "AtomicMeta", "Filters", "atomic_frontmatter", "atomic_meta", "name_key",
-    "name_keys",
+    "KINDS", "AtomicMeta", "Filters", "atomic_frontmatter", "atomic_meta", "entry_name",
+    "name_key", "name_keys", "part_keys", "unmatchable",
 ]
 
 KINDS: tuple[str, ...] = ("method", "benchmark", "survey", "blog")
@@ -42,6 +43,9 @@ _DOI = re.compile(r"^(?:doi:\s*)?10\.\d{4,9}/\S+$", re.IGNORECASE)
 _ARXIV = re.compile(r"^arxiv:\s*\S+$", re.IGNORECASE)
 _PATH_SEP = re.compile(r"\s*(?:>|/)\s*")
 _PUNCT = re.compile(r"[\s\-_–—·.,;:'\"`*()\[\]]+")
+_CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
+_DESCRIPTION = re.compile(r"\s+[—–-]\s+|[:：]\s|[:：]$")
+_ALIASES = re.compile(r"[(（]([^()（）]*)[)）]")
 
 
 def name_key(text: str) -> str:
@@ -52,13 +56,45 @@ def name_key(text: str) -> str:
     return _PUNCT.sub("", folded)
 
 
+def entry_name(text: str) -> tuple[str, tuple[str, ...]]:
+    """(name, aliases) of a taxonomy entry or a page's category or concept value: the text up
+    to ``: ``, `` — `` or `` - `` (the rest is a description), names in parentheses being
+    aliases, so ``Retrieval-Augmented Generation (RAG): memory as retrieval`` is named
+    ``Retrieval-Augmented Generation`` and also ``RAG``. The name is "" when there is none."""
+    flat = plain(_CHECKBOX.sub("", text.strip())).replace("[[", "").replace("]]", "").strip()
+    cut = _DESCRIPTION.search(flat)
+    head = flat[: cut.start()] if cut and cut.start() > 0 else flat
+    aliases: list[str] = []
+    for group in _ALIASES.findall(head):
+        for alias in re.split(r"[,，/、;]", group):
+            alias = alias.strip()
+            if alias and not alias.isdigit():  # "(12)": a page count copied from our output
+                aliases.append(alias)
+    name = " ".join(_ALIASES.sub(" ", head).split()).strip(" *_`")
+    name = re.sub(r"\s*\[\d+\]$", "", name)  # "Memory [12]": a tree pasted from our output
+    return name, tuple(aliases)
+
+
+def part_keys(part: str) -> set[str]:
+    """Keys one name (or one segment of a path) matches: the whole text and, read as the
+    taxonomy reads its entries, its name and aliases. Shared by the taxonomy and the search
+    filters, so "GraphRAG: the graph one" is GraphRAG to both."""
+    name, aliases = entry_name(part)
+    return {name_key(n) for n in (part, name, *aliases)} - {""}
+
+
 def name_keys(value: str) -> set[str]:
     """Keys a page value matches: the whole value and, for a path ``A > B``, each segment."""
-    keys = {name_key(value)}
+    keys = part_keys(value)
     if _PATH_SEP.search(value):
-        keys |= {name_key(part) for part in _PATH_SEP.split(value) if part.strip()}
-    keys.discard("")
+        for part in _PATH_SEP.split(value):
+            keys |= part_keys(part)
     return keys
+
+
+def unmatchable(value: str) -> bool:
+    """A value no filter or taxonomy entry can name (``*``, ``--``): no letters or digits."""
+    return not name_keys(value)
 
 
 def _strings(value: Any) -> list[str]:
@@ -167,6 +203,11 @@ def _names(values: Iterable[str], what: str) -> list[str]:
             raise InvalidMetadataError(f"an empty {what} name was given")
         if len(text) > 200 or "\n" in str(value):
             raise InvalidMetadataError(f"{what} {text[:40]!r}… is not a short name")
+        if unmatchable(text):
+            raise InvalidMetadataError(
+                f"{what} {text!r} has no letters or digits, so no search or taxonomy can match "
+                "it", f"give the {what}'s name"
+            )
         if text not in names:
             names.append(text)
     return names

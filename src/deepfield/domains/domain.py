@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     FieldExistsError,
+    InvalidMetadataError,
     InvalidNameError,
     PageConflictError,
     PageNotFoundError,
     TaxonomyError,
 )
 from ..manage.supersede import is_superseded
-from ..page import check_name
+from ..page import Page, check_name
 from .atomic import KINDS, atomic_frontmatter, atomic_meta
 from .taxonomy import (
     LintIssue,
@@ -98,6 +99,7 @@ def create_domain(
     there (by role or filename) are kept as they are.
     """
     check_name(name, "domain")
+    _require_words(description, "the description", "--description")
     if len(name) > MAX_NAME:
         raise InvalidNameError(
             f"domain name {name[:40]!r}… is {len(name)} characters long",
@@ -191,6 +193,9 @@ def add_atomic(
     Without ``text`` the page gets the section skeleton of its kind. Categories and concepts
     the taxonomy does not know are written anyway and reported in ``warnings``.
     """
+    _require_words(title, "the title", "--title")
+    _require_words(summary, "the summary", "--summary")
+    _require_words(name, "the filename", "--name")
     filename = f"{name.removesuffix('.md')}.md" if name is not None else None
     if filename is not None and (field.path / filename).exists():
         # A new atomic page: replacing a page by name (a well-known page, another paper)
@@ -202,7 +207,22 @@ def add_atomic(
     keys = atomic_frontmatter(kind, category=category, concepts=concepts, source=source,
                               date=date)
     body = text if text and text.strip() else f"# {title}\n\n{KIND_BODIES[keys['kind']]}"
+    same_title = [] if name is not None else _titled(field, title)
     result = field.add(title, body, summary=summary, name=name, frontmatter=keys)
+    written = result.filenames[0]
+    others = [f for f in same_title if f != written]
+    if others and result.pages[0].action != "unchanged":
+        # `add` files a clash as title-2.md without a word; here a second page of a paper is
+        # more likely a slip than a wish, so say where the first one is.
+        result.warnings.append(
+            f"{written}: a page titled {title!r} is already in {field.name}: "
+            f"{', '.join(others)} (edit that page, or give --name to keep both on purpose)"
+        )
+    if result.pages[0].action == "unchanged":
+        # The stored page was kept as it is: check its keys, not the ones asked for (a
+        # re-add without --category is no page without a category).
+        stored = Page.parse((field.path / written).read_text("utf-8", "replace")).frontmatter
+        keys = stored or {}
     try:
         taxonomy = load_taxonomy(field)
     except TaxonomyError as exc:
@@ -211,9 +231,25 @@ def add_atomic(
     if taxonomy is not None:
         # Only this page's problems: the taxonomy's own warnings belong to `taxonomy --lint`.
         quiet = Taxonomy(taxonomy.filename, taxonomy.roots)
-        page = _PageRef(result.filenames[0], keys)
+        page = _PageRef(written, keys)
         result.warnings += [str(issue) for issue in lint_pages(quiet, [page])]
     return result
+
+
+def _require_words(value: str | None, what: str, option: str) -> None:
+    """Refuse an empty text option: left to ``field.add``, an empty title becomes the
+    heading ``# `` of a page named after its first line, and an empty summary or filename
+    is silently dropped."""
+    if value is not None and not value.strip():
+        optional = "" if option == "--title" else ", or leave it out"
+        raise InvalidMetadataError(f"{what} is empty", f"give {option} a few words{optional}")
+
+
+def _titled(field: Field, title: str) -> list[str]:
+    """Current pages of ``field`` titled ``title`` (case and spacing aside)."""
+    key = " ".join(title.split()).casefold()
+    return [d.filename for d in field.pages()
+            if " ".join(d.title.split()).casefold() == key and not is_superseded(d.frontmatter)]
 
 
 @dataclass(frozen=True)

@@ -28,14 +28,17 @@ ALL_MATCHES = 1 << 62
 """LIMIT for the BM25 query: FTS5 scores every match for ORDER BY anyway."""
 
 
-def allowed_chunks(index: FieldIndex, where: Filters) -> set[int]:
-    """Ids of the chunks of pages whose frontmatter matches ``where``."""
+def allowed_chunks(
+    index: FieldIndex, where: Filters, warnings: list[str] | None = None
+) -> set[int]:
+    """Ids of the chunks of pages whose frontmatter matches ``where`` (why the taxonomy was
+    not used, when it could not be read, goes to ``warnings``)."""
     rows = [
         (doc_id, filename, json.loads(raw)) for doc_id, filename, raw in index.conn.execute(
             "SELECT id, filename, frontmatter FROM df_docs WHERE frontmatter != 'null'"
         )
     ]
-    below = _below(index, where, rows) if where.category or where.concept else None
+    below = _below(index, where, rows, warnings) if where.category or where.concept else None
     docs = [doc_id for doc_id, _, frontmatter in rows if where.matches(frontmatter, below)]
     if not docs:
         return set()
@@ -47,7 +50,8 @@ def allowed_chunks(index: FieldIndex, where: Filters) -> set[int]:
 
 
 def _below(
-    index: FieldIndex, where: Filters, rows: list[tuple[int, str, Any]]
+    index: FieldIndex, where: Filters, rows: list[tuple[int, str, Any]],
+    warnings: list[str] | None = None,
 ) -> tuple[set[str], set[str]] | None:
     """Names under the wanted categories and concepts in the field's taxonomy (None when it
     has none, or one that cannot be read: filters then match page values only)."""
@@ -55,7 +59,14 @@ def _below(
     path = index.field_dir / (names[0] if names else TAXONOMY_FILE)
     try:
         taxonomy = parse_taxonomy(path.read_text("utf-8", "replace"), path.name)
-    except (OSError, TaxonomyError):
+    except OSError:
+        return None
+    except TaxonomyError as exc:
+        # Said, not swallowed: without the tree a category finds only pages filed under that
+        # very name, and "no results" would read as "no such pages".
+        if warnings is not None:
+            warnings.append(f"{index.field_dir.name}/{exc.message}; the taxonomy could not be "
+                            "read, so categories and concepts match the pages' own values only")
         return None
     return (taxonomy.keys_below(where.category, categories=True),
             taxonomy.keys_below(where.concept, categories=False))
@@ -68,9 +79,10 @@ def filtered_retrieve(
     candidates: int,
     mode: str,
     where: Filters,
+    warnings: list[str] | None = None,
 ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
     """Like ``search._retrieve`` (BM25 and dense candidates of one field), within ``where``."""
-    allowed = allowed_chunks(index, where)
+    allowed = allowed_chunks(index, where, warnings)
     if not allowed:
         return [], []
     found: list[tuple[int, float]] = []

@@ -53,6 +53,9 @@ class LevelBlock:
     """basic-context | cognition | alignment | atomic"""
     required: bool
     """Kept even over budget (cut at line or sentence boundaries) instead of dropped."""
+    whole: bool = True
+    """The block says all its page does (the page's text, the taxonomy's tree), so research
+    quoting that page would repeat it; False for outlines, stubs and cut blocks."""
 
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "filename": self.filename, "text": self.text,
@@ -113,10 +116,10 @@ def level_blocks(field: Field, level: str) -> list[LevelBlock]:
         text = _survey_outline(field, doc)
         if text:
             blocks.append(LevelBlock(f"Survey outline: {doc.title}", doc.filename, text,
-                                     "cognition", False))
+                                     "cognition", False, whole=False))
     for doc, meta in [(d, m) for d, m in atomic if m.kind != "survey"]:
         blocks.append(LevelBlock(f"Atomic page: {doc.title}", doc.filename,
-                                 _stub(field, doc, meta), "atomic", False))
+                                 _stub(field, doc, meta), "atomic", False, whole=False))
     return blocks
 
 
@@ -153,10 +156,12 @@ def _taxonomy_block(field: Field, docs: Sequence[DocRow]) -> LevelBlock | None:
     except TaxonomyError as exc:
         filename = role_pages(field, docs)["taxonomy"]
         page = Page.parse(_read(field, filename))
-        entries = [e for e in outline(page, depth=6, sentences=0) if e.level]
+        # The empty heading that broke the tree would print as a bare "-".
+        entries = [e for e in outline(page, depth=6, sentences=0) if e.level and e.title.strip()]
         text = "\n".join(f"{'  ' * (e.level - 1)}- {e.title}" for e in entries)
         note = f"(taxonomy headings only: {exc.message})"
-        return LevelBlock("Taxonomy", filename, f"{note}\n{text}\n", "basic-context", False)
+        return LevelBlock("Taxonomy", filename, f"{note}\n{text}\n", "basic-context", False,
+                          whole=False)
     if taxonomy is None or not taxonomy.roots:
         return None
     counts = count_pages(taxonomy, [d for d in docs if d.filename != taxonomy.filename])
@@ -232,7 +237,7 @@ def pack_blocks(
         cut = _truncate(block.text, room, count_tokens) if block.required and room > 0 else ""
         if cut:
             text = f"{cut}\n{TRUNCATED}\n"
-            kept.append(replace(block, text=text))
+            kept.append(replace(block, text=text, whole=False))
             left -= count_tokens(text) + per_block
             omitted.append(OmittedBlock(
                 block.label, block.filename,

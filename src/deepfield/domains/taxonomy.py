@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import TaxonomyError
-from ..markdown import plain
 from ..page import Page
-from .atomic import atomic_meta, name_key
+from .atomic import atomic_meta, entry_name, name_key, part_keys, unmatchable
 
 __all__ = [
     "LintIssue", "PageCounts", "Taxonomy", "TaxonomyNode", "count_pages", "lint_pages",
@@ -41,9 +40,6 @@ _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,3}[.)])(?:[ \t]+(.*?))?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
-_DESCRIPTION = re.compile(r"\s+[—–-]\s+|[:：]\s|[:：]$")
-_ALIASES = re.compile(r"[(（]([^()（）]*)[)）]")
 
 
 @dataclass
@@ -112,12 +108,9 @@ class Taxonomy:
         if not parts:
             return []
         segments = [name_key(s) for s in parts]
-        # The last part as the tree prints it ("Photogrammetry (SfM)"): its name or an alias.
-        try:
-            name, aliases = _entry(parts[-1], TAXONOMY_FILE, 0)
-        except TaxonomyError:  # "(GLOF)": aliases without a name
-            name, aliases = parts[-1], ()
-        last = {segments[-1], *(name_key(n) for n in (name, *aliases))}
+        # The last part as the tree prints it ("Photogrammetry (SfM)"): its name or an alias;
+        # the same keys a search filter matches it by.
+        last = part_keys(parts[-1])
         found = []
         stack: list[TaxonomyNode] = []
         for node in self.nodes():
@@ -154,20 +147,10 @@ def _in_order(wanted: list[str], ancestors: list[TaxonomyNode]) -> bool:
 
 def _entry(text: str, filename: str, line: int) -> tuple[str, tuple[str, ...]]:
     """(name, aliases) of a heading or list item's text."""
-    flat = plain(_CHECKBOX.sub("", text.strip())).replace("[[", "").replace("]]", "").strip()
-    cut = _DESCRIPTION.search(flat)
-    head = flat[: cut.start()] if cut and cut.start() > 0 else flat
-    aliases: list[str] = []
-    for group in _ALIASES.findall(head):
-        for alias in re.split(r"[,，/、;]", group):
-            alias = alias.strip()
-            if alias and not alias.isdigit():  # "(12)": a page count copied from our output
-                aliases.append(alias)
-    name = " ".join(_ALIASES.sub(" ", head).split()).strip(" *_`")
-    name = re.sub(r"\s*\[\d+\]$", "", name)  # "Memory [12]": a tree pasted from our output
+    name, aliases = entry_name(text)
     if not name:
         raise TaxonomyError(f"{filename} line {line}: an entry without a name")
-    return name, tuple(aliases)
+    return name, aliases
 
 
 def parse_taxonomy(text: str, filename: str = TAXONOMY_FILE) -> Taxonomy:
@@ -333,7 +316,14 @@ def lint_pages(taxonomy: Taxonomy, pages: Iterable[PageLike]) -> list[LintIssue]
         issues += [LintIssue(page.filename, problem) for problem in meta.problems]
         if meta.kind and not meta.categories:
             issues.append(LintIssue(page.filename, "has no category"))
+        for value in (*meta.categories, *meta.concepts):
+            if unmatchable(value):  # written by hand: `domain add` refuses these
+                what = "category" if value in meta.categories else "concept"
+                issues.append(LintIssue(page.filename, f"{what} {value!r} has no letters or "
+                                        "digits: no search or taxonomy entry can match it"))
         for value in meta.categories:
+            if unmatchable(value):
+                continue
             if not taxonomy.find(value, categories=True):
                 note = " (it is a concept there)" if taxonomy.find(value, categories=False) \
                     else ""
@@ -341,7 +331,7 @@ def lint_pages(taxonomy: Taxonomy, pages: Iterable[PageLike]) -> list[LintIssue]
                     page.filename, f"category {value!r} is not in {taxonomy.filename}{note}"
                 ))
         for value in meta.concepts:
-            if not taxonomy.find(value, categories=False):
+            if not unmatchable(value) and not taxonomy.find(value, categories=False):
                 issues.append(LintIssue(
                     page.filename, f"concept {value!r} is not in {taxonomy.filename}"
                 ))

@@ -104,8 +104,27 @@ def title_terms(title: str) -> tuple[set[str], set[str]]:
     return words, {w.lower() for w in tokens if w[:1].isupper() and len(w) > 1} - _STOP
 
 
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+
+
+def _without_empty_sections(body: str) -> str:
+    """``body`` less the headings of empty sections: a skeleton (``## Problem``, ``## Method``
+    … that `domain add` writes) is the same on every page of a kind, so counted it made
+    every two pages added without text "80% the same"."""
+    lines = body.splitlines()
+    kept: list[str] = []
+    for number, line in enumerate(lines):
+        if _HEADING.match(line):
+            following = next((x for x in lines[number + 1:] if x.strip()), None)
+            if following is None or _HEADING.match(following):
+                continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
 def features(page: Page, title: str) -> Features:
-    text = f"{title}\n{page.summary or ''}\n{page.body[:TEXT_CHARS]}"
+    body = _without_empty_sections(page.body[:TEXT_CHARS])
+    text = f"{title}\n{page.summary or ''}\n{body}"
     words: set[str] = set()
     values: set[str] = set()
     entities: set[str] = set()
