@@ -193,6 +193,7 @@ def test_usage_errors_exit_2(kstore: Path) -> None:
     (["read"], None, "Missing argument 'FIELD'"),
     (["search", "woks", "--batch", "-"], b"woks\n", "not both"),
     (["context", "plan", "-f", "notes", "-f", "other"], None, "one --field"),
+    (["context", "-f", "notes"], None, "--level deep researches TASK"),
     (["search", "woks", "--category", " "], None, "would match every page"),
     (["search", "x", "--mode", "wrong", "--json"], None, "'wrong' is not one of"),
     (["passwd", "bob", "--password-stdin"], b"\xff\xfe\n", "not UTF-8 text"),

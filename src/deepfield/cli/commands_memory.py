@@ -133,7 +133,7 @@ def research_command(ctx: click.Context, question: str, fields: tuple[str, ...],
               help="Field to build from (one).")
 @click.option("--level", type=click.Choice(LEVELS), default="deep", show_default=True,
               help="light: basic info + taxonomy; medium: + challenges, network, outlines, "
-              "stubs; deep: + research on TASK.")
+              "stubs; deep: + research on TASK (so it needs TASK).")
 @click.option("--budget", type=int, default=2000, show_default=True,
               help="Tokens the whole block may take.")
 @click.option("--max-rounds", type=click.IntRange(1, 10), default=3, show_default=True)
@@ -151,6 +151,9 @@ def context_command(ctx: click.Context, task: str, field_names: tuple[str, ...],
     if len(set(field_names)) > 1:  # click would keep the last silently
         raise click.UsageError("a context block is built from one --field; use `deepfield "
                                "research -f A -f B` to search several")
+    if level == "deep" and not task.strip():  # as HTTP and MCP: deep means research on TASK
+        raise click.UsageError("--level deep researches TASK: give the task, or ask for "
+                               "--level light or medium")
     env = settings(ctx)
     field = env.field(field_names[0])
     llm = env.llm("researcher", offline=offline) if task else None
