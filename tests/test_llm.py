@@ -260,3 +260,158 @@ def test_qa_metrics_and_answer(openai_server: FakeOpenAIServer) -> None:
     assert said == "7 May 2023" and usage.calls == 1
     sent = openai_server.requests_to(CHAT)[0].json
     assert sent["temperature"] == 0.0 and "L3: went on 7 May 2023" in sent["messages"][1]["content"]
+
+
+# --------------------------------------------------------------- configuration walkthrough
+
+@pytest.mark.parametrize(("toml", "expected"), [
+    ('[llm]\nmodel = "m"\ntemperature = 0.2\n',
+     r"unknown \[llm\] key 'temperature' \(known: url, model, "),
+    ('[llm]\nmodel = "m"\n[llm.memorizer]\nmodle = "x"\n',
+     r"unknown \[llm.memorizer\] key 'modle'"),
+    ('[llm]\nmodel = "m"\n[llm.memoriser]\nmodel = "x"\n',
+     r"unknown table \[llm.memoriser\] \(the roles are \[llm.memorizer\], \[llm.researcher\]\)"),
+    ('[llm]\nmodel = "m"\ntransport = "x"\n', r"unknown \[llm\] key 'transport'"),
+    ('[llm]\nmodel = "m"\nsleep = 1\n', r"unknown \[llm\] key 'sleep'"),
+    ('[llm]\nmodel = 3\n', r"llm.model must be a string"),
+])
+def test_unknown_llm_keys_are_config_errors(tmp_path: Path, toml: str, expected: str) -> None:
+    (tmp_path / "deepfield.toml").write_text(toml, encoding="utf-8")
+    with pytest.raises(ConfigError, match=expected):
+        load_llm_config(tmp_path)
+
+
+def test_every_documented_key_is_accepted(tmp_path: Path) -> None:
+    (tmp_path / "deepfield.toml").write_text(
+        '[llm]\nbackend = "openai"\nurl = "http://127.0.0.1:1/v1"\nmodel = "m"\n'
+        'api_key_env = "K"\ntimeout = 5\nmax_retries = 1\nbackoff = 0.1\nmax_backoff = 2\n'
+        '[llm.researcher]\nmodel = "r"\ntimeout = 9\n', encoding="utf-8")
+    chat = build_llm(load_llm_config(tmp_path), "researcher")
+    assert isinstance(chat, OpenAIChat) and chat.model == "r"
+    # Another backend's options are its own to check.
+    (tmp_path / "deepfield.toml").write_text(
+        '[llm]\nbackend = "mine"\nmodel = "m"\nflavour = "x"\n', encoding="utf-8")
+    assert load_llm_config(tmp_path).options["flavour"] == "x"
+
+
+def test_bad_llm_key_is_one_line_in_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import deepfield
+    from deepfield.config import EmbeddingConfig
+
+    from .conftest import MainCli
+
+    deepfield.init(tmp_path / "s", EmbeddingConfig("none"))
+    (tmp_path / "s" / "deepfield.toml").write_text(
+        '[embedding]\nbackend = "none"\n[llm]\nmodel = "m"\ntemperature = 0.2\n',
+        encoding="utf-8")
+    cli = MainCli(tmp_path / "s", capsys, monkeypatch)
+    assert cli("new", "notes").exit_code == 0
+    ran = cli("context", "-f", "notes", "what?", "--level", "light")
+    assert ran.exit_code != 0 and "Traceback" not in ran.stderr
+    assert "unknown [llm] key 'temperature'" in ran.stderr and len(ran.stderr.splitlines()) == 1
+    ran = cli("research", "what?", "--json")
+    error = json.loads(ran.stdout)["error"]
+    assert ran.exit_code != 0 and error["type"] == "ConfigError"
+
+
+def test_offline_hint_names_what_forces_offline(openai_server: FakeOpenAIServer) -> None:
+    openai_server.enqueue(CHAT, status=404)
+    with pytest.raises(LLMServiceError) as caught:
+        model(openai_server).chat([{"role": "user", "content": "x"}])
+    text = str(caught.value)
+    assert "--offline" in text and "DEEPFIELD_LLM=none" in text
+    assert "unset DEEPFIELD_LLM_URL" not in text
+
+
+def test_a_url_without_a_model_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "deepfield.toml").write_text('[llm]\nurl = "http://me:pw@127.0.0.1:1/v1"\n',
+                                             encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"url is set .* but no model") as caught:
+        build_llm(load_llm_config(tmp_path), "memorizer")
+    assert "pw" not in str(caught.value) and "DEEPFIELD_LLM=none" in str(caught.value)
+    with pytest.raises(ConfigError, match="but no model"):
+        build_llm(LLMConfig().with_env({"DEEPFIELD_LLM_URL": "http://127.0.0.1:1/v1"}),
+                  "researcher")
+    # One role with a model, the other deliberately without: that one runs offline.
+    (tmp_path / "deepfield.toml").write_text(
+        '[llm]\nurl = "http://127.0.0.1:1/v1"\n[llm.memorizer]\nmodel = "m"\n',
+        encoding="utf-8")
+    assert build_llm(load_llm_config(tmp_path), "researcher") is None
+
+
+def test_environment_overrides_role_tables(tmp_path: Path) -> None:
+    (tmp_path / "deepfield.toml").write_text(
+        '[llm]\nmodel = "m"\n[llm.researcher]\nurl = "http://127.0.0.1:1/v1"\ntimeout = 50\n'
+        'model = "r"\n', encoding="utf-8")
+    config = load_llm_config(tmp_path).with_env({
+        "DEEPFIELD_LLM_URL": "http://127.0.0.1:2/v1", "DEEPFIELD_LLM_TIMEOUT": "2"})
+    options = config.for_role("researcher")
+    assert (options["url"], options["timeout"], options["model"]) == (
+        "http://127.0.0.1:2/v1", "2", "r")
+    options = config.with_env({"DEEPFIELD_LLM_MODEL": "e"}).for_role("researcher")
+    assert options["model"] == "e"
+    options = config.with_env({"DEEPFIELD_LLM_MODEL": "e",
+                               "DEEPFIELD_LLM_RESEARCHER_MODEL": "er"}).for_role("researcher")
+    assert options["model"] == "er"
+
+
+def test_timeout_is_for_the_whole_call_not_each_read() -> None:
+    import socket
+    import threading
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    stop = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 1000\r\n\r\n")
+            deadline = time.monotonic() + 8  # bounded whatever the client does
+            while not stop.is_set() and time.monotonic() < deadline:
+                try:
+                    conn.sendall(b" ")
+                except OSError:
+                    return
+                time.sleep(0.1)
+
+    server = threading.Thread(target=trickle, daemon=True)
+    server.start()
+    port = listener.getsockname()[1]
+    chat = OpenAIChat(url=f"http://127.0.0.1:{port}/v1", model="m", api_key="k", timeout=1,
+                      max_retries=0)
+    started = time.monotonic()
+    try:
+        with pytest.raises(LLMServiceError, match="no reply within 1 s"):
+            chat.chat([{"role": "user", "content": "x"}])
+        assert time.monotonic() - started < 2.5
+    finally:
+        stop.set()
+        listener.close()
+        chat.close()
+
+
+def test_secrets_are_not_shown(openai_server: FakeOpenAIServer) -> None:
+    openai_server.enqueue(CHAT, status=401, json={"error": {
+        "message": "Incorrect API key provided: sk-SECRET-abc123"}})
+    chat = OpenAIChat(url=openai_server.url, model="m", api_key="sk-SECRET-abc123")
+    with pytest.raises(LLMServiceError) as caught:
+        chat.chat([{"role": "user", "content": "x"}])
+    assert "sk-SECRET" not in str(caught.value) and "[redacted]" in str(caught.value)
+    openai_server.enqueue(CHAT, json={"error": "bad key sk-SECRET-abc123"})
+    with pytest.raises(LLMServiceError) as caught:
+        chat.chat([{"role": "user", "content": "x"}])
+    assert "sk-SECRET" not in str(caught.value)
+    with_userinfo = openai_server.url.replace("http://", "http://me:sk-URLSECRET@")
+    openai_server.enqueue(CHAT, status=404)
+    chat = OpenAIChat(url=with_userinfo, model="m")
+    assert "URLSECRET" not in repr(chat) and "URLSECRET" not in json.dumps(chat.describe())
+    with pytest.raises(LLMServiceError) as caught:
+        chat.chat([{"role": "user", "content": "x"}])
+    assert "URLSECRET" not in str(caught.value) and openai_server.url in str(caught.value)
+    assert openai_server.requests_to(CHAT)[-1].headers["authorization"].startswith("Basic ")

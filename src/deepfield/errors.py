@@ -238,7 +238,9 @@ class RemoteUnavailableError(TransportError):
     default_hint = "check the address, the network and any credentials, then try again"
 
 
-OFFLINE_HINT = "or run without a model: unset DEEPFIELD_LLM_URL / pass --offline"
+# Only these two force offline: unsetting DEEPFIELD_LLM_URL with a model still set sends the
+# memory text (and $OPENAI_API_KEY) to api.openai.com, the default url.
+OFFLINE_HINT = "or run without a model: pass --offline or set DEEPFIELD_LLM=none"
 
 
 class LLMError(DeepfieldError):

@@ -12,9 +12,11 @@ from __future__ import annotations
 import email.utils
 import math
 import random
+import threading
 import time
+import urllib.parse
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,10 +67,10 @@ def attempt_post(
     sent ($OPENAI_API_KEY is not set)") for the 401/403 message.
     """
     try:
-        response = client.post(url, json=payload)
+        response = _post_within(client, url, payload, timeout)
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
         raise RetryableError(f"cannot connect ({str(exc) or type(exc).__name__})") from None
-    except httpx.TimeoutException:
+    except (httpx.TimeoutException, _OverdueError):
         raise fail(
             f"no reply within {timeout:g} s",
             "raise the `timeout` option if the server is slow (a model may be loading), "
@@ -105,6 +107,74 @@ def attempt_post(
             f"the reply is not JSON: {snippet(response.text)!r}",
             "is the URL an OpenAI-compatible API? " + fallback_hint,
         ) from None
+
+
+class _OverdueError(Exception):
+    """The whole request took longer than its timeout."""
+
+
+def _post_within(client: httpx.Client, url: str, payload: dict[str, Any],
+                 timeout: float) -> httpx.Response:
+    """POST with ``timeout`` as a deadline for the whole request, not for each read: httpx's
+    timeouts are per socket operation, so a server trickling a byte now and then held a
+    "2 s" call for minutes. The request runs in a daemon thread the caller stops waiting for
+    at the deadline; the thread itself gives up at its next chunk after it."""
+    deadline = time.monotonic() + timeout
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            with client.stream("POST", url, json=payload) as response:
+                chunks = []
+                for chunk in response.iter_bytes():
+                    chunks.append(chunk)
+                    if time.monotonic() > deadline:
+                        raise _OverdueError
+                box["response"] = httpx.Response(
+                    response.status_code, headers=response.headers,
+                    content=b"".join(chunks), request=response.request)
+        except BaseException as exc:  # handed to the caller's thread as it is
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="deepfield-http", daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()) + 0.05)
+    if worker.is_alive():
+        raise _OverdueError
+    if "error" in box:
+        raise box["error"]
+    response: httpx.Response = box["response"]
+    return response
+
+
+def display_url(url: str) -> str:
+    """``url`` without its ``user:password@`` part, to show in messages."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return url
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=host))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The password (and user) in ``url``'s userinfo, to redact from server texts."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return []
+    return [s for s in (parts.password, parts.username) if s]
+
+
+def redact(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` with each secret (an API key, a URL's password) replaced: servers echo a
+    refused key back ("Incorrect API key provided: sk-…"), and messages end up in logs."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    return text
 
 
 def post_with_retries(
@@ -197,7 +267,13 @@ class JSONEndpoint:
         self.policy = policy
         self.api_key = api_key
         self.api_key_env = api_key_env
-        self._fail = fail
+        secrets = [api_key, *url_secrets(url)]
+
+        def redacting_fail(what: str, hint: str | None) -> DeepfieldError:
+            # Server texts in messages may echo the key; the caller's factory names the URL.
+            return fail(redact(what, secrets), hint)
+
+        self._fail: Fail = redacting_fail
         self._auth_hint = auth_hint
         self._fallback_hint = fallback_hint
         self._transport = transport

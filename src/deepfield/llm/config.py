@@ -16,7 +16,12 @@ researcher are configured separately::
     model = "qwen2.5:32b"
 
 No ``[llm]`` table (and no DEEPFIELD_LLM_* variables, which the CLI layers on top) means no
-model: the memorizer and researcher run their offline algorithms.
+model: the memorizer and researcher run their offline algorithms. A url without any model is
+an error, not offline: whoever set it meant a model to answer.
+
+The built-in backend's keys are checked when the file is read, so a misspelt key or role table
+is one clear error instead of a TypeError from the backend's constructor (or a setting that
+silently does nothing); another registered backend's options are its own to check.
 """
 
 from __future__ import annotations
@@ -27,12 +32,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..config import CONFIG_FILE, read_config_file
-from ..errors import ConfigError
+from ..errors import OFFLINE_HINT, ConfigError
+from ..httpjson import display_url
 from .base import ChatModel, create_llm
 
 Role = Literal["memorizer", "researcher"]
 ROLES: tuple[Role, ...] = ("memorizer", "researcher")
 _ENV_OPTIONS = ("url", "model", "api_key_env", "timeout", "max_retries")
+OPENAI_KEYS = ("url", "model", "api_key_env", "timeout", "max_retries", "backoff",
+               "max_backoff")
+"""The documented keys of ``[llm]`` (besides ``backend``) and ``[llm.<role>]`` for the built-in
+backend: OpenAIChat's options that make sense in a file (``api_key`` is left out so keys stay
+in the environment; ``transport`` and ``sleep`` are for tests)."""
+_STRING_KEYS = ("url", "model", "api_key_env")
 
 
 @dataclass(frozen=True)
@@ -52,11 +64,16 @@ class LLMConfig:
         """Layer ``DEEPFIELD_LLM_*`` (and ``DEEPFIELD_LLM_MEMORIZER_MODEL`` /
         ``DEEPFIELD_LLM_RESEARCHER_MODEL``) over the file's settings."""
         options = dict(self.options)
+        roles = {role: dict(values) for role, values in self.roles.items()}
         for key in _ENV_OPTIONS:
             value = env.get(f"DEEPFIELD_LLM_{key.upper()}")
             if value:
                 options[key] = value
-        roles = {role: dict(values) for role, values in self.roles.items()}
+                # The environment is on top of the whole file: a role table's value would
+                # otherwise win over it, and DEEPFIELD_LLM_URL would leave a role posting to
+                # the file's server.
+                for values in roles.values():
+                    values.pop(key, None)
         for role in ROLES:
             value = env.get(f"DEEPFIELD_LLM_{role.upper()}_MODEL")
             if value:
@@ -73,6 +90,9 @@ def load_llm_config(root: Path) -> LLMConfig:
     section = data.get("llm", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [llm] must be a table")
+    backend = section.get("backend", "openai")
+    if not isinstance(backend, str) or not backend:
+        raise ConfigError(f"{path}: llm.backend must be a backend name")
     roles: dict[str, dict[str, Any]] = {}
     options: dict[str, Any] = {}
     for key, value in section.items():
@@ -80,17 +100,38 @@ def load_llm_config(root: Path) -> LLMConfig:
             if not isinstance(value, dict):
                 raise ConfigError(f"{path}: [llm.{key}] must be a table")
             roles[key] = dict(value)
+            _check_keys(path, f"llm.{key}", roles[key], backend)
+        elif isinstance(value, dict):
+            raise ConfigError(
+                f"{path}: unknown table [llm.{key}] (the roles are "
+                f"{', '.join(f'[llm.{role}]' for role in ROLES)})")
         elif key != "backend":
             options[key] = value
-    backend = section.get("backend", "openai")
-    if not isinstance(backend, str) or not backend:
-        raise ConfigError(f"{path}: llm.backend must be a backend name")
+    _check_keys(path, "llm", options, backend)
     return LLMConfig(backend, options, roles)
+
+
+def _check_keys(path: Path, table: str, options: dict[str, Any], backend: str) -> None:
+    if backend != "openai":
+        return
+    for key, value in options.items():
+        if key not in OPENAI_KEYS:
+            raise ConfigError(
+                f"{path}: unknown [{table}] key {key!r} (known: {', '.join(OPENAI_KEYS)})",
+                "see the [llm] section of docs/API.md")
+        if key in _STRING_KEYS and not isinstance(value, str):
+            raise ConfigError(f"{path}: {table}.{key} must be a string, not {value!r}")
 
 
 def build_llm(config: LLMConfig, role: Role) -> ChatModel | None:
     """The chat model for ``role``, or None when no model is configured (offline)."""
     options = config.for_role(role)
     if not options.get("model"):
+        if options.get("url") and not config.configured:
+            # A url alone used to run offline without a word; whoever set it meant a model.
+            raise ConfigError(
+                f"an LLM url is set ({display_url(str(options['url']))}) but no model",
+                "set `model` under [llm] in deepfield.toml or DEEPFIELD_LLM_MODEL, "
+                + OFFLINE_HINT)
         return None
     return create_llm(config.backend, **options)

@@ -28,7 +28,16 @@ from typing import Any, ClassVar
 import httpx
 
 from ..errors import OFFLINE_HINT, ConfigError, LLMServiceError
-from ..httpjson import JSONEndpoint, RetryPolicy, float_option, snippet, usage_count
+from ..httpjson import (
+    JSONEndpoint,
+    RetryPolicy,
+    display_url,
+    float_option,
+    redact,
+    snippet,
+    url_secrets,
+    usage_count,
+)
 from .base import ChatModel, ChatReply, Message, ReplySchema
 
 DEFAULT_URL = "https://api.openai.com/v1"
@@ -84,11 +93,12 @@ class OpenAIChat(ChatModel):
             base = base[: -len("/chat/completions")]
         if not base.startswith(("http://", "https://")):
             raise ConfigError(
-                f"LLM url {base!r} is not an http(s) URL",
+                f"LLM url {display_url(base)!r} is not an http(s) URL",
                 "give the API base, e.g. http://localhost:11434/v1 or https://api.openai.com/v1",
             )
-        self.url = base
-        self.endpoint = f"{base}/chat/completions"
+        self.url = display_url(base)
+        """The API base as shown in messages and describe(): without a ``user:password@``."""
+        self.endpoint = f"{self.url}/chat/completions"
         policy = RetryPolicy(
             timeout=float_option("LLM", "timeout", timeout, 60.0, minimum=0.001),
             max_retries=int(float_option("LLM", "max_retries", max_retries, 3, minimum=0)),
@@ -97,9 +107,11 @@ class OpenAIChat(ChatModel):
         )
         self.api_key_env = api_key_env or DEFAULT_API_KEY_ENV
         self.retries = 0
+        key = api_key if api_key is not None else os.environ.get(self.api_key_env)
+        self._secrets = [key, *url_secrets(base)]
         self._endpoint = JSONEndpoint(
-            self.endpoint, policy,
-            api_key=api_key if api_key is not None else os.environ.get(self.api_key_env),
+            f"{base}/chat/completions", policy,  # posts with the userinfo, shows none
+            api_key=key,
             api_key_env=self.api_key_env, fail=self._fail,
             auth_hint=f"put a valid key in ${self.api_key_env}, {OFFLINE_HINT}",
             fallback_hint=OFFLINE_HINT, transport=transport, sleep=sleep,
@@ -134,6 +146,7 @@ class OpenAIChat(ChatModel):
         self._endpoint.close()
 
     def _fail(self, what: str, hint: str | None = None) -> LLMServiceError:
+        what = redact(what, self._secrets)  # a server's error text may echo the key
         return LLMServiceError(f"LLM endpoint {self.endpoint} (model {self.model!r}): {what}",
                                hint or f"check the url and model name, {OFFLINE_HINT}")
 
