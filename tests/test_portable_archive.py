@@ -338,6 +338,17 @@ def test_cli_reads_a_zip_as_a_field(
     code, _, stderr = run_main(capsys, "--store", str(store.root), "add", source, "--title",
                                "X", "text")
     assert code == 1 and "read-only" in stderr
+    # Editing keys in place is writing too: supersede wrote into the mirror, and the next
+    # fetch kept the change (the zip itself had not changed).
+    notes.add("Wok care", "Oil a carbon fibre wok after use.")
+    packed = portable.pack(notes, tmp_path / "kitchen.memoryfield.zip", force=True)
+    source = f"{packed.path}#sha256={packed.sha256}"
+    code, _, stderr = run_main(capsys, "--store", str(store.root), "supersede", source,
+                               "carbon-fibre-woks", "wok-care")
+    assert code == 1 and "read-only mirror" in stderr and stderr.count("\n") == 1, stderr
+    code, stdout, _ = run_main(capsys, "--store", str(store.root), "read", source,
+                               "carbon-fibre-woks", "--json")
+    assert code == 0 and "superseded_by" not in json.loads(stdout)["frontmatter"]
     code, _, stderr = run_main(capsys, "--store", str(store.root), "search", "woks", "-f",
                                f"{packed.path}#sha256={'1' * 64}")
     assert code == 1 and "not the pinned" in stderr

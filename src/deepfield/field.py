@@ -109,6 +109,11 @@ class Field(FieldSync):
 
     # ------------------------------------------------------------------ pages
 
+    def check_writable(self) -> None:
+        """Raise if this field's pages may not be changed here (a remote field's mirror:
+        portable/remote.py). Every writer checks it, those that edit a page's keys in place
+        (supersede, review flags) included."""
+
     def intro(self) -> str | None:
         """The field's introduction (``index.md``), if it has one."""
         path = self.path / INTRO_FILE

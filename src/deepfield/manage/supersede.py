@@ -134,6 +134,7 @@ def rewrite_keys(fld: Field, filename: str, changes: dict[str, Any]) -> bool:
     comments and ``updated`` (metadata only: the content did not change), and the file's BOM
     and CRLF line endings. A page that is not UTF-8 raises InvalidPageError, untouched.
     Returns True if the file changed. Takes the field lock."""
+    fld.check_writable()  # a remote field's mirror: the next fetch would not undo it
     with field_lock(fld.path):
         path = fld.path / filename
         current, layout, page = _rewritable(fld, filename)

@@ -69,7 +69,16 @@ class RemoteField(Field):
             "write to the source itself, or `deepfield unpack` a zip of it into your store",
         )
 
+    def check_writable(self) -> None:
+        raise self._read_only()
+
     def write(self, *_: Any, **__: Any) -> Any:
+        raise self._read_only()
+
+    def write_intro(self, *_: Any, **__: Any) -> Any:
+        raise self._read_only()
+
+    def archive_intro(self, *_: Any, **__: Any) -> Any:
         raise self._read_only()
 
     def add(self, *_: Any, **__: Any) -> Any:
