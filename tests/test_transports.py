@@ -440,6 +440,26 @@ def test_git_errors_are_clear(
     assert stderr.startswith("error: cannot read git repository")
 
 
+def test_git_credentials_stay_out_of_messages_and_the_cache(
+        capsys: pytest.CaptureFixture[str], store: deepfield.Store, tmp_path: Path) -> None:
+    from deepfield.portable.transports.git import GitTransport
+
+    secret = "git+http://u:s3cretPW@127.0.0.1:1/notes.git#main"
+    with pytest.raises(RemoteUnavailableError) as caught:
+        portable.open_remote(secret, cache=tmp_path / "cache")
+    assert "s3cretPW" not in str(caught.value), caught.value
+    assert "http://127.0.0.1:1/notes.git" in str(caught.value)
+    code, stdout, stderr = run_main(capsys, "--store", str(store.root), "search", "x", "-f",
+                                    secret, "--json")
+    assert code == 1 and "s3cretPW" not in stdout + stderr
+    transport = GitTransport(secret, tmp_path / "t")
+    assert transport.label == "git+http://127.0.0.1:1/notes.git#main"
+    assert transport.url == "http://u:s3cretPW@127.0.0.1:1/notes.git"  # git still gets it
+    assert GitTransport("git+git@host:repo.git", tmp_path / "t").label == "git+git@host:repo.git"
+    assert not any("s3cretPW" in p.read_text(errors="replace")
+                   for p in (tmp_path / "cache").rglob("*") if p.is_file())
+
+
 # ---------------------------------------------------------------------- misc
 
 

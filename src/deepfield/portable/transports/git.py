@@ -32,9 +32,15 @@ class GitTransport(Transport):
         if not url or url.startswith("-") or ref.startswith("-"):
             raise TransportError(f"{source!r} is not a git source", "write git+URL[#ref]")
         self.url = url
+        self.shown_url = _public(url)
         self.ref = ref or "HEAD"
+        self._label = f"git+{self.shown_url}" + (f"#{ref}" if ref else "")
         self.mirror = workdir / "mirror.git"
         self._blobs: dict[str, tuple[str, int]] = {}
+
+    @property
+    def label(self) -> str:
+        return self._label
 
     def field_name(self) -> str:
         from ...page import is_valid_name, slugify
@@ -53,7 +59,7 @@ class GitTransport(Transport):
             raise TransportError("reading git+ fields needs the git command",
                                  "install git and put it on PATH") from None
         except subprocess.TimeoutExpired:
-            raise RemoteUnavailableError(f"git {args[0]} timed out for {self.url}") from None
+            raise RemoteUnavailableError(f"git {args[0]} timed out for {self.shown_url}") from None
         if done.returncode != 0:
             lines = [ln.strip() for ln in done.stderr.decode("utf-8", "replace").splitlines()
                      if ln.strip()]
@@ -62,8 +68,9 @@ class GitTransport(Transport):
             fatal = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]
             why = (fatal[0].split(":", 1)[1].strip() if fatal else lines[-1] if lines
                    else f"exit status {done.returncode}")
+            why = why.replace(self.url, self.shown_url)  # git quotes the URL it was given
             raise RemoteUnavailableError(
-                f"cannot read git repository {self.url} at {self.ref}: {why}",
+                f"cannot read git repository {self.shown_url} at {self.ref}: {why}",
                 "check that it is a git repository (and the ref exists) and that git can reach it",
             )
         return done.stdout
@@ -84,7 +91,7 @@ class GitTransport(Transport):
             mode, kind, sha, size = meta.decode().split()
             if kind != "blob" or mode not in ("100644", "100755"):
                 continue  # symlinks, submodules and folders are never fetched
-            name = listed_name(raw_name.decode("utf-8", "replace"), self.url)
+            name = listed_name(raw_name.decode("utf-8", "replace"), self.shown_url)
             if name is not None:
                 self._blobs[name] = (sha, int(size))
         dates = self._commit_dates(set(self._blobs))
@@ -127,9 +134,10 @@ class GitTransport(Transport):
             self.list_files()
         for name in wanted:
             if name not in self._blobs:
-                raise RemoteUnavailableError(f"{self.url} has no file {name!r} at {self.ref}")
+                raise RemoteUnavailableError(f"{self.shown_url} has no file {name!r} at {self.ref}")
             if self._blobs[name][1] > MAX_FILE_BYTES:
-                raise RemoteUnavailableError(f"{self.url}: {name} is larger than {MAX_FILE_BYTES}")
+                raise RemoteUnavailableError(
+                    f"{self.shown_url}: {name} is larger than {MAX_FILE_BYTES}")
         shas = "".join(self._blobs[n][0] + "\n" for n in wanted).encode()
         out = self._git("cat-file", "--batch", stdin=shas)
         offset = 0
@@ -142,3 +150,17 @@ class GitTransport(Transport):
             start = end + 1
             yield name, out[start : start + int(size)]
             offset = start + int(size) + 1
+
+
+def _public(url: str) -> str:
+    """``url`` as messages and the cache's state show it: the credentials of a
+    ``scheme://user:token@host/`` URL left out (an scp-style ``git@host:repo`` names a user,
+    no secret, and stays)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    host_and_path = rest.split("/", 1)
+    if "@" not in host_and_path[0]:
+        return url
+    host_and_path[0] = host_and_path[0].rpartition("@")[2]
+    return f"{scheme}://{'/'.join(host_and_path)}"
