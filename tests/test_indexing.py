@@ -6,6 +6,7 @@ encode is skipped with a warning, Ctrl-C keeps what is stored."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -250,10 +251,29 @@ def test_ctrl_c_keeps_what_is_stored_and_says_what_is_pending(tmp_path: Path) ->
     pending = left.index_handle().pending().chunk_vectors
     assert pending == 60 - 32  # the first group of 32 chunks was stored before Ctrl-C
     assert f"{pending} chunk vectors" in result.output
+    assert f", {60 - pending} chunk vectors," in result.output, result.output
     counter = FakeEmbedder()
     resumed = deepfield.open(root, embedder=counter).field("notes")
     resumed.index()
     assert counter.texts_embedded == pending  # nothing stored is encoded again
+
+
+def test_ctrl_c_counts_what_was_stored_not_encoder_passes(tmp_path: Path) -> None:
+    """Windows of list lines are composed from their lines' vectors: counting encoder passes
+    of chunks said a fraction of what an interrupted run had stored."""
+    root = tmp_path / "s"
+    deepfield.init(root, EmbeddingConfig("fake-interrupting"))
+    cli = Cli(root)
+    cli("new", "notes")
+    for n in range(20):
+        items = "".join(f"- item {n}-{i} of the list\n" for i in range(6))
+        (root / "notes" / f"p{n}.md").write_text(f"# Page {n}\n\n{items}")
+    result = cli("index", "--json")
+    assert result.exit_code == 130
+    report = json.loads(result.stdout)["fields"][0]
+    left = deepfield.open(root, embedder=FakeEmbedder()).field("notes")
+    stored = left.index_handle().stats()["chunks"] - left.index_handle().pending().chunk_vectors
+    assert stored > 0 and report["chunks_embedded"] == stored, (report, stored)
 
 
 _SLOW_INDEX = """

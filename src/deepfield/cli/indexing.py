@@ -55,6 +55,7 @@ def index_field(fld: Field, *, rebuild: bool = False, verify: bool = True, embed
     chunks = pages = latent = lines = skipped = 0
     warnings: list[str] = []
     report = None
+    waiting = None
     try:
         if rebuild:
             fld.clear_index()
@@ -62,6 +63,7 @@ def index_field(fld: Field, *, rebuild: bool = False, verify: bool = True, embed
         with progress_bar(f"indexing {fld.name}", files, show, "pages") as tick:
             report = fld.index(verify=verify, embed=False, progress=tick)
         if embed and fld.embedder is not None:
+            waiting = fld.with_index(lambda index: index.pending())
             with progress_bar(f"embedding {fld.name}", _work_total(fld), show,
                               "chunks") as tick:
                 done = fld.embed(progress=tick)
@@ -72,6 +74,12 @@ def index_field(fld: Field, *, rebuild: bool = False, verify: bool = True, embed
         run.interrupted = True
     spent = embedder.meter.since(before) if embedder is not None else {}
     pending = fld.with_index(lambda index: index.pending())
+    if run.interrupted and waiting is not None:
+        # What is stored is what stopped waiting: the encoder's passes undercount it (a
+        # window of record lines is composed from its lines' vectors, not encoded).
+        chunks = max(0, waiting.chunk_vectors - pending.chunk_vectors)
+        pages = max(0, waiting.page_vectors - pending.page_vectors)
+        latent = max(0, waiting.latent_terms - pending.latent_terms)
     stats = fld.with_index(lambda index: index.stats())
     run.document = {
         "field": fld.name,
@@ -79,8 +87,7 @@ def index_field(fld: Field, *, rebuild: bool = False, verify: bool = True, embed
         "updated": report.updated if report else 0,
         "removed": report.removed if report else 0,
         "unchanged": report.unchanged if report else 0,
-        "chunks_embedded": chunks or _spent(spent, "chunk_dense"),
-        "pages_embedded": pages, "latent_terms": latent or _spent(spent, "chunk_sparse"),
+        "chunks_embedded": chunks, "pages_embedded": pages, "latent_terms": latent,
         "latent_lines": lines, "skipped": skipped or totals(spent).skipped,
         "pending": pending.to_json(),
         "pending_vectors": pending.chunk_vectors + pending.page_vectors,
@@ -96,11 +103,6 @@ def index_field(fld: Field, *, rebuild: bool = False, verify: bool = True, embed
         "interrupted": run.interrupted,
     }
     return run
-
-
-def _spent(spent: dict[str, Tally], purpose: str) -> int:
-    tally = spent.get(purpose)
-    return tally.texts if tally else 0
 
 
 def describe(run: IndexRun) -> str:
