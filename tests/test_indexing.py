@@ -177,6 +177,9 @@ def test_fast_mode_defers_latent_terms_until_an_index_without_it(tmp_path: Path)
     pending = fld.index_handle().pending()
     assert pending.chunk_vectors == pending.page_vectors == 0 and pending.latent_terms > 0
     cli = Cli(root)
+    # "0 vectors pending" alone hid the work `index --no-fast` still has to do.
+    status = cli("status").output
+    assert f"0 vectors pending, {pending.latent_terms} latent terms pending" in status, status
     report = cli.json("index", "--no-fast")
     assert report["fields"][0]["latent_terms"] == pending.latent_terms
     assert report["fields"][0]["pending"]["latent_terms"] == 0

@@ -70,10 +70,14 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
         return
     click.echo(f"store {store.root} · embedder {embedding.backend}")
     for row in rows:
+        # Latent terms are pending work too (after `--fast`, all of them): say so, or a user
+        # reading "0 vectors pending" would not know `deepfield index --no-fast` is needed.
+        terms = row["pending"].get("latent_terms", 0)
         click.echo(
             f"  {row['field']}: {row['pages']} pages, {row['chunks']} chunks, "
-            f"{row['pending_vectors']} vectors pending, {row['warnings']} warnings "
-            f"({row['index']})"
+            f"{row['pending_vectors']} vectors pending"
+            + (f", {terms} latent terms pending" if terms else "")
+            + f", {row['warnings']} warnings ({row['index']})"
         )
     if not rows:
         click.echo("  no fields yet")
