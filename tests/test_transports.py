@@ -7,6 +7,7 @@ and the previous mirror as they were.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import http.server
@@ -25,7 +26,12 @@ import pytest
 
 import deepfield
 from deepfield import portable
-from deepfield.errors import RemoteUnavailableError, TransportError, UnknownTransportError
+from deepfield.errors import (
+    RemoteUnavailableError,
+    RemoteUnreachableError,
+    TransportError,
+    UnknownTransportError,
+)
 from deepfield.page import iso_from_timestamp
 
 from .test_portable_archive import run_main
@@ -281,6 +287,97 @@ def test_misbehaving_and_unreachable_http_leave_the_mirror_alone(
     code, stdout, stderr = run_main(capsys, "--store", str(store.root), "search", "x", "-f",
                                     dead)
     assert code == 1 and stdout == "" and stderr.startswith("error: cannot read http://")
+    assert stderr.count("\n") == 1
+
+
+class _TrickleHandler(_QuietHandler):
+    """Promises a large body for anything under /trickle/, then sends a byte now and then."""
+
+    def do_GET(self) -> None:
+        if not self.path.startswith("/trickle"):
+            super().do_GET()
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        with contextlib.suppress(OSError):
+            for _ in range(100):  # at most 10 s, should the client never give up
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                time.sleep(0.1)
+
+
+def test_a_trickling_server_is_given_up_at_the_deadline(
+    capsys: pytest.CaptureFixture[str], store: deepfield.Store, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from deepfield.portable.transports import http as http_transport
+
+    monkeypatch.setattr(http_transport, "DEADLINE", 1.0)
+    root = tmp_path / "www"
+    root.mkdir()
+    server, url = serve(functools.partial(_TrickleHandler, directory=str(root)))
+    try:
+        for source in (url + "trickle/", url + "trickle/notes.memoryfield.zip"):
+            started = time.monotonic()
+            with pytest.raises(RemoteUnreachableError, match=r"no complete reply .* within 1 s"):
+                portable.open_remote(source, cache=tmp_path / "cache")
+            assert time.monotonic() - started < 5
+        started = time.monotonic()
+        code, stdout, stderr = run_main(capsys, "--store", str(store.root), "search", "x",
+                                        "-f", url + "trickle/")
+        assert time.monotonic() - started < 5
+        assert code == 1 and stdout == "" and "no complete reply" in stderr
+        assert stderr.count("\n") == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_unreachable_source_falls_back_on_its_cached_mirror(
+    capsys: pytest.CaptureFixture[str], store: deepfield.Store, tmp_path: Path
+) -> None:
+    root = tmp_path / "www"
+    deepfield.open_field(write_field(root / "notes"), None).index()  # writes listing.md
+    field = store.create_field("travel")
+    field.add("Helsinki trip", "Book the sauna early.")
+    packed = portable.pack(field, root / "travel.memoryfield.zip")
+    server, url = serve(functools.partial(_QuietHandler, directory=str(root)))
+    pinned = f"{url}travel.memoryfield.zip#sha256={packed.sha256}"
+    try:
+        code, stdout, _ = run_main(capsys, "--store", str(store.root), "search", "wok", "-f",
+                                   url + "notes/")
+        assert code == 0 and "carbon-fibre-woks" in stdout
+        portable.open_remote(pinned, cache=tmp_path / "cache").close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    code, stdout, stderr = run_main(capsys, "--store", str(store.root), "search", "wok", "-f",
+                                    url + "notes/")
+    assert code == 0 and "carbon-fibre-woks" in stdout
+    assert stderr.startswith("warning: using the copy fetched at ")
+    assert "Connection refused" in stderr.splitlines()[0]
+    # A pinned zip falls back on a mirror of exactly that zip, never on another pin's.
+    remote = portable.open_remote(pinned, cache=tmp_path / "cache")
+    assert remote.refresh_report is not None and remote.refresh_report.stale
+    assert list(mirror_pages(remote)) == ["helsinki-trip.md"]
+    remote.close()
+    with pytest.raises(RemoteUnreachableError):
+        portable.open_remote(f"{url}travel.memoryfield.zip#sha256={'0' * 64}",
+                             cache=tmp_path / "cache")
+    # No cached copy: the error as it is.
+    with pytest.raises(RemoteUnreachableError, match="cannot read"):
+        portable.open_remote(url + "other/", cache=tmp_path / "cache")
+
+
+def test_a_missing_zip_url_says_http_404(
+    capsys: pytest.CaptureFixture[str], store: deepfield.Store, static_server: tuple[Path, str]
+) -> None:
+    _, url = static_server
+    code, stdout, stderr = run_main(capsys, "--store", str(store.root), "search", "x", "-f",
+                                    url + "missing.memoryfield.zip")
+    assert code == 1 and stdout == ""
+    assert stderr.startswith(f"error: HTTP 404 for {url}missing.memoryfield.zip")
     assert stderr.count("\n") == 1
 
 

@@ -40,6 +40,8 @@ The tree::
     ├── TransportError              a remote field (HTTP, S3, git) that cannot be read
     │   ├── UnknownTransportError   a source no transport understands
     │   └── RemoteUnavailableError  unreachable, refused, misbehaving or without credentials
+    │       └── RemoteUnreachableError  no connection or no complete reply in time (a cached
+    │                                   mirror is used instead, with a warning, when there is one)
     └── AgentSetupError             `deepfield setup`: an unknown agent, or an agent's config
                                     file that is malformed or read-only (nothing is changed)
     LLMError
@@ -236,6 +238,11 @@ class UnknownTransportError(TransportError):
 
 class RemoteUnavailableError(TransportError):
     default_hint = "check the address, the network and any credentials, then try again"
+
+
+class RemoteUnreachableError(RemoteUnavailableError):
+    """The source could not be reached at all (no connection, a timeout): the one failure
+    open_remote answers from a cached mirror, with a warning, when there is one."""
 
 
 # Only these two force offline: unsetting DEEPFIELD_LLM_URL with a model still set sends the

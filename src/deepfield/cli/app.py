@@ -93,7 +93,11 @@ class Settings:
                 "#sha256=" in name:
             from ..portable import open_remote
 
-            return open_remote(name, embedder=self.embedder())
+            remote = open_remote(name, embedder=self.embedder())
+            if remote.refresh_report is not None:  # e.g. the cached copy used when offline
+                for warning in remote.refresh_report.warnings:
+                    warn(warning)
+            return remote
         if ("/" in name or name.startswith(".")) and Path(name).is_dir():
             return self._folder_field(name)
         store = self.store()

@@ -74,7 +74,8 @@ def remote_group() -> None:
     """Fields elsewhere: a zip, an HTTP(S) server, s3://bucket/prefix, git+URL[#ref].
 
     They are mirrored into a local cache ($XDG_CACHE_HOME/deepfield/remote) with their own
-    index; every other command accepts them as FIELD too.
+    index; every other command accepts them as FIELD too. When the source cannot be reached,
+    the cached copy is used with a warning.
     """
 
 
@@ -137,6 +138,8 @@ def remote_search_cmd(ctx: click.Context, source: str, query: str, k: int, mode:
                 click.echo("no results")
             return
     remote = open_remote(source, embedder=settings(ctx).embedder(), pin=pin)
+    for warning in remote.refresh_report.warnings if remote.refresh_report else ():
+        warn(warning)
     try:
         response = search_fields([remote], query, k=k, mode=mode)
     finally:

@@ -12,6 +12,12 @@ it was. Cached files get the remote timestamp as mtime, which the index records 
 The cache lives in ``$DEEPFIELD_REMOTE_CACHE``, else ``$XDG_CACHE_HOME/deepfield/remote``
 (``~/.cache/deepfield/remote``); one folder per source. Deleting it loses nothing.
 
+When the source cannot be reached (no connection, no complete reply in time:
+``RemoteUnreachableError``) but an earlier refresh left a mirror, the mirror is used as it is,
+with a warning in the report ("using the copy fetched at <time>: <reason>"); a pinned source
+falls back only on a mirror of exactly the pinned zip. Any other failure (refusals, HTTP errors,
+a misbehaving server) is raised as it is.
+
 A pin travels in the source as a fragment, ``x.memoryfield.zip#sha256=HEX`` (also for zip URLs),
 or as ``pin=``; a zip whose sha256 differs is refused before any entry is read.
 """
@@ -30,10 +36,10 @@ from typing import Any
 
 from ..debris import new_temp_file
 from ..embed.base import Embedder
-from ..errors import RemoteUnavailableError, TransportError
+from ..errors import RemoteUnavailableError, RemoteUnreachableError, TransportError
 from ..field import Field
 from ..fsutil import atomic_write, field_lock
-from ..page import INTRO_FILE, LISTING_FILE, is_debris
+from ..page import INTRO_FILE, LISTING_FILE, is_debris, iso_from_timestamp
 from .transports import RemoteFile, Transport, create_transport, find_transport
 from .transports.base import MissingRemoteFileError
 from .zipsafe import DEFAULT_LIMITS
@@ -52,6 +58,7 @@ class RefreshReport:
     sha256: str | None = None
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    stale: bool = False  # the source was unreachable: the cached mirror was used as it was
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -202,9 +209,30 @@ def refresh_mirror(transport: Transport, folder: Path, state_path: Path) -> Refr
             (folder / name).unlink()
             report.removed += 1
     state = {"source": transport.label, "transport": transport.name, "sha256": report.sha256,
+             "fetched_at": time.time(),
              "files": {n: {**asdict(f), "sha256": sha} for n, (f, sha) in sorted(keep.items())}}
     atomic_write(state_path, json.dumps(state, indent=1).encode())
     report.seconds = time.monotonic() - started
+    return report
+
+
+def _cached_report(transport: Transport, mirror: Path, state_path: Path, pin: str | None,
+                   error: RemoteUnreachableError) -> RefreshReport:
+    """The report for a mirror used as it is because the source is unreachable; ``error``
+    again when there is no usable mirror (none yet, or not of the pinned zip)."""
+    try:
+        state = json.loads(state_path.read_text("utf-8"))
+        fetched_at = float(state.get("fetched_at") or state_path.stat().st_mtime)
+    except (OSError, ValueError, TypeError, AttributeError):
+        raise error from None
+    if not mirror.is_dir() or not isinstance(state, dict) or not state.get("files"):
+        raise error
+    if pin is not None and str(state.get("sha256") or "").lower() != pin.lower():
+        raise error
+    report = RefreshReport(transport.label, transport.name, sha256=state.get("sha256"),
+                           unchanged=len(state["files"]), stale=True)
+    report.warnings.append(
+        f"using the copy fetched at {iso_from_timestamp(fetched_at)}: {error.message}")
     return report
 
 
@@ -264,6 +292,8 @@ def open_remote(
             transport = create_transport(source, folder / "transport", pin)
             try:
                 report = refresh_mirror(transport, mirror, folder / STATE_FILE)
+            except RemoteUnreachableError as exc:
+                report = _cached_report(transport, mirror, folder / STATE_FILE, pin, exc)
             finally:
                 transport.close()
         else:

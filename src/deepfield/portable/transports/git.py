@@ -15,12 +15,19 @@ import subprocess
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ...errors import RemoteUnavailableError, TransportError
+from ...errors import RemoteUnavailableError, RemoteUnreachableError, TransportError
 from .base import MAX_FILE_BYTES, RemoteFile, Transport, listed_name
 
 HEAD_REF = "refs/deepfield/head"
 GIT_TIMEOUT = 300
 _DATE_LINE = re.compile(r"^@(\d+)$")
+
+
+_UNREACHABLE = re.compile(
+    r"could not resolve host|connection refused|connection timed out|failed to connect|"
+    r"unable to access|could not read from remote|network is unreachable|timed out",
+    re.IGNORECASE,
+)
 
 
 class GitTransport(Transport):
@@ -59,7 +66,8 @@ class GitTransport(Transport):
             raise TransportError("reading git+ fields needs the git command",
                                  "install git and put it on PATH") from None
         except subprocess.TimeoutExpired:
-            raise RemoteUnavailableError(f"git {args[0]} timed out for {self.shown_url}") from None
+            raise RemoteUnreachableError(
+                f"git {args[0]} timed out for {self.shown_url}") from None
         if done.returncode != 0:
             lines = [ln.strip() for ln in done.stderr.decode("utf-8", "replace").splitlines()
                      if ln.strip()]
@@ -69,7 +77,11 @@ class GitTransport(Transport):
             why = (fatal[0].split(":", 1)[1].strip() if fatal else lines[-1] if lines
                    else f"exit status {done.returncode}")
             why = why.replace(self.url, self.shown_url)  # git quotes the URL it was given
-            raise RemoteUnavailableError(
+            # A network failure (not a wrong repository or ref) lets open_remote fall back
+            # on the cached mirror.
+            error = RemoteUnreachableError if _UNREACHABLE.search(why) else \
+                RemoteUnavailableError
+            raise error(
                 f"cannot read git repository {self.shown_url} at {self.ref}: {why}",
                 "check that it is a git repository (and the ref exists) and that git can reach it",
             )

@@ -19,13 +19,14 @@ import json
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote, unquote
 
 import httpx
 
-from ...errors import RemoteUnavailableError, TransportError
+from ...errors import RemoteUnavailableError, RemoteUnreachableError, TransportError
 from ...page import LISTING_FILE
 from ..zipsafe import DEFAULT_LIMITS
 from .base import MAX_FILE_BYTES, MissingRemoteFileError, RemoteFile, Transport, check_file_name
@@ -33,6 +34,10 @@ from .local import ZipTransport
 
 ZIP_NAME = "memoryfield.zip"
 TIMEOUT = httpx.Timeout(10.0, read=60.0)
+# A deadline for each whole GET: httpx's timeouts are per socket read, so a server trickling a
+# byte every few seconds would otherwise hold a fetch for ever (the size caps bound bytes, not
+# time).
+DEADLINE = 600.0
 _LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 
 
@@ -87,6 +92,12 @@ class HttpTransport(Transport):
     def label(self) -> str:
         return self._display
 
+    @property
+    def sha256(self) -> str | None:
+        """The zip's sha256 when the field was read through its zip (recorded in the mirror's
+        state, so a pinned mirror can be matched to its pin offline)."""
+        return self._zip.sha256 if self._zip is not None else None
+
     def field_name(self) -> str:
         from ...page import is_valid_name, slugify
 
@@ -100,20 +111,38 @@ class HttpTransport(Transport):
     # ------------------------------------------------------------------ requests
 
     def _get(self, url: str, headers: dict[str, str] | None = None,
-             limit: int = MAX_FILE_BYTES) -> tuple[httpx.Response, bytes]:
-        """GET with a size cap; connection failures become RemoteUnavailableError."""
+             limit: int = MAX_FILE_BYTES,
+             params: dict[str, Any] | None = None) -> tuple[httpx.Response, bytes]:
+        """GET with a size cap and a deadline; connection failures and overdue replies become
+        RemoteUnreachableError."""
         buffer = io.BytesIO()
-        response = self._stream(url, headers, buffer, limit)
+        response = self._stream(url, headers, buffer, limit, params)
         return response, buffer.getvalue()
 
     def _stream(self, url: str, headers: dict[str, str] | None, out: IO[bytes],
-                limit: int) -> httpx.Response:
-        """GET into ``out`` (the body of a 200 only), refusing more than ``limit`` bytes."""
+                limit: int, params: dict[str, Any] | None = None) -> httpx.Response:
+        """GET into ``out`` (the body of a 200 only), refusing more than ``limit`` bytes and
+        giving up when the whole reply has not arrived within ``DEADLINE`` seconds (checked as
+        each chunk arrives; no single read waits longer than the deadline either)."""
+        deadline = DEADLINE
+        started = time.monotonic()
+        per_read = httpx.Timeout(min(10.0, deadline), read=min(60.0, deadline))
+
+        def overdue() -> RemoteUnreachableError:
+            return RemoteUnreachableError(
+                f"cannot read {self.label}: no complete reply to GET "
+                f"{url.rsplit('/', 1)[-1] or '/'} within {deadline:g} s",
+                "the server is too slow or stalled; try again later",
+            )
+
         try:
-            with self.client.stream("GET", url, headers=headers or {}) as response:
+            with self.client.stream("GET", url, headers=headers or {}, params=params,
+                                    timeout=per_read) as response:
                 size = 0
                 if response.status_code == 200:
                     for chunk in response.iter_bytes():
+                        if time.monotonic() - started > deadline:
+                            raise overdue()
                         size += len(chunk)
                         if size > limit:
                             raise RemoteUnavailableError(
@@ -121,7 +150,13 @@ class HttpTransport(Transport):
                                 f"{limit} bytes", "the server is misbehaving; refusing it",
                             )
                         out.write(chunk)
+                if time.monotonic() - started > deadline:
+                    raise overdue()
                 return response
+        except httpx.TransportError as exc:  # no connection: refused, DNS, reset, timed out
+            if time.monotonic() - started >= deadline:
+                raise overdue() from None
+            raise RemoteUnreachableError(f"cannot read {self.label}: {exc}") from None
         except httpx.HTTPError as exc:
             raise RemoteUnavailableError(f"cannot read {self.label}: {exc}") from None
 
@@ -186,6 +221,9 @@ class HttpTransport(Transport):
         try:
             self._zip = self._download_zip(self.zip_url or self.base + ZIP_NAME)
         except MissingRemoteFileError:
+            if self.zip_url is not None:
+                raise RemoteUnavailableError(f"HTTP 404 for {self.label}",
+                                             "check the zip's URL") from None
             if self.pin is not None:
                 raise RemoteUnavailableError(
                     f"{self.label} has no {ZIP_NAME}, so the sha256 pin cannot be checked",
@@ -257,14 +295,11 @@ class HttpTransport(Transport):
 
     def search(self, query: str, k: int = 10) -> list[dict[str, Any]]:
         """The server's ``/search`` results (spec shape checked: filename and frontmatter)."""
-        try:
-            response = self.client.get(self.base + "search", params={"q": query, "k": k})
-        except httpx.HTTPError as exc:
-            raise RemoteUnavailableError(f"cannot read {self.label}: {exc}") from None
+        response, data = self._get(self.base + "search", params={"q": query, "k": k})
         if response.status_code != 200:
             raise self._unexpected("/search", response)
         try:
-            body = response.json()
+            body = json.loads(data)
         except ValueError:
             body = None
         results = body.get("results") if isinstance(body, dict) else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...errors import RemoteUnavailableError, TransportError
+from ...errors import RemoteUnavailableError, RemoteUnreachableError, TransportError
 from .base import MAX_FILE_BYTES, RemoteFile, Transport, check_file_name, listed_name
 
 
@@ -66,7 +66,7 @@ class S3Transport(Transport):
                 f"{self.source}: {error.get('Code', 'error')}: {error.get('Message', exc)}",
                 "check the bucket name, the prefix and the credentials' permissions",
             )
-        return RemoteUnavailableError(f"cannot reach {self.source}: {exc}")
+        return RemoteUnreachableError(f"cannot reach {self.source}: {exc}")
 
     def list_files(self) -> list[RemoteFile]:
         import botocore.exceptions as errors
