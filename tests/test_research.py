@@ -178,6 +178,34 @@ def test_model_research_errors_are_clear(keyword_store: deepfield.Store,
         research([field], "anything?", llm=_researcher(openai_server))
 
 
+def test_a_model_that_fails_mid_research_keeps_what_was_found(
+        keyword_store: deepfield.Store, openai_server: FakeOpenAIServer) -> None:
+    """A 500 after the first answer lost the rounds done: the command failed outright."""
+    field = keyword_store.create_field("ops")
+    field.add("Boiler log", "The boiler failed on 3 June.", name="boiler-log")
+    field.add("Repairs", "Ana replaced the boiler valve on 5 June.", name="repairs")
+    plan = {"info_needs": [], "keyword": "boiler failed", "vector": [], "page_ids": []}
+    integration = {"summary": "The boiler failed on 3 June [boiler-log.md].",
+                   "sources": ["boiler-log.md"], "enough": False,
+                   "follow_up": ["Who repaired the boiler?"]}
+    # Round 1 answered, round 2's plan fails: round 1's summary and evidence stand.
+    openai_server.enqueue(CHAT, json=chat_completion(json.dumps(plan)))
+    openai_server.enqueue(CHAT, json=chat_completion(json.dumps(integration)))
+    openai_server.enqueue(CHAT, status=500)
+    kept = research([field], "When did the boiler fail and who fixed it?",
+                    llm=_researcher(openai_server), budget=300, record=False)
+    assert kept.context.startswith("Summary: The boiler failed on 3 June")
+    assert "boiler failed on 3 June" in kept.context and len(kept.rounds) == 1
+    assert any("round 2: the model failed" in w for w in kept.warnings), kept.warnings
+    # The plan answered, the integration fails: the evidence the plan found is kept.
+    openai_server.enqueue(CHAT, json=chat_completion(json.dumps(plan)))
+    openai_server.enqueue(CHAT, status=500)
+    found = research([field], "When did the boiler fail?", llm=_researcher(openai_server),
+                     budget=300, record=False)
+    assert "boiler failed on 3 June" in found.context
+    assert any("round 1: the model failed" in w for w in found.warnings), found.warnings
+
+
 def test_context_block(keyword_store: deepfield.Store) -> None:
     field = keyword_store.create_field("ops", intro="# Ops\n\nPlant operations memory.\n")
     field.add("Preferences", "Always give dates as ISO dates.", name="prefs",

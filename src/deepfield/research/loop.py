@@ -18,6 +18,7 @@ from ..errors import (
     DeepfieldError,
     EmbeddingError,
     LLMReplyError,
+    LLMServiceError,
     PageNotFoundError,
 )
 from ..field import Field
@@ -271,6 +272,11 @@ class _Session:
             queries: list[tuple[str, str]] = []
             try:
                 plan = gam.plan(llm, request, memos, usage)
+            except LLMServiceError as exc:
+                if not usage.calls:
+                    raise  # the first call: an outage or a setting the user must see
+                self.warnings.append(self._model_lost(number, exc))
+                break
             except LLMReplyError as exc:
                 # A model that cannot plan (even after a repair) still gets evidence: the
                 # heuristic planner's queries for this request, and a warning saying so.
@@ -293,6 +299,12 @@ class _Session:
                                             usage, evidence_tokens=3000)
             except LLMReplyError as exc:
                 self.warnings.append(f"round {number}: {exc.message}; evidence kept as found")
+                integration = gam.Integration(summary, [], True, [])
+                unusable = True
+            except LLMServiceError as exc:
+                if not usage.calls:
+                    raise
+                self.warnings.append(self._model_lost(number, exc))
                 integration = gam.Integration(summary, [], True, [])
                 unusable = True
             summary = integration.summary
@@ -320,6 +332,13 @@ class _Session:
             if trace.decision != "continue":
                 break
         return rounds, summary
+
+    @staticmethod
+    def _model_lost(number: int, exc: LLMServiceError) -> str:
+        # Rounds already done hold evidence (and maybe a summary): a model that fails later
+        # (a 500, a timeout) ends the research with them instead of throwing them away.
+        return (f"round {number}: the model failed ({exc.message}); the research stopped "
+                "with the evidence found so far")
 
     def _memos(self) -> list[tuple[str, str]]:
         """Light memory: the memos of the pages most related to the question, then the rest."""
