@@ -103,6 +103,21 @@ def test_key_never_shown(make: Make) -> None:
     assert "sk-secret" not in repr(embedder) + repr(embedder.describe())
 
 
+def test_a_url_password_is_posted_but_never_shown(
+        make: Make, openai_server: FakeOpenAIServer) -> None:
+    url = openai_server.url.replace("http://", "http://me:sk-URLSECRET@")
+    embedder = make(url=url)
+    shown = repr(embedder) + repr(embedder.describe()) + embedder.endpoint
+    assert "URLSECRET" not in shown and embedder.url == openai_server.url
+    embedder.embed(["a"])  # the endpoint still gets the credentials
+    assert openai_server.requests[-1].headers["authorization"].startswith("Basic ")
+    openai_server.enqueue(status=500, body="boom")
+    openai_server.enqueue(status=500, body="boom")
+    with pytest.raises(EmbeddingServiceError) as failed:
+        make(url=url, max_retries=1).embed(["b"])
+    assert "URLSECRET" not in str(failed.value)
+
+
 def test_vectors_follow_index_not_reply_order(make: Make, openai_server: FakeOpenAIServer) -> None:
     openai_server.enqueue(json=embeddings_json([[0.0, 1.0], [1.0, 0.0]], indexes=[1, 0]))
     vectors = make().embed(["first", "second"])

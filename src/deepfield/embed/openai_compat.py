@@ -32,7 +32,14 @@ import httpx
 import numpy as np
 
 from ..errors import ConfigError, EmbeddingInputError, EmbeddingServiceError
-from ..httpjson import JSONEndpoint, RetryPolicy, float_option, snippet, usage_count
+from ..httpjson import (
+    JSONEndpoint,
+    RetryPolicy,
+    display_url,
+    float_option,
+    snippet,
+    usage_count,
+)
 from .base import UNSAFE_CODE_CHARS, Embedder, Kind, Vectors, check_model_code
 
 _REFUSED_INPUT = re.compile(
@@ -110,7 +117,9 @@ class OpenAIEmbedder(Embedder):
                 "e.g. nomic-embed-text for Ollama or text-embedding-3-small for OpenAI",
             )
         self.model = str(model).strip()
-        self.url = _check_url(url or DEFAULT_URL)
+        base = _check_url(url or DEFAULT_URL)
+        self.url = display_url(base)
+        """The API base as shown in messages and describe(): without a ``user:password@``."""
         self.endpoint = f"{self.url}/embeddings"
         self.dimensions = _optional_int("dimensions", dimensions, minimum=1)
         self.model_code = check_model_code(model_code) if model_code else default_model_code(
@@ -137,8 +146,8 @@ class OpenAIEmbedder(Embedder):
         self.dim = self.dimensions
         self.stats = EmbedStats()
         self._endpoint = JSONEndpoint(
-            self.endpoint, RetryPolicy(self.timeout, self.max_retries, self.backoff,
-                                       self.max_backoff),
+            f"{base}/embeddings",  # posts with the userinfo, shows none
+            RetryPolicy(self.timeout, self.max_retries, self.backoff, self.max_backoff),
             api_key=self._api_key, api_key_env=self.api_key_env, fail=self._fail,
             auth_hint=f"put a valid key in ${self.api_key_env} (or name another variable "
             "with the `api_key_env` option), " + _FALLBACK_HINT,
@@ -284,7 +293,7 @@ def _check_url(url: str) -> str:
         url = url[: -len("/embeddings")]
     if not url.startswith(("http://", "https://")):
         raise ConfigError(
-            f"embedding url {url!r} is not an http(s) URL",
+            f"embedding url {display_url(url)!r} is not an http(s) URL",
             "give the API base, e.g. http://localhost:11434/v1 or https://api.openai.com/v1",
         )
     return url
