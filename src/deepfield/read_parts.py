@@ -12,13 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .archive import part_names as split_part_names
 from .errors import PageNotFoundError, SectionNotFoundError
 from .markdown import SOURCES_TITLE, Section, parse_sections
-from .page import Page, is_valid_name
+from .page import Page
 from .read import OutlineEntry, count_matching, find_section, outline
-
-MAX_PARTS = 100_000
-"""The most parts a ``parts`` count is believed for (the writer's own bound)."""
 
 Loader = Callable[[str], tuple[str, Page]]
 """``Field.load``: a filename to (filename, parsed page); PageNotFoundError if it is gone."""
@@ -26,26 +24,10 @@ Loader = Callable[[str], tuple[str, Page]]
 
 def part_names(filename: str, page: Page) -> list[str]:
     """Every filename of the split page ``filename`` is a part of, in order; [] for a page
-    that is not a part (or whose ``parts`` key makes no sense)."""
-    part, parts = page.get("part"), page.get("parts")
-    if not isinstance(part, int) or isinstance(part, bool) or part < 1:
-        return []
-    if isinstance(parts, list):
-        names = [p for p in parts if isinstance(p, str)]
-        if filename not in names:  # a copy under another name: its list is not about it
-            return []
-    elif isinstance(parts, int) and not isinstance(parts, bool) and 1 < parts <= MAX_PARTS:
-        # Past split.PARTS_LISTED parts only the count is kept: first.md, first-part-2.md …
-        stem = filename.removesuffix(".md")
-        if part > 1:
-            if not stem.endswith(f"-part-{part}"):
-                return []
-            stem = stem.removesuffix(f"-part-{part}")
-        names = [f"{stem}.md"] + [f"{stem}-part-{i}.md" for i in range(2, parts + 1)]
-    else:
-        return []
-    names = [n for n in names if n.endswith(".md") and is_valid_name(n.removesuffix(".md"))]
-    return names if len(names) > 1 and filename in names else []
+    that is not a part (or whose ``parts`` key makes no sense): archive.part_names, the
+    reading rm and restore use, with a single "part" read as no split."""
+    names = split_part_names(page, filename) or []
+    return names if len(names) > 1 else []
 
 
 def _load_parts(filename: str, page: Page, names: list[str],
