@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ...errors import RemoteUnavailableError, RemoteUnreachableError, TransportError
+from ...httpjson import display_url
 from .base import MAX_FILE_BYTES, RemoteFile, Transport, listed_name
 
 HEAD_REF = "refs/deepfield/head"
@@ -39,7 +40,7 @@ class GitTransport(Transport):
         if not url or url.startswith("-") or ref.startswith("-"):
             raise TransportError(f"{source!r} is not a git source", "write git+URL[#ref]")
         self.url = url
-        self.shown_url = _public(url)
+        self.shown_url = display_url(url)  # git still gets the credentials
         self.ref = ref or "HEAD"
         self._label = f"git+{self.shown_url}" + (f"#{ref}" if ref else "")
         self.mirror = workdir / "mirror.git"
@@ -162,17 +163,3 @@ class GitTransport(Transport):
             start = end + 1
             yield name, out[start : start + int(size)]
             offset = start + int(size) + 1
-
-
-def _public(url: str) -> str:
-    """``url`` as messages and the cache's state show it: the credentials of a
-    ``scheme://user:token@host/`` URL left out (an scp-style ``git@host:repo`` names a user,
-    no secret, and stays)."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url
-    host_and_path = rest.split("/", 1)
-    if "@" not in host_and_path[0]:
-        return url
-    host_and_path[0] = host_and_path[0].rpartition("@")[2]
-    return f"{scheme}://{'/'.join(host_and_path)}"

@@ -27,6 +27,7 @@ from urllib.parse import quote, unquote
 import httpx
 
 from ...errors import RemoteUnavailableError, RemoteUnreachableError, TransportError
+from ...httpjson import display_url
 from ...page import LISTING_FILE
 from ..zipsafe import DEFAULT_LIMITS
 from .base import MAX_FILE_BYTES, MissingRemoteFileError, RemoteFile, Transport, check_file_name
@@ -49,11 +50,6 @@ def parse_listing(text: str) -> list[str]:
         if name.endswith(".md") and "/" not in name and ":" not in name and name != LISTING_FILE:
             names[name] = None
     return list(names)
-
-
-def _public(url: httpx.URL) -> str:
-    """The URL as messages show it: credentials (``user:pass@``) left out."""
-    return str(url.copy_with(username=None, password=None)) if url.userinfo else str(url)
 
 
 _HTML = re.compile(r"\s*<(?:!doctype\s+html|html|head|body)[\s>]", re.IGNORECASE)
@@ -79,7 +75,7 @@ class HttpTransport(Transport):
         except httpx.InvalidURL as exc:  # e.g. "http://[::1" (an unclosed IPv6 address)
             raise TransportError(f"{source} is not a valid URL ({exc})",
                                  "check the address: http(s)://host[:port]/field/") from None
-        self._display = _public(url) if url.userinfo else source
+        self._display = display_url(source)
         self.zip_url = source if url.path.endswith(".zip") else None
         self.base = source if source.endswith("/") else source + "/"
         if self.zip_url:
@@ -188,7 +184,7 @@ class HttpTransport(Transport):
         except BaseException:
             Path(temp).unlink()
             raise
-        shown = _public(httpx.URL(url))  # messages name the URL, not the temporary file
+        shown = display_url(url)  # messages name the URL, not the temporary file
         if response.status_code != 200:
             Path(temp).unlink()
             if response.status_code == 304 and target.exists():
