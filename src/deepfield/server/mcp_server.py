@@ -28,7 +28,7 @@ from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
 from ..store import Store
 from .auth import Auth, is_loopback
-from .service import Service
+from .service import Service, read_view
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -185,19 +185,11 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         """Read a page progressively: its outline (headings with first sentences; the
         default), the full text, or one section (section=HEADING or 'Parent > Child',
         mode=section or left out). page is a filename, stem or uuid."""
-        # A section given without a mode is the section asked for, not the outline.
-        mode = mode or ("section" if section else "outline")
-        if mode == "section" and not section:
-            raise DeepfieldError("mode=section needs section=HEADING",
-                                 "add section, a heading or 'Parent > Child'; mode=outline "
-                                 "lists the headings")
-        if section and mode != "section":
-            raise DeepfieldError(f"section reads one section, but mode={mode} was asked for",
-                                 "send mode=section (or leave mode out), or leave section out")
+        chosen = read_view(mode, section, "mode")
         if not 1 <= depth <= 6:  # heading levels, as GET /_/read checks
             raise DeepfieldError(f"depth must be 1 to 6, not {depth}",
                                  "send a heading level from 1 to 6 (default 2)")
-        view = svc.read(field, page, view=mode, section=section, depth=depth)
+        view = svc.read(field, page, view=chosen, section=section, depth=depth)
         out: dict[str, Any] = view.to_json()
         return out
 

@@ -25,7 +25,7 @@ from ..errors import DeepfieldError
 from ..field import Field
 from .app import deny_read, deny_write, error_response
 from .routes_spec import _check_body, _int_param
-from .service import Service
+from .service import Service, read_view
 
 
 def _service(request: Request) -> Service:
@@ -52,18 +52,7 @@ async def read(request: Request) -> Response:
         return denied
     name, ref = request.path_params["field"], request.path_params["page"]
     section = request.query_params.get("section")
-    # ?section=X alone asks for that section: it used to be ignored, answering with the
-    # outline as if the section had been read.
-    view = request.query_params.get("view") or ("section" if section else "outline")
-    if view not in ("outline", "full", "section"):
-        raise DeepfieldError(f"unknown view {view!r}", "use outline, full or section")
-    if view == "section" and not section:
-        raise DeepfieldError("view=section needs section=HEADING",
-                             "add section= a heading or 'Parent > Child'; view=outline "
-                             "lists the headings")
-    if section and view != "section":
-        raise DeepfieldError(f"section= reads one section, but view={view} was asked for",
-                             "send view=section (or leave view out), or leave section out")
+    view = read_view(request.query_params.get("view"), section, "view")
     depth = _int_param(request, "depth", 2, 1, 6)
     sentences = _int_param(request, "sentences", 1, 0, 20)
     page = await run_in_threadpool(_service(request).read, name, ref, view=view,

@@ -387,6 +387,27 @@ class Service:
         return self.locked(name, run)
 
 
+READ_VIEWS = ("outline", "full", "section")
+
+
+def read_view(asked: str | None, section: str | None, key: str) -> str:
+    """The view a read asks for (HTTP's ``view``, MCP's ``mode``: ``key`` names it in the
+    messages): left out, ``section`` given means that section, else the outline (a section
+    alone used to be ignored, the outline answered as if it had been read); a view the
+    section contradicts, or ``section`` without one, is refused."""
+    view = asked or ("section" if section else "outline")
+    if view not in READ_VIEWS:
+        raise DeepfieldError(f"unknown {key} {view!r}", "use outline, full or section")
+    if view == "section" and not section:
+        raise DeepfieldError(f"{key}=section needs section=HEADING",
+                             f"add section, a heading or 'Parent > Child'; {key}=outline "
+                             "lists the headings")
+    if section and view != "section":
+        raise DeepfieldError(f"section reads one section, but {key}={view} was asked for",
+                             f"send {key}=section (or leave {key} out), or leave section out")
+    return view
+
+
 def zip_members(folder: Path) -> list[tuple[str, Path]]:
     """(name in the zip, file) of everything a memoryfield zip of ``folder`` holds."""
     return pack_members(folder)[0]
