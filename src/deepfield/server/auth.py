@@ -243,7 +243,6 @@ def with_user(text: str, user: str, password_hash: str | None, where: str) -> st
 def save_user(root: Path, user: str, password_hash: str | None) -> Path:
     """Add or replace ``user`` in ``[server.users]`` of the store's deepfield.toml (None:
     remove the user)."""
-    check_user_name(user)
     path = root / CONFIG_FILE
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     atomic_write(path, with_user(text, user, password_hash, str(path)).encode("utf-8"))
