@@ -14,6 +14,7 @@ from deepfield.errors import (
     PageConflictError,
     PageNotFoundError,
 )
+from deepfield.manage.supersede import supersede
 from deepfield.page import PAGE_LIMIT_BYTES, Page
 
 ISO = re.compile(r"^'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ'$")
@@ -51,6 +52,25 @@ def test_same_title_never_overwrites(field: deepfield.Field) -> None:
     assert names == ["same-title.md", "same-title-2.md", "same-title-3.md"]
     assert {(field.path / n).read_text().split("---\n")[2] for n in names} == {
         "text 0\n", "text 1\n", "text 2\n"}
+
+
+def test_a_second_page_of_one_title_is_said(field: deepfield.Field) -> None:
+    assert field.add("Wok notes", "Carbon woks heat fast.").warnings == []
+    second = field.add("wok  Notes", "Cast iron holds heat.")
+    assert second.filenames == ["wok-notes-2.md"]
+    assert second.warnings == ["wok-notes-2.md: a page titled 'wok  Notes' is already in "
+                               f"{field.name}: wok-notes.md (edit that page, or give --name to "
+                               "keep both on purpose)"]
+    # The same page again is no second page; a name given on purpose, or another title
+    # that only shares the slug, is not warned about.
+    assert field.add("Wok notes", "Carbon woks heat fast.").warnings == []
+    assert field.add("Wok notes", "On purpose.", name="wok-v2").warnings == []
+    assert field.add("Wok notes!", "Punctuated.").warnings == []
+    # A superseded page is not current.
+    supersede(field, "wok-notes", "wok-notes-2")
+    third = field.add("Wok notes", "A third take.")
+    assert third.warnings[0].endswith("wok-notes-2.md (edit that page, or give --name to keep "
+                                      "both on purpose)")
 
 
 def test_update_by_uuid_touches_updated_only_on_change(field: deepfield.Field) -> None:

@@ -69,6 +69,7 @@ from .writer import (
     WrittenPage,
     identical_page,
     refuse_special,
+    same_titled,
 )
 
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
@@ -358,7 +359,17 @@ class Field(FieldSync):
             page.set("summary", summary)
         for key, value in (frontmatter or {}).items():
             page.set(key, value)
-        return self.write(page, name=name, review=review)
+        result = self.write(page, name=name, review=review)
+        written = result.pages[0]
+        others = same_titled(self.path, title, written.filename) if name is None else []
+        if others and written.action == "created":
+            # A second page of one title is filed as title-2.md: allowed (two meetings may
+            # share a title), but more often a slip than a wish, so say where the first is.
+            result.warnings.append(
+                f"{written.filename}: a page titled {title!r} is already in {self.name}: "
+                f"{', '.join(others)} (edit that page, or give --name to keep both on purpose)"
+            )
+        return result
 
     # ------------------------------------------------------------------ archive
 

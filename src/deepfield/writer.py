@@ -333,6 +333,31 @@ def identical_page(folder: Path, page: Page) -> WrittenPage | None:
     return None
 
 
+def same_titled(folder: Path, title: str, written: str) -> list[str]:
+    """Other current pages named like a new page titled ``title`` (stem.md, stem-2.md …)
+    whose title is the same, case and spacing aside; superseded pages do not count."""
+    key = " ".join(title.split()).casefold()
+    stem = _stem_for(title, Page(body="", frontmatter={}))
+    found = []
+    for attempt in range(1, SAME_PAGE_CANDIDATES + 1):
+        name = f"{stem}.md" if attempt == 1 else f"{stem}-{attempt}.md"
+        if name == written:
+            continue
+        try:
+            stored = Page.parse((folder / name).read_text("utf-8"))
+        except FileNotFoundError:
+            if attempt > 1:
+                break  # names are taken in order (a removed first page leaves stem-2 behind)
+            continue
+        except (OSError, UnicodeDecodeError):
+            continue
+        if stored.frontmatter_error or stored.get("superseded_by"):
+            continue
+        if " ".join(derive_title(stored, name).split()).casefold() == key:
+            found.append(name)
+    return found
+
+
 def free_names(folder: Path, stem: str, count: int = 1,
                reusable: set[str] | None = None) -> list[str]:
     """``count`` unused filenames in ``folder``: stem.md, stem-part-2.md … (suffix -2, -3 on
@@ -354,10 +379,6 @@ def refuse_special(name: str, hint: str) -> None:
     if filename in SPECIAL_FILES:
         what = "introduction" if filename == INTRO_FILE else "generated catalogue"
         raise InvalidNameError(f"{filename} is not a page name: it is the field's {what}", hint)
-
-
-
-
 
 
 def _stem_for(title: str, page: Page) -> str:

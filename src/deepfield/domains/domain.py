@@ -207,17 +207,8 @@ def add_atomic(
     keys = atomic_frontmatter(kind, category=category, concepts=concepts, source=source,
                               date=date)
     body = text if text and text.strip() else f"# {title}\n\n{KIND_BODIES[keys['kind']]}"
-    same_title = [] if name is not None else _titled(field, title)
     result = field.add(title, body, summary=summary, name=name, frontmatter=keys)
     written = result.filenames[0]
-    others = [f for f in same_title if f != written]
-    if others and result.pages[0].action != "unchanged":
-        # `add` files a clash as title-2.md without a word; here a second page of a paper is
-        # more likely a slip than a wish, so say where the first one is.
-        result.warnings.append(
-            f"{written}: a page titled {title!r} is already in {field.name}: "
-            f"{', '.join(others)} (edit that page, or give --name to keep both on purpose)"
-        )
     if result.pages[0].action == "unchanged":
         # The stored page was kept as it is: check its keys, not the ones asked for (a
         # re-add without --category is no page without a category).
@@ -243,13 +234,6 @@ def _require_words(value: str | None, what: str, option: str) -> None:
     if value is not None and not value.strip():
         optional = "" if option == "--title" else ", or leave it out"
         raise InvalidMetadataError(f"{what} is empty", f"give {option} a few words{optional}")
-
-
-def _titled(field: Field, title: str) -> list[str]:
-    """Current pages of ``field`` titled ``title`` (case and spacing aside)."""
-    key = " ".join(title.split()).casefold()
-    return [d.filename for d in field.pages()
-            if " ".join(d.title.split()).casefold() == key and not is_superseded(d.frontmatter)]
 
 
 @dataclass(frozen=True)
