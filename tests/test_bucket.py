@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import botocore.exceptions
 import httpx
 import pytest
@@ -640,5 +641,24 @@ def test_a_server_answers_from_its_copy_while_the_bucket_is_down(
             got = http.get("/notes/wok.md")
             assert got.status_code == 200 and b"Carbon fibre woks" in got.content
             assert "cannot reach the bucket" in got.headers["x-deepfield-warning"]
+            for route in ("/notes/_/read/wok", "/notes/_/pages"):
+                answer = http.get(route)
+                assert answer.status_code == 200, route
+                assert any("cannot reach the bucket" in w for w in answer.json()["warnings"])
+            for tool, args in (("read", {"field": "notes", "page": "wok"}),
+                               ("list_pages", {"field": "notes"})):
+                reply = anyio.run(_mcp_call, store, tool, args)
+                assert any("cannot reach the bucket" in w for w in reply["warnings"]), tool
     finally:
         store.close()
+
+
+async def _mcp_call(store: deepfield.Store, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    from mcp import Client
+
+    from deepfield.server.mcp_server import create_mcp_server
+
+    async with Client(create_mcp_server(store)) as client:
+        reply = await client.call_tool(tool, args)
+    assert not reply.is_error and reply.structured_content is not None, reply.content
+    return reply.structured_content

@@ -124,6 +124,12 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
                                     "write or remember with create_field=true to start one")
         return chosen
 
+    def _copy_warnings(field: str) -> dict[str, list[str]]:
+        # A bucket that could not be reached: the reply comes from this process's copy.
+        # Said only then, so the usual reply stays lean.
+        warnings = svc.field(field).copy_warnings()
+        return {"warnings": warnings} if warnings else {}
+
     def writable(field: str, create: bool) -> str:
         if create:
             svc.create_field(field)
@@ -152,7 +158,7 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         docs = svc.locked(field, lambda f: f.pages())
         pages = [{"filename": d.filename, "title": d.title, "summary": d.summary,
                   "uuid": d.uuid} for d in docs]
-        return {"field": field, "pages": pages, "count": len(pages)}
+        return {"field": field, "pages": pages, "count": len(pages), **_copy_warnings(field)}
 
     @server.tool()
     @_tool_errors
@@ -190,7 +196,7 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
             raise DeepfieldError(f"depth must be 1 to 6, not {depth}",
                                  "send a heading level from 1 to 6 (default 2)")
         view = svc.read(field, page, view=chosen, section=section, depth=depth)
-        out: dict[str, Any] = view.to_json()
+        out: dict[str, Any] = {**view.to_json(), **_copy_warnings(field)}
         return out
 
     @server.tool()

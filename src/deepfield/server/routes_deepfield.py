@@ -43,8 +43,10 @@ async def pages(request: Request) -> Response:
                  "summary": d.summary, "last_modified": d.last_modified, "bytes": d.size}
                 for d in field.pages()]
 
-    found = await _service(request).run(name, run)
-    return JSONResponse({"field": name, "pages": found, "count": len(found)})
+    service = _service(request)
+    found = await service.run(name, run)
+    return JSONResponse({"field": name, "pages": found, "count": len(found),
+                         "warnings": service.field(name).copy_warnings()})
 
 
 async def read(request: Request) -> Response:
@@ -55,9 +57,12 @@ async def read(request: Request) -> Response:
     view = read_view(request.query_params.get("view"), section, "view")
     depth = _int_param(request, "depth", 2, 1, 6)
     sentences = _int_param(request, "sentences", 1, 0, 20)
-    page = await run_in_threadpool(_service(request).read, name, ref, view=view,
+    service = _service(request)
+    page = await run_in_threadpool(service.read, name, ref, view=view,
                                    section=section, depth=depth, sentences=sentences)
-    return JSONResponse(page.to_json())
+    # A bucket that could not be reached: this is the working copy's page (as the page route
+    # and search say too).
+    return JSONResponse({**page.to_json(), "warnings": service.field(name).copy_warnings()})
 
 
 def _missing(feature: str) -> Response:
