@@ -72,6 +72,19 @@ def test_full_read_by_uuid(field: deepfield.Field, guide: str) -> None:
         field.read("missing-page")
 
 
+def test_read_line_ranges_end_on_the_files_last_line(field: deepfield.Field) -> None:
+    """Inclusive, 1-based, like search hits: never one past the end of the file."""
+    (field.path / "mid.md").write_text("---\ntitle: Mid\n---\n## A\nline a1\nline a2\n\n"
+                                       "## B\nline b\n")
+    lines = (field.path / "mid.md").read_text().splitlines()
+    whole = field.read("mid")
+    assert (whole.line_start, whole.line_end) == (1, len(lines)) == (1, 9)
+    last = field.read("mid", section="B")
+    assert (last.line_start, last.line_end) == (8, 9) and lines[8] == "line b"
+    first = field.read("mid", section="A")  # a blank line before the next heading: not its end
+    assert (first.line_start, first.line_end) == (4, 6) and lines[5] == "line a2"
+
+
 def _long_report() -> str:
     """A page of six sections that the writer splits into three parts."""
     lines = ["# Long report", ""]

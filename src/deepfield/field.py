@@ -239,7 +239,7 @@ class Field(FieldSync):
                             outline=entries)
         text = page.render() if page.frontmatter_error is None else page.body
         return PageView(**base, view="full", text=text, bytes=len(text.encode()),
-                        line_start=1, line_end=text.count("\n") + 1)
+                        line_start=1, line_end=len(text.splitlines()) or 1)
 
     def write(
         self, content: str | bytes | Page, *, name: str | None = None, review: bool | None = None,

@@ -205,6 +205,10 @@ def _section_text(page: Page, sections: list[Section],
             break
         last = later.end_line
     lines = (page.body_line, page.body.split("\n"))
+    # The last line that is part of the file's text: a section ending the page would
+    # otherwise end on the empty string after the final line break (one past the file).
+    while last > target.line and not lines[1][last - lines[0]].strip():
+        last -= 1
     start = target.line - lines[0]
     text = "\n".join(lines[1][start : last - lines[0] + 1]).rstrip("\n") + "\n"
     return target, text, last
