@@ -139,6 +139,7 @@ def test_bad_files_are_indexed_leniently_and_never_touched(field: deepfield.Fiel
         "binary.md": b"\x89PNG\r\n\x1a\n\x00\x00",
         "empty.md": b"",
         "Bad Name.md": b"kiwi in a badly named file\n",
+        "Upper.MD": b"kiwi in a file whose extension is upper-case\n",
     }
     for name, data in files.items():
         (field.path / name).write_bytes(data)
@@ -149,6 +150,8 @@ def test_bad_files_are_indexed_leniently_and_never_touched(field: deepfield.Fiel
     assert "binary.md: binary file" in warnings
     assert "empty.md: empty page" in warnings
     assert "Bad Name.md: not a spec filename" in warnings and "bad-name.md" in warnings
+    assert "Upper.MD: not indexed (a page's name ends in lowercase .md); rename it to " \
+        "upper.md" in warnings and "listing.md" not in warnings
     hits = {h.filename for h in field.search("kiwi", mode="bm25").results}
     assert hits == {"broken-yaml.md", "Bad Name.md"}
     for name, data in files.items():

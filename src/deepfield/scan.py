@@ -74,6 +74,11 @@ def scan_field(directory: Path) -> ScanResult:
                     )
                 continue
             if not is_page_name(name):
+                if (name[-3:].lower() == ".md" and name[-3:] != ".md" and not name.startswith(".")
+                        and not is_debris(name) and entry.is_file(follow_symlinks=False)):
+                    # Editors on Windows and macOS save "Notes.MD": say why it is not found.
+                    warnings.append(f"{name}: not indexed (a page's name ends in lowercase "
+                                    f".md); rename it to {slugify(name[:-3]) or 'a-page'}.md")
                 continue
             if entry.is_symlink():
                 warnings.append(f"{name}: symbolic link skipped (pages must be regular files)")
