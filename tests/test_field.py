@@ -340,3 +340,17 @@ def test_a_write_warns_of_keys_the_spec_would_not_accept(field: deepfield.Field)
     assert (field.path / "odd.md").is_file()  # stored all the same
     clean = field.add("Fine", "A page deepfield dates and names itself.")
     assert clean.warnings == []
+
+
+def test_a_write_never_goes_through_a_symbolic_link(field: deepfield.Field,
+                                                    tmp_path: Path) -> None:
+    """read and search skip links; a write by that name is refused, so nothing outside the
+    field is copied into archive/ or replaced."""
+    outside = tmp_path / "secret.txt"
+    outside.write_text("SECRET outside text\n")
+    (field.path / "notes.md").symlink_to(outside)
+    with pytest.raises(PageConflictError, match=r"notes\.md in .* is a symbolic link"):
+        field.write("new body\n", name="notes")
+    assert outside.read_text() == "SECRET outside text\n"
+    assert (field.path / "notes.md").is_symlink()
+    assert not (field.path / "archive").exists()

@@ -123,6 +123,12 @@ class PageWriter:
             index.sync(scan_field(self.path).files)
         existing_name: str | None = None
         if stem is not None:
+            if (self.path / f"{stem}.md").is_symlink():
+                # Reading it would follow the link (anywhere on the machine) into archive/;
+                # read and search skip links: refused the same way.
+                raise PageConflictError(
+                    f"{stem}.md in {self.name} is a symbolic link; pages must be regular files",
+                    "remove the link, or give another --name")
             if (self.path / f"{stem}.md").exists():
                 existing_name = f"{stem}.md"
             if page.uuid:
