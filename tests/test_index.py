@@ -140,6 +140,8 @@ def test_bad_files_are_indexed_leniently_and_never_touched(field: deepfield.Fiel
         "empty.md": b"",
         "Bad Name.md": b"kiwi in a badly named file\n",
         "Upper.MD": b"kiwi in a file whose extension is upper-case\n",
+        "kiwi (conflicted copy 2024-05-01).md": b"kiwi in a sync tool's conflict copy\n",
+        "kiwi.LOCAL.4242.md": b"kiwi in a merge tool's copy\n",
     }
     for name, data in files.items():
         (field.path / name).write_bytes(data)
@@ -152,6 +154,8 @@ def test_bad_files_are_indexed_leniently_and_never_touched(field: deepfield.Fiel
     assert "Bad Name.md: not a spec filename" in warnings and "bad-name.md" in warnings
     assert "Upper.MD: not indexed (a page's name ends in lowercase .md); rename it to " \
         "upper.md" in warnings and "listing.md" not in warnings
+    assert "kiwi (conflicted copy 2024-05-01).md: a sync or merge tool's conflict copy, not " \
+        "indexed" in warnings and "kiwi.LOCAL.4242.md: a sync" in warnings
     hits = {h.filename for h in field.search("kiwi", mode="bm25").results}
     assert hits == {"broken-yaml.md", "Bad Name.md"}
     for name, data in files.items():

@@ -135,9 +135,19 @@ def test_slugify() -> None:
 
 
 @pytest.mark.parametrize("name", [".DS_Store", "desktop.ini", "Thumbs.db", "notes.md~",
-                                  "notes.sync-conflict-20260101-123456.md"])
+                                  "notes.sync-conflict-20260101-123456.md",
+                                  "notes (conflicted copy).md",
+                                  "notes (Ana's conflicted copy 2024-05-01).md",
+                                  "notes (Case Conflict).md", "notes.BACKUP.12345.md",
+                                  "notes.base.7.md", "notes_LOCAL_12345.md", "notes_REMOTE_9.md"])
 def test_debris(name: str) -> None:
     assert is_debris(name)
+
+
+@pytest.mark.parametrize("name", ["local-notes.md", "base-camp.md", "backup-plan.md",
+                                  "conflicted-copy.md", "notes (1).md", "remote_2.md"])
+def test_pages_named_like_debris_are_pages(name: str) -> None:
+    assert not is_debris(name)
 
 
 def test_check_text_errors() -> None:

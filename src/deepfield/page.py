@@ -89,9 +89,25 @@ def is_valid_name(stem: str) -> bool:
     return bool(_NAME_RE.match(stem))
 
 
+_CONFLICT_COPY = re.compile(
+    # Dropbox and Nextcloud: "x (conflicted copy 2024-05-01).md", "x (Ana's conflicted copy
+    # …).md", "x (Case Conflict).md"; git mergetool: "x.BACKUP.1234.md", "x_LOCAL_1234.md" …
+    r"\((?:[^()]*\bconflicted copy\b[^()]*|case conflict(?: \d+)?)\)"
+    r"|[._](?:BACKUP|BASE|LOCAL|REMOTE)[._]\d+\.md$",
+    re.IGNORECASE,
+)
+
+
+def is_conflict_copy(name: str) -> bool:
+    """A sync or merge tool's copy of a page it could not reconcile: someone's edit that is
+    in no page until a person merges it (scan says so; it is never indexed)."""
+    return ".sync-conflict-" in name or _CONFLICT_COPY.search(name) is not None
+
+
 def is_debris(name: str) -> bool:
-    """Files that sync tools, editors and operating systems leave behind (never pages)."""
-    return name.lower() in _DEBRIS_NAMES or ".sync-conflict-" in name or name.endswith("~")
+    """Files that sync tools, editors, merge tools and operating systems leave behind (never
+    pages: a conflict copy indexed beside its page doubles every hit and shares its uuid)."""
+    return name.lower() in _DEBRIS_NAMES or name.endswith("~") or is_conflict_copy(name)
 
 
 def can_be_a_file_name(name: str) -> bool:

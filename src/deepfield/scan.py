@@ -14,7 +14,14 @@ from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .page import SPECIAL_FILES, is_debris, is_valid_name, iso_from_timestamp, slugify
+from .page import (
+    SPECIAL_FILES,
+    is_conflict_copy,
+    is_debris,
+    is_valid_name,
+    iso_from_timestamp,
+    slugify,
+)
 
 # Sub-folders deepfield itself keeps inside a field; they never hold pages to warn about.
 OWN_SUBDIRS = frozenset({"archive", ".deepfield"})
@@ -72,6 +79,10 @@ def scan_field(directory: Path) -> ScanResult:
                         f"{name}/: sub-folder holds .md pages, which memoryfields never index; "
                         "move them to the field root or into a field of their own"
                     )
+                continue
+            if is_conflict_copy(name) and name.lower().endswith(".md"):
+                warnings.append(f"{name}: a sync or merge tool's conflict copy, not indexed; "
+                                "merge what it adds into the page, then delete it")
                 continue
             if not is_page_name(name):
                 if (name[-3:].lower() == ".md" and name[-3:] != ".md" and not name.startswith(".")
