@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 import unicodedata
 import uuid as uuidlib
@@ -205,8 +206,15 @@ def new_uuid() -> str:
 # --------------------------------------------------------------------------- frontmatter
 
 
+_NON_FINITE = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
+
+
 def _jsonable(value: Any) -> Any:
-    """YAML 1.1 turns unquoted dates into datetime objects; JSON and comparisons want strings."""
+    """YAML 1.1 turns unquoted dates into datetime objects; JSON and comparisons want strings.
+    NaN and infinities (YAML ``.nan``/``.inf``) become the text ``nan``/``inf``/``-inf``:
+    JSON has no token for them, and SQLite's JSON functions refuse the whole document."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
     if isinstance(value, Mapping):
@@ -218,11 +226,24 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def jsonable_frontmatter(frontmatter: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Frontmatter as plain JSON values (dates as ISO text, no NaN): what every ``to_json``
+    returns, so ``json.dumps(..., allow_nan=False)`` always works on it."""
+    return None if frontmatter is None else _jsonable(frontmatter)  # type: ignore[no-any-return]
+
+
+def load_frontmatter_json(text: str) -> Any:
+    """The index's frontmatter column back as Python values. Indexes written before
+    non-finite numbers were turned into text hold the bare token ``NaN``: read as text too."""
+    return json.loads(text, parse_constant=lambda token: _NON_FINITE.get(token, token))
+
+
 def frontmatter_json(frontmatter: Mapping[str, Any] | None) -> str:
     """The frontmatter as compact JSON (the spec's ``pages.frontmatter`` column)."""
     if frontmatter is None:
         return "null"
-    return json.dumps(_jsonable(frontmatter), ensure_ascii=False, sort_keys=False)
+    return json.dumps(_jsonable(frontmatter), ensure_ascii=False, sort_keys=False,
+                      allow_nan=False)
 
 
 def dump_entry(key: str, value: Any) -> str:

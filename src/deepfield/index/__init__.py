@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from ..embed.base import Embedder, LatentTerms, Vectors
 from ..errors import IndexCorruptError
+from ..page import load_frontmatter_json
 from ..scan import SourceFile
 from .budget import Deadline
 from .db import (
@@ -84,7 +85,7 @@ _DOC_COLUMNS = "d.id, d.filename, d.uuid, d.title, d.summary, d.frontmatter, d.l
 def _doc(row: tuple[Any, ...]) -> DocRow:
     return DocRow(
         id=row[0], filename=row[1], uuid=row[2], title=row[3], summary=row[4],
-        frontmatter=json.loads(row[5]), last_modified=row[6], size=row[7],
+        frontmatter=load_frontmatter_json(row[5]), last_modified=row[6], size=row[7],
         warnings=json.loads(row[8]),
     )
 

@@ -11,10 +11,11 @@ changes (a page superseded meanwhile, rows compacted).
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from ..page import load_frontmatter_json
 
 if TYPE_CHECKING:
     from . import ChunkRow, DocRow, FieldIndex
@@ -98,7 +99,7 @@ class HitReader:
         for row in self.read(table, missing, ["key", *PAGE_COLUMNS]) if missing else []:
             docs[row["filename"]] = DocRow(
                 row["doc"], row["filename"], row["uuid"], row["title"], row["summary"],
-                json.loads(row["frontmatter"]), row["last_modified"], row["size"], [])
+                load_frontmatter_json(row["frontmatter"]), row["last_modified"], row["size"], [])
         found: dict[int, ChunkRow] = {}
         for row in rows:
             doc = docs[row["filename"]]

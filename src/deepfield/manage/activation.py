@@ -152,8 +152,11 @@ def rerank(
     return out
 
 
-# supersede.is_superseded in SQL: superseded_by names something (not null, "" or []).
-_SUPERSEDED_SQL = ("COALESCE(json_extract({doc}.frontmatter, '$.superseded_by'), '') "
+# supersede.is_superseded in SQL: superseded_by names something (not null, "" or []). A row
+# that is not JSON (an older index stored NaN bare) counts as not superseded: json_extract
+# would raise "malformed JSON" and fail every search that reaches the field.
+_SUPERSEDED_SQL = ("COALESCE(CASE WHEN json_valid({doc}.frontmatter) THEN "
+                   "json_extract({doc}.frontmatter, '$.superseded_by') END, '') "
                    "NOT IN ('', '[]')")
 _SUPERSEDED: dict[tuple[str, str | None, int], bool] = {}
 

@@ -10,12 +10,12 @@ left out, as every default search leaves them out.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..field import Field
 from ..index import FieldIndex
 from ..manage.supersede import is_superseded
+from ..page import load_frontmatter_json
 
 
 def substring_matches(field: Field, query: str, seen: set[tuple[str, str]],
@@ -38,11 +38,12 @@ def _matches(field: Field, index: FieldIndex, needle: str, seen: set[tuple[str, 
         rows = index.conn.execute(
             "SELECT filename, title, summary, frontmatter, uuid FROM df_docs WHERE "
             "instr(lower(filename || char(10) || title || char(10) || coalesce(summary, '')),"
-            " ?) > 0 AND coalesce(json_extract(frontmatter, '$.superseded_by'), '') "
+            " ?) > 0 AND coalesce(CASE WHEN json_valid(frontmatter) THEN "
+            "json_extract(frontmatter, '$.superseded_by') END, '') "
             "IN ('', '[]') ORDER BY filename LIMIT ?",
             (needle, limit + len(seen)),
         ).fetchall()
-        candidates = [(r[0], r[1], r[2], json.loads(r[3]) if r[3] else None, r[4])
+        candidates = [(r[0], r[1], r[2], load_frontmatter_json(r[3]) if r[3] else None, r[4])
                       for r in rows]
     else:
         candidates = []

@@ -1,0 +1,56 @@
+"""Library API edges found by walking docs/API.md: odd frontmatter values, stores that are
+not stores, failed inits, read-only folders, argument shapes and the backend registries."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import deepfield
+
+
+def _nan_store(tmp_path: Path) -> tuple[deepfield.Store, deepfield.Field, Path]:
+    store = deepfield.open(tmp_path / "s", create=True, embedder=None)
+    field = store.create_field("a")
+    page = field.path / "score.md"
+    page.write_text("---\ntitle: Score\nx: .nan\ny: -.inf\n---\nThe model score page.\n")
+    return store, field, page
+
+
+def test_nan_and_inf_frontmatter_is_searchable_and_page_untouched(tmp_path: Path) -> None:
+    store, field, page = _nan_store(tmp_path)
+    before = page.read_bytes()
+    with store:
+        hits = field.search("model score")
+        assert [h.filename for h in hits.results] == ["score.md"]
+        out = json.dumps(hits.to_json(), allow_nan=False)
+        assert '"x": "nan"' in out and '"y": "-inf"' in out
+        assert [h.filename for h in store.search("model score").results] == ["score.md"]
+        written = field.add("Other", "model other page", frontmatter={"score": float("inf")})
+        assert written.pages[0].action == "created" and not written.warnings
+        assert len(field.search("model").results) == 2
+    assert page.read_bytes() == before
+
+
+def test_index_that_stored_bare_nan_still_searches_and_reindex_heals(tmp_path: Path) -> None:
+    store, field, page = _nan_store(tmp_path)
+    before = page.read_bytes()
+    with store:
+        field.search("model")
+        index_file = next(p for p in field.path.iterdir() if p.suffix == ".sqlite3")
+        # What an index written before the fix holds: the bare token NaN, not JSON.
+        with sqlite3.connect(index_file) as conn:
+            conn.execute("UPDATE df_docs SET frontmatter = ? WHERE filename = 'score.md'",
+                         ('{"title": "Score", "x": NaN, "y": -Infinity}',))
+        conn.close()
+        hits = field.search("model score")
+        assert [h.filename for h in hits.results] == ["score.md"]
+        json.dumps(hits.to_json(), allow_nan=False)
+        field.reindex()
+        with sqlite3.connect(index_file) as conn:
+            stored = conn.execute(
+                "SELECT frontmatter FROM df_docs WHERE filename = 'score.md'").fetchone()[0]
+        conn.close()
+        assert json.loads(stored)["x"] == "nan"
+    assert page.read_bytes() == before
