@@ -54,3 +54,32 @@ def test_index_that_stored_bare_nan_still_searches_and_reindex_heals(tmp_path: P
         conn.close()
         assert json.loads(stored)["x"] == "nan"
     assert page.read_bytes() == before
+
+
+def test_page_view_to_json_is_plain_json_for_yaml_dates_bytes_sets_and_nan(
+        tmp_path: Path) -> None:
+    with deepfield.open(tmp_path / "s", create=True, embedder=None) as store:
+        field = store.create_field("n")
+        field.write("---\ntitle: Dated\ndate: 2023-07-03\nwhen: 2023-07-03T10:00:00\n"
+                    "blob: !!binary aGk=\ntags: !!set {a: null}\nx: .nan\n---\nThe kettle.\n",
+                    name="dated.md")
+        front = json.loads(json.dumps(field.read("dated").to_json(), allow_nan=False))
+        assert front["frontmatter"]["date"] == "2023-07-03"
+        assert front["frontmatter"]["when"] == "2023-07-03T10:00:00"
+        assert front["frontmatter"]["blob"] == "hi"
+        assert front["frontmatter"]["tags"] == ["a"]
+        assert front["frontmatter"]["x"] == "nan"
+        hit = field.search("kettle").results[0]
+        assert json.dumps(hit.to_json(), allow_nan=False)
+
+
+def test_cli_read_json_prints_no_nan(tmp_path: Path) -> None:
+    from .conftest import Cli
+
+    deepfield.open(tmp_path / "s", create=True, embedder=None).close()
+    with deepfield.open(tmp_path / "s", embedder=None) as store:
+        store.create_field("n").write("---\ntitle: T\nx: .nan\n---\nBody.\n", name="t.md")
+    result = Cli(tmp_path / "s")("read", "n", "t", "--json")
+    assert result.exit_code == 0, result.output
+    assert "NaN" not in result.output
+    assert json.loads(result.output)["frontmatter"]["x"] == "nan"

@@ -11,6 +11,7 @@ from dataclasses import field as dc_field
 from typing import Any
 
 from .confidence import SEARCH, Confidence, Line, assess
+from .page import jsonable_frontmatter
 from .relative_dates import event_day, resolved
 
 
@@ -42,7 +43,7 @@ class Hit:
     def to_json(self) -> dict[str, Any]:
         return {
             "filename": self.filename,
-            "frontmatter": self.frontmatter,
+            "frontmatter": jsonable_frontmatter(self.frontmatter),
             "score": round(self.score, 6),
             "field": self.field,
             "uuid": self.uuid,

@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import SectionNotFoundError
 from .markdown import Section, first_sentences, parse_sections
-from .page import Page, slugify
+from .page import Page, jsonable_frontmatter, slugify
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class PageView:
             "uuid": self.uuid,
             "title": self.title,
             "summary": self.summary,
-            "frontmatter": self.frontmatter,
+            "frontmatter": jsonable_frontmatter(self.frontmatter),
             "view": self.view,
             "text": self.text,
             "bytes": self.bytes,
