@@ -7,6 +7,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 import deepfield
 
 
@@ -83,3 +85,16 @@ def test_cli_read_json_prints_no_nan(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "NaN" not in result.output
     assert json.loads(result.output)["frontmatter"]["x"] == "nan"
+
+
+def test_open_refuses_a_folder_with_sub_folders_but_no_config(tmp_path: Path) -> None:
+    project = tmp_path / "plainproj"
+    (project / ".git").mkdir(parents=True)
+    (project / "src").mkdir()
+    (project / "src" / "notes.md").write_text("# readme\n")
+    with pytest.raises(deepfield.StoreNotFoundError, match=r"no deepfield\.toml"):
+        deepfield.open(project, embedder=None)
+    assert sorted(p.name for p in (project / "src").iterdir()) == ["notes.md"]
+    assert not (project / "deepfield.toml").exists()
+    with deepfield.open(project, create=True, embedder=None) as store:  # asked for: adopted
+        assert store.field_names() == ["src"]

@@ -218,10 +218,14 @@ def open(
             named = isinstance(embedder, str) and embedder != "config"
             init(root, EmbeddingConfig(str(embedder)) if named else None).close()
             return open(root, embedder=embedder)
+        # Refused even when it has sub-folders: a project or home folder would otherwise
+        # "open", and each search would leave index files and listing.md in its folders.
         if not root.is_dir():
             raise StoreNotFoundError(f"no store at {root}")
-        if not any(p.is_dir() for p in root.iterdir()):
-            raise StoreNotFoundError(f"{root} is not a deepfield store (no {CONFIG_FILE})")
+        raise StoreNotFoundError(
+            f"{root} is not a deepfield store (no {CONFIG_FILE})",
+            f"make it one with `deepfield init {root}` (or open(..., create=True)); "
+            "to use one folder of pages, use deepfield.open_field")
     config = load_config(root)
     clean(root, unpack=True)  # folders of unpacks that were killed (debris.py)
     chosen = build_embedder(config.embedding) if embedder == "config" else embedder
