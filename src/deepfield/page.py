@@ -229,7 +229,7 @@ def _jsonable(value: Any) -> Any:
 def jsonable_frontmatter(frontmatter: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """Frontmatter as plain JSON values (dates as ISO text, no NaN): what every ``to_json``
     returns, so ``json.dumps(..., allow_nan=False)`` always works on it."""
-    return None if frontmatter is None else _jsonable(frontmatter)  # type: ignore[no-any-return]
+    return None if frontmatter is None else _jsonable(frontmatter)
 
 
 def load_frontmatter_json(text: str) -> Any:
