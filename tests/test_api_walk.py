@@ -6,10 +6,16 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
+from click.testing import CliRunner
 
 import deepfield
+from deepfield.cli import app
+from deepfield.embed.base import register_embedder
+
+from .fakes import FakeEmbedder
 
 
 def _nan_store(tmp_path: Path) -> tuple[deepfield.Store, deepfield.Field, Path]:
@@ -98,3 +104,51 @@ def test_open_refuses_a_folder_with_sub_folders_but_no_config(tmp_path: Path) ->
     assert not (project / "deepfield.toml").exists()
     with deepfield.open(project, create=True, embedder=None) as store:  # asked for: adopted
         assert store.field_names() == ["src"]
+
+
+class _NoOptions(FakeEmbedder):
+    name: ClassVar[str] = "walk-no-options"
+
+    def __init__(self) -> None:
+        super().__init__()
+
+
+def test_failed_init_leaves_no_config_behind(tmp_path: Path) -> None:
+    with pytest.raises(deepfield.UnknownEmbedderError):
+        deepfield.init(tmp_path / "s6", deepfield.EmbeddingConfig("nosuch", {}))
+    assert not (tmp_path / "s6" / "deepfield.toml").exists()
+    with pytest.raises(deepfield.UnknownEmbedderError):
+        deepfield.open(tmp_path / "s8", create=True, embedder="nosuch")
+    assert not (tmp_path / "s8" / "deepfield.toml").exists()
+    register_embedder("walk-no-options", _NoOptions)
+    with pytest.raises(deepfield.ConfigError, match="refuses the options 'foo'"):
+        deepfield.init(tmp_path / "s3", deepfield.EmbeddingConfig("walk-no-options", {"foo": 1}))
+    assert not (tmp_path / "s3" / "deepfield.toml").exists()
+    with deepfield.init(tmp_path / "s3", deepfield.EmbeddingConfig("walk-no-options")) as store:
+        assert store.config.embedding.backend == "walk-no-options"
+
+
+def test_init_on_an_existing_store_refuses_another_config(tmp_path: Path) -> None:
+    deepfield.init(tmp_path / "sx", deepfield.EmbeddingConfig("none")).close()
+    before = (tmp_path / "sx" / "deepfield.toml").read_bytes()
+    other = deepfield.EmbeddingConfig("fake", {"dim": 32})
+    with pytest.raises(deepfield.ConfigError, match=r"already exists .* backend 'none'"):
+        deepfield.init(tmp_path / "sx", other)
+    assert (tmp_path / "sx" / "deepfield.toml").read_bytes() == before
+    with deepfield.init(tmp_path / "sx", deepfield.EmbeddingConfig("none")) as same:
+        assert same.config.embedding.backend == "none"
+    with deepfield.init(tmp_path / "sx") as plain:
+        assert plain.config.embedding.backend == "none"
+
+
+def test_cli_init_again_uses_the_store_unless_another_embedder_is_named(tmp_path: Path) -> None:
+    from .conftest import Cli
+
+    cli = Cli(tmp_path / "s")
+    assert cli("--embedder", "none", "init").exit_code == 0
+    again = cli("init")
+    assert again.exit_code == 0 and "using existing" in again.output
+    result = CliRunner().invoke(app, ["--store", str(tmp_path / "s"), "--embedder", "fake",
+                                      "init"])
+    assert isinstance(result.exception, deepfield.ConfigError)
+    assert "already exists" in str(result.exception)

@@ -93,6 +93,15 @@ def read_config_file(root: Path) -> dict[str, Any] | None:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
 
+def resolve_options(root: Path, options: dict[str, Any]) -> dict[str, Any]:
+    """Embedding options as the store uses them: a model folder written relative to the
+    store travels with the store, so it is read relative to it."""
+    model = options.get("model")
+    if isinstance(model, str) and not Path(model).is_absolute() and (root / model).exists():
+        return {**options, "model": str((root / model).resolve())}
+    return options
+
+
 def load_config(root: Path) -> StoreConfig:
     path = root / CONFIG_FILE
     data = read_config_file(root)
@@ -101,11 +110,7 @@ def load_config(root: Path) -> StoreConfig:
     section = data.get("embedding", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [embedding] must be a table")
-    options = {k: v for k, v in section.items() if k != "backend"}
-    model = options.get("model")
-    if isinstance(model, str) and not Path(model).is_absolute() and (root / model).exists():
-        # A model folder written relative to the store travels with the store.
-        options["model"] = str((root / model).resolve())
+    options = resolve_options(root, {k: v for k, v in section.items() if k != "backend"})
     backend = section.get("backend", DEFAULT_EMBEDDER)
     if not isinstance(backend, str) or not backend:
         raise ConfigError(f"{path}: embedding.backend must be a backend name")

@@ -12,11 +12,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import CONFIG_FILE, EmbeddingConfig, StoreConfig, load_config, render_config
+from .config import (
+    CONFIG_FILE,
+    EmbeddingConfig,
+    StoreConfig,
+    load_config,
+    render_config,
+    resolve_options,
+)
 from .debris import clean
 from .domains.atomic import Filters
 from .embed.base import NO_EMBEDDER, Embedder, create_embedder
 from .errors import (
+    ConfigError,
     FieldExistsError,
     InvalidNameError,
     StoreError,
@@ -179,17 +187,39 @@ def build_embedder(config: EmbeddingConfig) -> Embedder | None:
 
 
 def init(path: str | Path, embedding: EmbeddingConfig | None = None) -> Store:
-    """Create a store folder (or adopt an existing folder) and write its ``deepfield.toml``."""
+    """Create a store folder (or adopt an existing folder) and write its ``deepfield.toml``.
+
+    The backend is built first: a name or options it refuses raise (UnknownEmbedderError,
+    ConfigError) and nothing is written. An existing store is opened as it is; asking it for
+    another embedding config than the one it has is a ConfigError (its index was built with
+    that one: edit ``deepfield.toml`` and reindex to change it)."""
     root = Path(path)
     if root.exists() and not root.is_dir():
         raise StoreError(f"{root} is a file, not a folder",
                          "give a new or existing folder for the store")
-    root.mkdir(parents=True, exist_ok=True)
     config_path = root / CONFIG_FILE
-    if not config_path.exists():
-        config = StoreConfig(embedding or EmbeddingConfig())
-        atomic_write(config_path, render_config(config).encode("utf-8"))
+    if config_path.exists() or config_path.is_symlink():
+        if embedding is not None:
+            _check_same_embedding(root, embedding)
+        return open(root)
+    config = StoreConfig(embedding or EmbeddingConfig())
+    build_embedder(config.embedding)
+    root.mkdir(parents=True, exist_ok=True)
+    atomic_write(config_path, render_config(config).encode("utf-8"))
     return open(root)
+
+
+def _check_same_embedding(root: Path, embedding: EmbeddingConfig) -> None:
+    """ConfigError unless the store at ``root`` already uses ``embedding``."""
+    stored = load_config(root).embedding
+    wanted = EmbeddingConfig(embedding.backend, resolve_options(root, dict(embedding.options)))
+    if stored != wanted:
+        described = ", ".join([repr(stored.backend)] + [f"{k}={v!r}" for k, v in
+                                                        stored.options.items()])
+        raise ConfigError(
+            f"a store already exists at {root} with embedding backend {described}",
+            f"open it as it is (init without a config), or edit {root / CONFIG_FILE} "
+            "and run `deepfield reindex` to change its embedder")
 
 
 def open(

@@ -36,7 +36,11 @@ def init_cmd(ctx: click.Context, directory: Path | None, as_json: bool) -> None:
         existed, store = not created, bucket_store
     else:
         existed = store_exists(root)
-        store = init_store(root, embedding)
+        # `init` again without --embedder just uses the store; naming another embedder than
+        # the store's is refused (ConfigError) rather than silently ignored.
+        asked = env.embedder_name is not None or any(
+            v is not None for v in env.embed_options.values())
+        store = init_store(root, embedding if asked or not existed else None)
     where = env.store_url if directory is None and env.store_url else str(store.root)
     if as_json:
         print_json({"store": where, "created": not existed,

@@ -10,6 +10,7 @@ adds one at run time (tests use it for their fake embedder).
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 import time
 from abc import ABC, abstractmethod
@@ -240,4 +241,14 @@ def create_embedder(name: str, **options: Any) -> Embedder:
             known = ", ".join(available_embedders())
             raise UnknownEmbedderError(f"no embedding backend named {name!r} (known: {known})")
         factory = entry.load()
+    try:
+        inspect.signature(factory).bind(**options)
+    except TypeError as exc:  # an option the backend does not take (or one it needs)
+        raise ConfigError(
+            f"embedding backend {name!r} refuses the options "
+            f"{', '.join(map(repr, options)) or '(none)'}: {exc}",
+            "check the [embedding] options in deepfield.toml (or the options given)",
+        ) from None
+    except ValueError:  # a callable without a signature Python can read: just call it
+        pass
     return factory(**options)
