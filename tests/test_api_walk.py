@@ -152,3 +152,59 @@ def test_cli_init_again_uses_the_store_unless_another_embedder_is_named(tmp_path
                                       "init"])
     assert isinstance(result.exception, deepfield.ConfigError)
     assert "already exists" in str(result.exception)
+
+
+_READ_ONLY_SCRIPT = """
+import json, os, sys
+import deepfield
+root = sys.argv[1]
+out = {}
+def attempt(label, call):
+    try:
+        call()
+        out[label] = "ok"
+    except Exception as exc:
+        out[label] = [type(exc).__name__, isinstance(exc, deepfield.DeepfieldError),
+                      isinstance(exc, OSError), getattr(exc, "hint", "")]
+attempt("open-create", lambda: deepfield.open(os.path.join(root, "rodir", "s"), create=True))
+store = deepfield.open(os.path.join(root, "store"), embedder=None)
+notes = store.field("notes")
+attempt("create_field", lambda: store.create_field("x"))
+attempt("add", lambda: notes.add("T", "text"))
+attempt("archive", lambda: notes.archive("hello"))
+attempt("search", lambda: notes.search("hello"))
+print(json.dumps(out))
+"""
+
+
+def test_writes_to_a_read_only_store_raise_storage_error(tmp_path: Path) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    with deepfield.open(tmp_path / "store", create=True, embedder=None) as store:
+        store.create_field("notes").add("Hello", "hello world", name="hello")
+        store.field("notes").search("hello")
+    (tmp_path / "rodir").mkdir()
+    command = [sys.executable, "-c", _READ_ONLY_SCRIPT, str(tmp_path)]
+    if os.geteuid() == 0:  # root writes anywhere: drop that power for the child
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv")
+        command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner",
+                   *command]
+    folders = [tmp_path / "rodir", *(p for p in (tmp_path / "store").rglob("*") if p.is_dir()),
+               tmp_path / "store"]
+    for folder in folders:
+        folder.chmod(0o555)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    finally:
+        for folder in folders:
+            folder.chmod(0o755)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found.pop("search") == "ok"
+    for label, outcome in found.items():
+        assert outcome == ["StorageError", True, True, "check the path and permissions"], label

@@ -11,6 +11,8 @@ The tree::
     │   ├── StoreNotFoundError      no store at the given path
     │   ├── UnknownFieldError       no field of that name in the store
     │   ├── FieldExistsError        creating a field that is already there
+    │   ├── StorageError            a write the file system refused (permissions, a read-only
+    │   │                           or full disk); also an OSError, with the same errno
     │   └── InvalidNameError        a field or page name that breaks the spec's filename rules,
     │                               or a field name the HTTP server reserves (``ui``)
     ├── PageError
@@ -89,6 +91,20 @@ class UnknownFieldError(StoreError):
 
 class FieldExistsError(StoreError):
     default_hint = "choose another name, or use the existing field"
+
+
+class StorageError(StoreError, OSError):
+    """The file system refused a write (no permission, read-only, full). Also an
+    ``OSError`` carrying the original ``errno`` and ``filename``, so code that caught the bare
+    OSError still does."""
+
+    default_hint = "check the path and permissions"
+
+    def __init__(self, message: str, hint: str | None = None, *, errno: int | None = None,
+                 filename: str | None = None) -> None:
+        super().__init__(message, hint)
+        self.errno = errno
+        self.filename = filename
 
 
 class InvalidNameError(StoreError):

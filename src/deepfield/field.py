@@ -39,6 +39,7 @@ from .fsutil import (
     field_lock,
     read_no_follow,
     remove_stale_temp_files,
+    storage_errors,
 )
 from .index import DocRow, SyncReport
 from .index.backend import IndexBackend
@@ -120,6 +121,7 @@ class Field(FieldSync):
         path = self.path / INTRO_FILE
         return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
 
+    @storage_errors()
     def write_intro(self, data: bytes, *, expected: bytes | None = None) -> bool:
         """Replace ``index.md`` with ``data`` as given (if it still holds ``expected``, when
         given); whether there was one before."""
@@ -130,6 +132,7 @@ class Field(FieldSync):
         atomic_write(path, data)
         return existed
 
+    @storage_errors()
     def archive_intro(self) -> str:
         """Move ``index.md`` into ``archive/``; returns its path there."""
         if not (self.path / INTRO_FILE).is_file():
@@ -241,6 +244,7 @@ class Field(FieldSync):
         return PageView(**base, view="full", text=text, bytes=len(text.encode()),
                         line_start=1, line_end=len(text.splitlines()) or 1)
 
+    @storage_errors()
     def write(
         self, content: str | bytes | Page, *, name: str | None = None, review: bool | None = None,
         split: bool = True, keep_previous: bool = True, expected: bytes | None = None,
@@ -373,6 +377,7 @@ class Field(FieldSync):
 
     # ------------------------------------------------------------------ archive
 
+    @storage_errors()
     def archive(self, ref: str) -> str:
         """Move one page file into ``archive/`` (never deleted); returns its path in the
         archive. ``archive_page`` is what ``rm`` does: all parts of a split page, and the
@@ -384,6 +389,7 @@ class Field(FieldSync):
             self.after_move({filename}, [])
         return where
 
+    @storage_errors()
     def archive_page(self, ref: str) -> ArchiveResult:
         """Archive a page with all its parts (manage.removal.archive_page)."""
         return archive_page(self, ref)
@@ -397,6 +403,7 @@ class Field(FieldSync):
         filename. ``restore_page`` says more."""
         return self.restore_page(name, as_name=as_name).filename
 
+    @storage_errors()
     def restore_page(self, name: str, *, as_name: str | None = None) -> RestoreResult:
         """Bring an archived page back, with all its parts (manage.removal.restore_page)."""
         return restore_page(self, name, as_name)

@@ -10,6 +10,7 @@ writers of one field across processes so derived files (``listing.md``) stay com
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import threading
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .debris import JOURNAL_SUFFIX, PREFIX, clean, finish_renames, new_temp_file
+from .errors import DeepfieldError, StorageError
 
 try:
     import fcntl
@@ -230,3 +232,21 @@ def check_expected(path: Path, expected: bytes) -> None:
     if current != expected:
         raise WriteConflictError(f"{path.name} is no longer the version the write expected",
                                  current=current)
+
+
+_REFUSED = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+
+
+@contextlib.contextmanager
+def storage_errors() -> Iterator[None]:
+    """Turn the file system refusing a write (permissions, a read-only or full disk) into
+    StorageError, a DeepfieldError with message and hint. Usable as a decorator on the
+    library's write entry points; other OSErrors (a missing file …) pass as they are."""
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc, DeepfieldError) or exc.errno not in _REFUSED:
+            raise
+        where = f" {exc.filename}" if exc.filename else ""
+        raise StorageError(f"{exc.strerror or exc}{where}", errno=exc.errno,
+                           filename=None if exc.filename is None else str(exc.filename)) from exc

@@ -32,7 +32,7 @@ from .errors import (
     UnknownFieldError,
 )
 from .field import Field
-from .fsutil import atomic_write
+from .fsutil import atomic_write, storage_errors
 from .page import INTRO_FILE, check_name, require_field_name, slugify
 from .search import SearchResponse, search_fields
 
@@ -108,6 +108,7 @@ class Store:
         field.windows = self.config.index.windows
         return field
 
+    @storage_errors()
     def create_field(self, name: str, *, intro: str | None = None, exist_ok: bool = False) -> Field:
         """Create a field folder, with ``index.md`` holding ``intro`` when given."""
         try:
@@ -186,6 +187,7 @@ def build_embedder(config: EmbeddingConfig) -> Embedder | None:
     return create_embedder(config.backend, **config.options)
 
 
+@storage_errors()
 def init(path: str | Path, embedding: EmbeddingConfig | None = None) -> Store:
     """Create a store folder (or adopt an existing folder) and write its ``deepfield.toml``.
 
