@@ -208,3 +208,17 @@ def test_writes_to_a_read_only_store_raise_storage_error(tmp_path: Path) -> None
     assert found.pop("search") == "ok"
     for label, outcome in found.items():
         assert outcome == ["StorageError", True, True, "check the path and permissions"], label
+
+
+def test_store_fields_takes_one_name_and_refuses_an_empty_list(tmp_path: Path) -> None:
+    with deepfield.open(tmp_path / "s", create=True, embedder=None) as store:
+        store.create_field("notes").add("Woks", "carbon woks heat fast")
+        store.create_field("ops").add("Woks ops", "woks are cleaned daily")
+        assert {h.field for h in store.search("woks", fields="notes").results} == {"notes"}
+        assert {h.field for h in store.search("woks", fields=("ops",)).results} == {"ops"}
+        assert {h.field for h in store.search("woks").results} == {"notes", "ops"}
+        with pytest.raises(deepfield.UnknownFieldError, match="no fields given"):
+            store.search("woks", fields=[])
+        assert store.research("what about woks?", fields="ops").context
+        with pytest.raises(deepfield.UnknownFieldError, match="no fields given"):
+            store.research("what about woks?", fields=[])

@@ -134,7 +134,7 @@ class Store:
         self,
         query: str,
         *,
-        fields: Sequence[str] | None = None,
+        fields: str | Sequence[str] | None = None,
         k: int = 10,
         mode: str | None = None,
         unit: str = "page",
@@ -142,9 +142,10 @@ class Store:
         activation: bool = True,
         where: Filters | None = None,
     ) -> SearchResponse:
-        """Search several fields at once (all of them by default); ``where`` keeps pages by
-        kind, category and concept (:class:`deepfield.domains.Filters`)."""
-        chosen = [self.field(n) for n in fields] if fields else self.fields()
+        """Search several fields at once (``fields``: a name or a list; all of them by
+        default); ``where`` keeps pages by kind, category and concept
+        (:class:`deepfield.domains.Filters`)."""
+        chosen = self._chosen(fields)
         return search_fields(chosen, query, k=k, mode=mode, unit=unit,
                              include_superseded=include_superseded, activation=activation,
                              where=where)
@@ -153,20 +154,34 @@ class Store:
         self,
         question: str,
         *,
-        fields: Sequence[str] | None = None,
+        fields: str | Sequence[str] | None = None,
         llm: ChatModel | None = None,
         max_rounds: int = 3,
         budget: int = 1000,
     ) -> ResearchResult:
-        """Deep research over several fields (all by default); see deepfield.research. The
-        context is fenced as memory (deepfield.fence), ready to hand to a model."""
+        """Deep research over several fields (a name or a list; all by default); see
+        deepfield.research. The context is fenced as memory (deepfield.fence), ready to hand
+        to a model."""
         from .fence import check_fenced_budget, fence_research
         from .research import research
 
-        chosen = [self.field(n) for n in fields] if fields else self.fields()
+        chosen = self._chosen(fields)
         check_fenced_budget(budget, [f.name for f in chosen], question)
         found = research(chosen, question, llm=llm, max_rounds=max_rounds, budget=budget)
         return fence_research(found, [f.name for f in chosen])
+
+    def _chosen(self, fields: str | Sequence[str] | None) -> list[Field]:
+        """The fields named (one name or a list of them), or all for None. A string is one
+        name, not letters to look up; an empty list names nothing, which is a mistake
+        rather than a wish to search everything."""
+        if fields is None:
+            return self.fields()
+        names = [fields] if isinstance(fields, str) else list(fields)
+        if not names:
+            raise UnknownFieldError(
+                "no fields given (an empty list)",
+                "name one or more fields, or pass fields=None to use every field")
+        return [self.field(n) for n in names]
 
     def close(self) -> None:
         for field in self._fields.values():
