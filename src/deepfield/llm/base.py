@@ -21,6 +21,7 @@ from importlib.metadata import entry_points
 from typing import Any, ClassVar, Literal, TypedDict
 
 from ..errors import ConfigError, LLMReplyError
+from ..registry import check_registration
 from .jsonreply import ReplyNotJSONError, parse_json_reply
 
 
@@ -179,8 +180,14 @@ _registry: dict[str, LLMFactory] = {}
 _ENTRY_POINT_GROUP = "deepfield.llms"
 
 
-def register_llm(name: str, factory: LLMFactory) -> None:
-    """Make a backend available as ``name`` (third-party backends may also use entry points)."""
+def register_llm(name: str, factory: LLMFactory, *, replace: bool = False) -> None:
+    """Make a backend available as ``name`` (third-party backends may also use entry points).
+    A name already in use (``openai``, an entry point, an earlier registration) is
+    ConfigError unless ``replace`` is True; so are a bad name and a factory not callable."""
+    taken = {*_registry, *(() if replace else
+                           (entry.name for entry in entry_points(group=_ENTRY_POINT_GROUP)))}
+    check_registration("LLM", name, factory, taken=taken, replace=replace,
+                       current=_registry.get(name))
     _registry[name] = factory
 
 
