@@ -266,3 +266,16 @@ def test_a_backend_exception_during_search_is_an_embedding_service_error(
         hybrid = notes.search("woks")
         assert [h.filename for h in hybrid.results] == ["woks.md"]
         assert any("walk-boom" in w and "boom" in w for w in hybrid.warnings)
+
+
+def test_write_with_expected_but_no_name_is_refused(tmp_path: Path) -> None:
+    with deepfield.open(tmp_path / "s", create=True, embedder=None) as store:
+        notes = store.create_field("notes")
+        with pytest.raises(deepfield.DeepfieldError, match="expected= needs name="):
+            notes.write("hello", expected=b"x")
+        assert notes.pages() == []
+        notes.write("hello", name="hello")
+        before = (notes.path / "hello.md").read_bytes()
+        with pytest.raises(deepfield.WriteConflictError):
+            notes.write("changed", name="hello", expected=b"x")
+        notes.write("changed", name="hello", expected=before)

@@ -25,6 +25,7 @@ from .archive import (
 from .domains.atomic import Filters
 from .embed.base import Embedder
 from .errors import (
+    DeepfieldError,
     DuplicateUuidError,
     IndexStateError,
     InvalidNameError,
@@ -275,6 +276,9 @@ class Field(FieldSync):
                 f"cannot write the page: {page.frontmatter_error}",
                 "fix the YAML between the '---' lines, or remove the block",
             )
+        if expected is not None and not name:  # the check needs a page to compare with
+            raise DeepfieldError("expected= needs name=: a conditional write names its page",
+                                 "pass name= with the page's filename, or drop expected=")
         stem = check_name(name) if name else None
         reviewed = self.review_on_write if review is None else review
 
