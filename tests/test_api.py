@@ -16,7 +16,8 @@ def test_all_is_complete_and_sorted() -> None:
                "freshness", "fsutil", "fusion", "hits", "httpjson", "importers", "index",
                "line_rank", "listing", "llm", "manage", "markdown", "memo", "memorize", "page",
                "page_text",
-               "portable", "qa", "read", "read_parts", "relative_dates", "research", "salience",
+               "portable", "qa", "read", "read_parts", "registry", "relative_dates", "research",
+               "salience",
                "scan", "search", "server", "sessions", "split", "store", "tokens", "writer"}
     modules |= {"agentsetup", "integrations"}  # imported on demand (setup, framework adapters)
     assert set(deepfield.__all__) == (public - modules) | {"__version__"}
