@@ -279,3 +279,22 @@ def test_write_with_expected_but_no_name_is_refused(tmp_path: Path) -> None:
         with pytest.raises(deepfield.WriteConflictError):
             notes.write("changed", name="hello", expected=b"x")
         notes.write("changed", name="hello", expected=before)
+
+
+def test_small_api_edges(tmp_path: Path) -> None:
+    for name in ("ExportTargetError", "AgentSetupError", "NothingToPackError"):
+        assert name in deepfield.__all__
+        assert issubclass(getattr(deepfield, name), deepfield.DeepfieldError)
+    (tmp_path / "dirconf" / "deepfield.toml").mkdir(parents=True)
+    with pytest.raises(deepfield.ConfigError, match="is not a file"):
+        deepfield.open(tmp_path / "dirconf", embedder=None)
+    with pytest.raises(deepfield.ConfigError, match="not int"):
+        deepfield.open(tmp_path / "s", create=True, embedder=5)  # type: ignore[arg-type]
+    assert not (tmp_path / "s").exists()
+    with deepfield.open(tmp_path / "s", create=True, embedder=None) as store:
+        notes = store.create_field("notes")
+        notes.add("Woks", "carbon woks heat fast")
+        with pytest.raises(deepfield.DeepfieldError, match=r"deepfield\.domains\.Filters"):
+            notes.search("woks", where={"kind": "x"})  # type: ignore[arg-type]
+        with pytest.raises(deepfield.DeepfieldError, match=r"deepfield\.domains\.Filters"):
+            store.search("woks", where={"kind": "x"})  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ The public contract (this API and the CLI's ``--json`` output) is documented in 
 from .config import EmbeddingConfig, StoreConfig
 from .embed.base import Embedder, available_embedders, create_embedder, register_embedder
 from .errors import (
+    AgentSetupError,
     ArchiveError,
     BudgetError,
     ConfigError,
@@ -26,6 +27,7 @@ from .errors import (
     EmbeddingError,
     EmbeddingInputError,
     EmbeddingServiceError,
+    ExportTargetError,
     FieldExistsError,
     ImportFormatError,
     IndexCorruptError,
@@ -38,6 +40,7 @@ from .errors import (
     LLMReplyError,
     LLMServiceError,
     ModelMismatchError,
+    NothingToPackError,
     PageConflictError,
     PageError,
     PageNotFoundError,
@@ -93,6 +96,7 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
+    "AgentSetupError",
     "ArchiveError",
     "BudgetError",
     "ChatModel",
@@ -106,6 +110,7 @@ __all__ = [
     "EmbeddingError",
     "EmbeddingInputError",
     "EmbeddingServiceError",
+    "ExportTargetError",
     "Field",
     "FieldExistsError",
     "Hit",
@@ -121,6 +126,7 @@ __all__ = [
     "LLMReplyError",
     "LLMServiceError",
     "ModelMismatchError",
+    "NothingToPackError",
     "OutlineEntry",
     "Page",
     "PageConflictError",

@@ -87,6 +87,9 @@ def read_config_file(root: Path) -> dict[str, Any] | None:
     path = root / CONFIG_FILE
     if not path.exists():
         return None
+    if not path.is_file():  # a folder of that name: reading it raised IsADirectoryError
+        raise ConfigError(f"{path} is not a file",
+                          "move it aside, then run `deepfield init` to write the config")
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -57,6 +57,16 @@ def check_weight(weight: object) -> float:
     return float(weight)
 
 
+def check_where(where: object) -> None:
+    """DeepfieldError unless ``where`` is None or a Filters: a dict such as
+    ``{"kind": "x"}`` used to fail deep inside the search with an AttributeError."""
+    if where is not None and not isinstance(where, Filters):
+        raise DeepfieldError(
+            f"where= takes a deepfield.domains.Filters, not a {type(where).__name__}",
+            'build one with deepfield.domains.Filters.of(kind="decision", category=..., '
+            "concept=...)")
+
+
 def check_mode(mode: str, unit: str, k: int) -> None:
     if not isinstance(k, int) or isinstance(k, bool):
         raise DeepfieldError(f"k must be a whole number, not {type(k).__name__}")
@@ -129,6 +139,7 @@ def search_fields(
     if not isinstance(query, str):
         raise DeepfieldError(f"the query must be text, not {type(query).__name__}")
     check_query_length(query)
+    check_where(where)
     if mode is None:
         mode = "hybrid" if fields and all(f.embedder is not None for f in fields) else "bm25"
     check_mode(mode, unit, k)

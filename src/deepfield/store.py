@@ -252,6 +252,11 @@ def open(
     ``s3://bucket/prefix``: a store in an S3-compatible bucket (deepfield.bucket, the
     [scale] extra), with credentials and endpoint from the usual AWS variables.
     """
+    if not (embedder is None or isinstance(embedder, str | Embedder)):
+        raise ConfigError(
+            f"embedder= takes an Embedder, a backend name or None, not "
+            f"{type(embedder).__name__}",
+            'e.g. embedder=None (keywords only), embedder="openai" or an Embedder object')
     if isinstance(path, str) and path.startswith("s3://"):
         # The one place the store layer reaches up: opening dispatches on the URL scheme.
         from .bucket import open_bucket_store
