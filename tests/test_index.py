@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import deepfield
+from deepfield.config import EmbeddingConfig
 from deepfield.errors import ModelMismatchError
 from deepfield.index.sync import MAX_INDEXED_BYTES
 
@@ -364,3 +365,27 @@ def test_a_non_utf8_md_file_is_no_page_to_list_embed_or_pack(store: deepfield.St
         assert "latin.md" not in archive.namelist() and "good.md" in archive.namelist()
     assert any("latin.md" in w and "UTF-8" in w for w in packed.warnings)
     assert (fld.path / "latin.md").read_bytes().endswith(b"caf\xe9 au lait\n")  # kept
+
+
+def test_a_search_of_an_unchanged_field_leaves_the_index_file_as_it_was(
+        tmp_path: Path, embedder: FakeEmbedder) -> None:
+    """A field in a git checkout: reading and searching must not dirty the index file."""
+    root = tmp_path / "mem"
+    deepfield.init(root, EmbeddingConfig("fake")).close()
+
+    def index_files() -> dict[str, bytes]:
+        folder = root / "notes"
+        return {p.name: p.read_bytes() for p in folder.iterdir() if ".sqlite3" in p.name}
+
+    with deepfield.open(root, embedder=embedder) as store:
+        page = store.create_field("notes").add("Woks", "Carbon fibre woks heat unevenly.")
+        path = root / "notes" / page.filenames[0]
+        hour_ago = time.time() - 3600  # not "racy": older than the last sync by far
+        os.utime(path, (hour_ago, hour_ago))
+        store.field("notes").index()
+    before = index_files()
+    for _ in range(2):
+        with deepfield.open(root, embedder=embedder) as store:
+            assert store.search("carbon woks").results
+            assert store.field("notes").read("woks").text
+        assert index_files() == before

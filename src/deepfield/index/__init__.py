@@ -174,8 +174,12 @@ class FieldIndex:
             self.conn, files, verify=verify, with_vectors=self.with_vectors,
             last_sync=last, progress=progress,
         )
-        with transaction(self.conn):
-            set_meta(self.conn, "synced_at", repr(started))
+        if report.hashed or report.removed or not last:
+            # Only when the folder was looked at closer: a sync that found every page as it
+            # was leaves the index file byte for byte (a search in a git checkout must not
+            # dirty it), and the pages it skipped were not recent enough to be racy.
+            with transaction(self.conn):
+                set_meta(self.conn, "synced_at", repr(started))
         if self.embedder is not None:
             if embed_budget is None or embed_budget > 0:
                 done = embed_pending(

@@ -42,6 +42,9 @@ class SyncReport:
     pending_vectors: int = 0
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    hashed: int = 0
+    """Files read and hashed (new, changed by size or mtime, recently modified, or verified);
+    0 means the folder was as the index last saw it."""
 
     @property
     def changed(self) -> int:
@@ -172,6 +175,7 @@ def sync_files(
                 progress(1)
         else:
             todo.append((source, doc_id))
+    report.hashed = len(todo)
     removed = [(name, entry[0]) for name, entry in known.items() if name not in present]
     # A page came or went, or one's title, summary or readability changed: what listing.md
     # shows (an edit of a page's body alone leaves the catalogue as it was).
