@@ -194,10 +194,12 @@ class FieldIndex:
         report.seconds = time.time() - started
         return report
 
-    def sync_names(self, files: list[SourceFile], names: set[str]) -> SyncReport:
-        """Sync just ``names`` (``files``: those of them that exist), without embedding."""
+    def sync_names(self, files: list[SourceFile], names: set[str], *,
+                   verify: bool = False) -> SyncReport:
+        """Sync just ``names`` (``files``: those of them that exist), without embedding;
+        ``verify`` reads them whatever their size and mtime say."""
         return sync_files(
-            self.conn, files, with_vectors=self.with_vectors, only=names,
+            self.conn, files, verify=verify, with_vectors=self.with_vectors, only=names,
             last_sync=float(get_meta(self.conn, "synced_at") or 0.0),
         )
 
