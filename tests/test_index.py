@@ -389,3 +389,17 @@ def test_a_search_of_an_unchanged_field_leaves_the_index_file_as_it_was(
             assert store.search("carbon woks").results
             assert store.field("notes").read("woks").text
         assert index_files() == before
+
+
+def test_a_search_after_a_write_fills_the_spec_pages_table(field: deepfield.Field,
+                                                            embedder: FakeEmbedder) -> None:
+    """Other memoryfield readers see the pages deepfield's own searches find: the page
+    vectors are derived (no encoder pass) as soon as the chunks have theirs."""
+    for title in ("Woks", "Kettles", "Knives"):
+        field.add(title, f"Notes on {title.lower()} and their care.", review=False)
+    assert field.search("care of knives").results
+    conn = sqlite3.connect(field.path / f"{embedder.model_code}.sqlite3")
+    listed = {row[0] for row in conn.execute("SELECT filename FROM pages")}
+    conn.close()
+    assert listed == {"woks.md", "kettles.md", "knives.md"}
+    assert field.index_handle().pending().page_vectors == 0

@@ -90,9 +90,12 @@ class FieldSync(FieldBackends):
             scan = scan_field(self.path)
             report = index.sync(scan.files)
             inodes = scan.inodes
-        if embed and index.pending_chunk_vectors():
+        if embed and (report.changed or index.pending_chunk_vectors()):
             try:
-                done = self.embed(deadline=deadline, pages=False, threads=1)
+                # Page vectors derived from the chunks' (no encoder pass), so the spec's
+                # `pages` table other readers use lists the pages searches find.
+                done = self.embed(deadline=deadline, pages=self.page_vectors != "whole",
+                                  latent=False, threads=1)
             except EmbeddingError as exc:
                 report.warnings.append(f"new chunks could not be embedded: {exc.message}")
             else:
