@@ -143,6 +143,12 @@ def test_bad_files_are_indexed_leniently_and_never_touched(field: deepfield.Fiel
         "Upper.MD": b"kiwi in a file whose extension is upper-case\n",
         "kiwi (conflicted copy 2024-05-01).md": b"kiwi in a sync tool's conflict copy\n",
         "kiwi.LOCAL.4242.md": b"kiwi in a merge tool's copy\n",
+        "merged.md": b"---\n<<<<<<< HEAD\ntitle: Kiwi main\n=======\ntitle: Kiwi side\n"
+                     b">>>>>>> side\n---\nkiwi after a merge\n",
+        "merged-body.md": b"# Kiwi\n\n<<<<<<< HEAD\nkiwi main\n=======\nkiwi side\n>>>>>>> side\n",
+        "setext.md": b"Kiwi\n=======\n\nA setext heading is no conflict.\n",
+        "foreign-keys.md": b"---\ntitle: Kiwi keys\nuuid: 42\ncreated: 2026-03-01T09:00:00Z\n"
+                           b"---\nkiwi\n",
     }
     for name, data in files.items():
         (field.path / name).write_bytes(data)
@@ -157,8 +163,16 @@ def test_bad_files_are_indexed_leniently_and_never_touched(field: deepfield.Fiel
         "upper.md" in warnings and "listing.md" not in warnings
     assert "kiwi (conflicted copy 2024-05-01).md: a sync or merge tool's conflict copy, not " \
         "indexed" in warnings and "kiwi.LOCAL.4242.md: a sync" in warnings
+    assert "merged.md: unresolved merge conflict in its frontmatter (lines 2, 4, 6); keep one " \
+        "side in an editor" in warnings
+    assert "merged-body.md: unresolved merge conflict in its text (lines 3, 5, 7)" in warnings
+    assert "setext.md" not in warnings
+    assert "foreign-keys.md: uuid '42' is not a UUID" in warnings
+    assert "foreign-keys.md: created is an unquoted date, which YAML reads as a date object " \
+        "(the spec asks for a quoted string: created: '2026-03-01T09:00:00Z')" in warnings
     hits = {h.filename for h in field.search("kiwi", mode="bm25").results}
-    assert hits == {"broken-yaml.md", "Bad Name.md"}
+    assert hits == {"broken-yaml.md", "Bad Name.md", "merged.md", "merged-body.md",
+                    "setext.md", "foreign-keys.md"}
     for name, data in files.items():
         assert (field.path / name).read_bytes() == data
     assert field.read("broken-yaml").warnings
