@@ -123,6 +123,12 @@ def test_directories_listing_rename_and_delete(memory: DeepfieldMemoryTool) -> N
                                        file_text="x")
     assert "into itself" in refused(memory, command="rename", old_path="/memories/team",
                                     new_path="/memories/team/sub")
+    # a path below a file would make that path a file and a folder at once
+    assert refused(memory, command="rename", old_path="/memories/team/bob.md",
+                   new_path="/memories/a.md/bob.md") == "/memories/a.md is a file, not a directory"
+    assert "into itself" in refused(memory, command="rename", old_path="/memories/a.md",
+                                    new_path="/memories/a.md/b.md")
+    assert set(memory.files.files()) == {"a.md", "team/bob.md", "team/x/deep/far.md"}
     assert "already exists" in refused(memory, command="rename", old_path="/memories/a.md",
                                        new_path="/memories/team")
     call(memory, command="rename", old_path="/memories/team", new_path="/memories/people")
