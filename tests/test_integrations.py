@@ -142,10 +142,12 @@ def test_langgraph_batch_async_and_fixed_fields(store: deepfield.Store) -> None:
     assert page_item is not None and page_item.value["title"] == "Woks"
     fixed = DeepfieldStore(store, create_fields=False)
     assert fixed.get(("prefs",), "tea") is not None
-    with pytest.raises(UnknownFieldError, match="no field 'missing'"):
+    with pytest.raises(UnknownFieldError, match="no field 'missing'") as caught:
         fixed.put(("missing",), "k", {"v": 1})
-    with pytest.raises(UnknownFieldError):
+    assert caught.value.hint == "fields: notes, prefs"  # it names the fields there are
+    with pytest.raises(UnknownFieldError) as caught:
         fixed.search(("missing",), query="x")
+    assert caught.value.hint == "fields: notes, prefs"
     fixed.put(("prefs",), "coffee", {"text": "Black."})
     assert fixed.get(("prefs",), "coffee.md") is None  # a page's file name is not its key
     store.create_field("memories-alice")

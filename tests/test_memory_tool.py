@@ -198,8 +198,10 @@ def test_typed_commands_search_and_tool_params(memory: DeepfieldMemoryTool) -> N
 
 
 def test_unknown_field_and_clear(keyword_store: deepfield.Store) -> None:
-    with pytest.raises(UnknownFieldError):
+    keyword_store.create_field("notes")
+    with pytest.raises(UnknownFieldError) as caught:
         DeepfieldMemoryTool.open(keyword_store, "nope", create=False)
+    assert caught.value.hint == "fields: notes"  # it names the fields there are
     memory = DeepfieldMemoryTool.open(keyword_store, "claude")
     memory.field.write(Page(body="kept\n", frontmatter={"title": "Human page"}), name="human")
     call(memory, command="create", path="/memories/a.md", file_text="a\n")

@@ -18,14 +18,18 @@ def resolve_fields(store: Store, names: Sequence[str] | None) -> list[Field]:
     chosen = [names] if isinstance(names, str) else list(names) if names is not None else known
     missing = [name for name in chosen if name not in known]
     if missing:
-        raise UnknownFieldError(
-            f"no field {missing[0]!r} in the store at {store.root}",
-            "fields: " + (", ".join(known) if known else "none yet (create one with "
-                          "`deepfield new NAME`)"))
+        raise UnknownFieldError(f"no field {missing[0]!r} in the store at {store.root}",
+                                fields_hint(known))
     if not chosen:
         raise UnknownFieldError(f"the store at {store.root} has no fields yet",
                                 "create one with `deepfield new NAME`")
     return [store.field(name) for name in chosen]
+
+
+def fields_hint(known: Sequence[str]) -> str:
+    """The hint of an :class:`UnknownFieldError`: the fields there are, so a typo shows."""
+    return "fields: " + (", ".join(known) if known else "none yet (create one with "
+                         "`deepfield new NAME`)")
 
 
 def check_options(k: int, mode: str | None, unit: str) -> None:

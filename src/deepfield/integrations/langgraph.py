@@ -50,6 +50,7 @@ from ..field import Field
 from ..page import MAX_NAME_LENGTH, Page, is_valid_name, slugify
 from ..search import search_fields
 from ..store import Store
+from ._common import fields_hint
 from .langgraph_filters import matches
 
 __all__ = ["DeepfieldStore", "field_name"]
@@ -149,11 +150,12 @@ class DeepfieldStore(BaseStore):
 
     def _field(self, namespace: tuple[str, ...], *, create: bool) -> Field | None:
         name = field_name(tuple(namespace), self.prefix)
-        if name in self.store.field_names():
+        known = self.store.field_names()
+        if name in known:
             return self.store.field(name)
         if not self.create_fields:
             raise UnknownFieldError(f"no field {name!r} (namespace {list(namespace)}) in the "
-                                    f"store at {self.store.root}")
+                                    f"store at {self.store.root}", fields_hint(known))
         if not create:
             return None
         return self.store.create_field(
@@ -254,7 +256,8 @@ class DeepfieldStore(BaseStore):
                 out.append((field, namespace))
         if not out and prefix and not self.create_fields:
             raise UnknownFieldError(f"no field holds namespace {list(prefix)} (or one below "
-                                    f"it) in the store at {self.store.root}")
+                                    f"it) in the store at {self.store.root}",
+                                    fields_hint(self.store.field_names()))
         return out
 
     def _search(self, op: SearchOp) -> list[SearchItem]:

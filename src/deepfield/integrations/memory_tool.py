@@ -46,6 +46,7 @@ except ImportError as exc:  # the extra is not installed: say how to get it
 from ..errors import UnknownFieldError
 from ..field import Field
 from ..store import Store
+from ._common import fields_hint
 from .memory_files import MemoryFiles, MemoryOpError, absolute, relative
 
 __all__ = ["AsyncDeepfieldMemoryTool", "DeepfieldMemoryTool"]
@@ -87,8 +88,10 @@ class DeepfieldMemoryTool(BetaAbstractMemoryTool):
         if create and field not in store.field_names():
             store.create_field(field, intro="Claude's memory tool: each page is a file of "
                                "/memories (its path in `memory_path`).")
-        if field not in store.field_names():
-            raise UnknownFieldError(f"no field {field!r} in the store at {store.root}")
+        known = store.field_names()
+        if field not in known:
+            raise UnknownFieldError(f"no field {field!r} in the store at {store.root}",
+                                    fields_hint(known))
         return cls(store.field(field), **options)
 
     def _run(self, action: Callable[[], T]) -> T:
