@@ -78,6 +78,24 @@ def test_langchain_retriever(notes: deepfield.Store) -> None:
         DeepfieldRetriever.from_store(notes, mode="fuzzy")
 
 
+@pytest.mark.parametrize("make", [
+    lambda s: DeepfieldRetriever(store=s, feilds=["other"]),
+    lambda s: DeepfieldRetriever.from_store(s, top_k=1),
+])
+def test_langchain_retriever_refuses_unknown_options(notes: deepfield.Store, make: Any) -> None:
+    with pytest.raises(DeepfieldError, match=r"has no option '(feilds|top_k)'") as caught:
+        make(notes)  # it used to be ignored: every field searched, 5 hits
+    assert "fields" in caught.value.hint and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("k", ["5", 0, 101, 2.5, True, None])
+def test_langchain_retriever_checks_the_type_of_k(notes: deepfield.Store, k: Any) -> None:
+    with pytest.raises(DeepfieldError, match="k must be a whole number from 1 to 100"):
+        DeepfieldRetriever.from_store(notes, k=k)
+    with pytest.raises(DeepfieldError, match="k must be a whole number"):
+        DeepfieldLlamaRetriever(notes, k=k)
+
+
 def test_llamaindex_retriever(notes: deepfield.Store) -> None:
     retriever = DeepfieldLlamaRetriever(notes, fields="notes", k=2)
     assert isinstance(retriever, LlamaRetriever)
