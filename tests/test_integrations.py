@@ -173,6 +173,24 @@ def test_langgraph_batch_async_and_fixed_fields(store: deepfield.Store) -> None:
     assert [i.key for i in fixed.search(("memories",))] == ["k"]  # a namespace prefix is fine
 
 
+def test_langgraph_get_never_returns_another_key(store: deepfield.Store) -> None:
+    memory = DeepfieldStore(store)
+    memory.put(("prefs",), "tea", {"text": "Green tea."})
+    memory.put(("prefs",), "Two Words", {"text": "Its page is named two-words-<hash>."})
+    notes = store.create_field("notes")
+    notes.add("Bare", "A page written some other way.", name="bare")
+    bare_uuid = notes.pages()[0].uuid
+    tea_uuid = store.field("prefs").load("tea")[1].uuid
+    assert bare_uuid and tea_uuid
+    assert memory.get(("notes",), "bare").key == "bare"  # (its page name is its key)
+    assert memory.get(("prefs",), "tea").key == "tea"
+    for namespace, key in ((("notes",), bare_uuid[:8]), (("notes",), bare_uuid),
+                           (("notes",), "BARE"), (("prefs",), tea_uuid[:8]),
+                           (("prefs",), next(n for n in store.field("prefs").pages()
+                                         if n.filename != "tea.md").filename[:-3])):
+        assert memory.get(namespace, key) is None, key  # it found the page by uuid or name
+
+
 @pytest.mark.parametrize(("module", "framework", "extra"), [
     ("memory_tool", "anthropic", "anthropic"), ("langchain", "langchain_core", "langchain"),
     ("llamaindex", "llama_index", "llamaindex"), ("langgraph", "langgraph", "langgraph")])

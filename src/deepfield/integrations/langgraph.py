@@ -184,10 +184,12 @@ class DeepfieldStore(BaseStore):
                 filename, page = field.load(key)
             except DeepfieldError:
                 return None
-            if page.get(KEY) is not None:  # another item's page: not this key
+            # load() also resolves uuids, their prefixes and other spellings of a name: only
+            # the page whose file is exactly KEY.md is this key's, and only if no item owns it.
+            if filename != f"{key}.md" or page.get(KEY) is not None:
                 return None
         item: Item = self._item(Item, namespace, filename, page)
-        return item
+        return item if item.key == key else None  # never another key's item
 
     def _item(self, cls: type[Any], namespace: tuple[str, ...], filename: str, page: Page,
               **extra: Any) -> Any:
