@@ -21,6 +21,8 @@ from deepfield.integrations.langchain import DeepfieldRetriever
 from deepfield.integrations.langgraph import DeepfieldStore, field_name
 from deepfield.integrations.llamaindex import DeepfieldLlamaRetriever
 
+from .fakes import FakeEmbedder
+
 WOKS = "# Woks\n\n## Heat\n\nCarbon fibre woks conduct heat unevenly.\n\n## Care\n\nOil them.\n"
 
 
@@ -189,6 +191,25 @@ def test_langgraph_get_never_returns_another_key(store: deepfield.Store) -> None
                            (("prefs",), next(n for n in store.field("prefs").pages()
                                          if n.filename != "tea.md").filename[:-3])):
         assert memory.get(namespace, key) is None, key  # it found the page by uuid or name
+
+
+def test_langgraph_concurrent_async_ops_all_succeed(store: deepfield.Store,
+                                                    embedder: FakeEmbedder) -> None:
+    """LangGraph runs parallel branches at once: abatch calls share one deepfield Store (and
+    its SQLite handles), which used to fail with raw sqlite3 errors and lose puts."""
+    embedder.seconds_per_text = 0.002  # (a slow model widens the window for the race)
+    memory = DeepfieldStore(store)
+
+    async def round_of(n: int) -> list[Any]:
+        ops = [memory.aput(("mem", "u"), f"k{n}-{i}", {"text": f"wok fact {n} {i}"})
+               for i in range(10)]
+        ops += [memory.asearch(("mem",), query="wok fact") for _ in range(10)]
+        return await asyncio.gather(*ops, return_exceptions=True)
+
+    for n in range(4):
+        results = asyncio.run(round_of(n))
+        assert [r for r in results if isinstance(r, BaseException)] == []
+        assert len(memory.search(("mem", "u"), limit=1000)) == 10 * (n + 1)  # no put lost
 
 
 @pytest.mark.parametrize(("module", "framework", "extra"), [

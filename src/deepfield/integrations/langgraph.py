@@ -24,6 +24,7 @@ import datetime as dt
 import hashlib
 import json
 import re
+import threading
 import uuid as uuidlib
 from collections.abc import Iterable
 from typing import Any
@@ -122,10 +123,18 @@ class DeepfieldStore(BaseStore):
         self.store = store
         self.prefix = prefix
         self.create_fields = create_fields
+        # One Store shares its SQLite connections between threads, and a connection runs one
+        # transaction at a time: abatch (parallel graph branches) and threads calling batch
+        # take turns here, else they fail with sqlite3 errors and lose writes.
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ batch
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        with self._lock:
+            return self._batch(list(ops))
+
+    def _batch(self, ops: list[Op]) -> list[Result]:
         results: list[Result] = []
         for op in ops:
             validate_op_namespace(op)  # ops given to batch() directly skip BaseStore's checks
