@@ -212,6 +212,22 @@ def test_langgraph_concurrent_async_ops_all_succeed(store: deepfield.Store,
         assert len(memory.search(("mem", "u"), limit=1000)) == 10 * (n + 1)  # no put lost
 
 
+def test_langgraph_query_search_pages_past_100_and_filters_before_cutting(
+        keyword_store: deepfield.Store) -> None:
+    memory = DeepfieldStore(keyword_store)
+    memory.batch([PutOp(("docs",), f"k{i}", {"text": f"apple note number {i}", "n": i})
+                  for i in range(120)])
+    assert len(memory.search(("docs",), query="apple", limit=200)) == 120  # (was capped at 100)
+    assert len(memory.search(("docs",), query="apple", offset=100, limit=10)) == 10
+    # the one match ranks anywhere among 120 hits: the filter applies before the cut
+    found = memory.search(("docs",), query="apple", filter={"text": "apple note number 119"},
+                          limit=1)
+    assert [item.key for item in found] == ["k119"]
+    high = memory.search(("docs",), query="apple", filter={"n": {"$gte": 110}}, limit=20)
+    assert sorted(item.value["n"] for item in high) == list(range(110, 120))
+    assert memory.search(("docs",), query="apple", filter={"n": -1}) == []
+
+
 @pytest.mark.parametrize(("module", "framework", "extra"), [
     ("memory_tool", "anthropic", "anthropic"), ("langchain", "langchain_core", "langchain"),
     ("llamaindex", "llama_index", "llamaindex"), ("langgraph", "langgraph", "langgraph")])

@@ -278,23 +278,41 @@ class DeepfieldStore(BaseStore):
         wanted = op.offset + op.limit
         items: list[SearchItem] = []
         if op.query:
-            namespaces = {field.name: namespace for field, namespace in found}
-            k = min(100, wanted * (4 if op.filter else 1))
-            hits = search_fields([f for f, _ in found], op.query, k=k).results
-            for hit in hits:
-                field = self.store.field(hit.field)
-                filename, page = field.load(hit.filename)
-                items.append(self._item(SearchItem, namespaces[hit.field], filename, page,
-                                        score=hit.score))
-        else:
-            for field, namespace in found:
-                for doc in field.pages():
-                    filename, page = field.load(doc.filename)
-                    items.append(self._item(SearchItem, namespace, filename, page))
-            items.sort(key=lambda item: item.updated_at, reverse=True)
+            return self._ranked(op, found)[op.offset: wanted]
+        for field, namespace in found:
+            for doc in field.pages():
+                filename, page = field.load(doc.filename)
+                items.append(self._item(SearchItem, namespace, filename, page))
+        items.sort(key=lambda item: item.updated_at, reverse=True)
         if op.filter:
             items = [item for item in items if matches(item.value, op.filter)]
         return items[op.offset: wanted]
+
+    def _ranked(self, op: SearchOp, found: list[tuple[Field, tuple[str, ...]]]
+                ) -> list[SearchItem]:
+        """The best ``offset + limit`` items for the query that pass the filter. The filter
+        reads values, which the index does not hold: search deeper until enough hits pass it
+        or the hits run out, so a match ranked below the first top-k is still found."""
+        namespaces = {field.name: namespace for field, namespace in found}
+        fields = [field for field, _ in found]
+        wanted = op.offset + op.limit
+        k = max(1, wanted * (4 if op.filter else 1))
+        loaded: dict[tuple[str, str], tuple[str, Page]] = {}  # pages read by a shallower pass
+        while True:
+            hits = search_fields(fields, op.query or "", k=k).results
+            items = []
+            for hit in hits:
+                where = hit.field, hit.filename
+                if where not in loaded:
+                    loaded[where] = self.store.field(hit.field).load(hit.filename)
+                filename, page = loaded[where]
+                item = self._item(SearchItem, namespaces[hit.field], filename, page,
+                                  score=hit.score)
+                if not op.filter or matches(item.value, op.filter):
+                    items.append(item)
+            if len(items) >= wanted or len(hits) < k:
+                return items
+            k *= 4
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = {namespace for _field, namespace in self._fields_under(())}
