@@ -228,6 +228,25 @@ def test_langgraph_query_search_pages_past_100_and_filters_before_cutting(
     assert memory.search(("docs",), query="apple", filter={"n": -1}) == []
 
 
+@pytest.mark.parametrize("prefix", ["", "lg"])
+def test_langgraph_namespace_keeps_its_labels_once_empty(keyword_store: deepfield.Store,
+                                                         prefix: str) -> None:
+    memory = DeepfieldStore(keyword_store, prefix=prefix)
+    alice, bob = ("memories", "alice"), ("memories", "Bob Smith")
+    memory.put(alice, "k1", {"text": "x"})
+    memory.put(bob, "k1", {"text": "y"})
+    memory.delete(alice, "k1")
+    memory.delete(bob, "k1")
+    # it used to come back as ("memories-alice",), which search(("memories",)) does not match
+    assert memory.list_namespaces() == [bob, alice]  # (sorted)
+    assert memory.list_namespaces(prefix=("memories",)) == [bob, alice]
+    assert memory.search(("memories",)) == []
+    if prefix:  # another prefix's store does not claim these empty fields
+        assert DeepfieldStore(keyword_store, prefix="other").list_namespaces() == []
+    memory.put(alice, "k2", {"text": "z"})
+    assert [(i.namespace, i.key) for i in memory.search(("memories",))] == [(alice, "k2")]
+
+
 @pytest.mark.parametrize(("module", "framework", "extra"), [
     ("memory_tool", "anthropic", "anthropic"), ("langchain", "langchain_core", "langchain"),
     ("llamaindex", "llama_index", "llamaindex"), ("langgraph", "langgraph", "langgraph")])

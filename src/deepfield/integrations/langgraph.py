@@ -58,6 +58,8 @@ __all__ = ["DeepfieldStore", "field_name"]
 
 KEY = "langgraph"
 _UUIDS = uuidlib.UUID("7d1e5b8a-3c2f-4e6a-9b1d-5f0a8c2e4d17")
+_INTRO_TEXT = "LangGraph store namespace"
+_INTRO = re.compile(re.escape(_INTRO_TEXT) + r" (\[.*\])\.\s*$", re.MULTILINE)
 
 
 def field_name(namespace: tuple[str, ...], prefix: str = "") -> str:
@@ -168,10 +170,20 @@ class DeepfieldStore(BaseStore):
         if not create:
             return None
         return self.store.create_field(
-            name, intro=f"LangGraph store namespace {json.dumps(list(namespace))}.",
-            exist_ok=True)
+            name, intro=f"{_INTRO_TEXT} {json.dumps(list(namespace))}.", exist_ok=True)
 
     def _namespace_of(self, field: Field) -> tuple[str, ...] | None:
+        # The intro this store wrote names the namespace even once every item is deleted
+        # (without it, ("memories", "alice") came back as ("memories-alice",)).
+        named = _INTRO.search(field.intro() or "")
+        if named:
+            try:
+                labels = json.loads(named.group(1))
+            except ValueError:
+                labels = None
+            if isinstance(labels, list) and labels and all(isinstance(x, str) for x in labels) \
+                    and field_name(tuple(labels), self.prefix) == field.name:
+                return tuple(labels)
         for doc in field.pages():
             meta = (doc.frontmatter or {}).get(KEY)
             if isinstance(meta, dict) and isinstance(meta.get("namespace"), list):
