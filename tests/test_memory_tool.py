@@ -20,6 +20,8 @@ from deepfield.errors import UnknownFieldError
 from deepfield.integrations.memory_tool import DeepfieldMemoryTool
 from deepfield.page import Page
 
+from .fakes import FakeEmbedder
+
 NOTES = "# Coffee\n\nAlice takes her coffee black.\nBob likes oat milk.\n"
 
 
@@ -231,3 +233,27 @@ def test_async_tool_and_hidden_items(keyword_store: deepfield.Store) -> None:
 
     listing = anyio.run(session)
     assert "/memories/a.md" in listing and ".draft" not in listing
+
+
+def test_async_commands_at_once_all_succeed(store: deepfield.Store,
+                                            embedder: FakeEmbedder) -> None:
+    """The async tool runs each command on a worker thread over one field: under
+    asyncio.gather they used to fail with raw sqlite3 errors."""
+    import asyncio
+
+    from deepfield.integrations.memory_tool import AsyncDeepfieldMemoryTool
+
+    embedder.seconds_per_text = 0.002  # (a slow model widens the window for the race)
+    memory = AsyncDeepfieldMemoryTool(DeepfieldMemoryTool.open(store, "claude").field)
+
+    async def round_of(n: int) -> list[Any]:
+        ops = [memory.call({"command": "create", "path": f"/memories/f{n}-{i}.md",
+                            "file_text": f"wok fact {i}\n"}) for i in range(10)]
+        ops += [memory.call({"command": "view", "path": "/memories"}) for _ in range(5)]
+        ops += [asyncio.to_thread(memory.sync.search, "wok fact") for _ in range(5)]
+        return await asyncio.gather(*ops, return_exceptions=True)
+
+    for n in range(4):
+        results = asyncio.run(round_of(n))
+        assert [r for r in results if isinstance(r, BaseException)] == []
+        assert len(memory.sync.files.files()) == 10 * (n + 1)

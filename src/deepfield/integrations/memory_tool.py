@@ -18,6 +18,7 @@ and carry, and ``delete`` archives instead of destroying.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -79,6 +80,10 @@ class DeepfieldMemoryTool(BetaAbstractMemoryTool):
         super().__init__(cache_control=cache_control)
         self.field = field
         self.files = MemoryFiles(field, review=review)
+        # The field's SQLite connection runs one transaction at a time: commands from several
+        # threads (AsyncDeepfieldMemoryTool under asyncio.gather) take turns, else they fail
+        # with sqlite3 errors.
+        self._lock = threading.Lock()
 
     @classmethod
     def open(cls, store: Store, field: str, *, create: bool = True,
@@ -96,7 +101,8 @@ class DeepfieldMemoryTool(BetaAbstractMemoryTool):
 
     def _run(self, action: Callable[[], T]) -> T:
         try:
-            return action()
+            with self._lock:
+                return action()
         except MemoryOpError as exc:
             raise ToolError(str(exc)) from None
 
@@ -204,7 +210,8 @@ class DeepfieldMemoryTool(BetaAbstractMemoryTool):
 
     def clear_all_memory(self) -> str:
         """Archive every memory file (pages the field got some other way stay)."""
-        count = self.files.archive_all()
+        with self._lock:
+            count = self.files.archive_all()
         return f"All memory cleared ({count} pages archived)"
 
     # ------------------------------------------------------------------ search
