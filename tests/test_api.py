@@ -13,7 +13,8 @@ def test_all_is_complete_and_sorted() -> None:
     public = {name for name in dir(deepfield) if not name.startswith("_")}
     modules = {"archive", "bucket", "cli", "confidence", "config", "context", "debris", "domains",
                "embed", "errors", "fence", "field", "field_backends", "field_index", "field_sync",
-               "freshness", "fsutil", "fusion", "hits", "httpjson", "importers", "index",
+               "freshness", "fsutil", "fusion", "gitignore", "hits", "httpjson", "importers",
+               "index",
                "line_rank", "listing", "llm", "manage", "markdown", "memo", "memorize", "page",
                "page_text",
                "portable", "qa", "read", "read_parts", "registry", "relative_dates", "research",

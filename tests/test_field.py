@@ -14,6 +14,7 @@ from deepfield.errors import (
     PageConflictError,
     PageNotFoundError,
 )
+from deepfield.manage.activation_log import instance_id
 from deepfield.manage.supersede import supersede
 from deepfield.page import PAGE_LIMIT_BYTES, Page
 
@@ -354,3 +355,30 @@ def test_a_write_never_goes_through_a_symbolic_link(field: deepfield.Field,
     assert outside.read_text() == "SECRET outside text\n"
     assert (field.path / "notes.md").is_symlink()
     assert not (field.path / "archive").exists()
+
+
+def test_a_new_field_ignores_its_derived_files_in_git(store: deepfield.Store) -> None:
+    """Committed, the index conflicts on every merge and blocks `git checkout`; the use log
+    (one file per machine, made to merge) is kept."""
+    import shutil
+    import subprocess
+
+    fld = store.create_field("gitted")
+    ignore = (fld.path / ".gitignore").read_text()
+    assert {"*.sqlite3", "*.sqlite3-*", ".deepfield/"} <= set(ignore.split())
+    fld.add("Woks", "Carbon fibre woks heat unevenly.")
+    fld.read("woks")  # a use: activation/
+    assert [p.name for p in fld.path.glob("*.sqlite3")] and (fld.path / "activation").is_dir()
+    assert {d.filename for d in fld.pages()} == {"woks.md"}  # not a page
+    git = shutil.which("git")
+    if git is not None:
+        subprocess.run([git, "init", "-q"], cwd=fld.path, check=True)
+        listed = subprocess.run([git, "ls-files", "--others", "--exclude-standard"],
+                                cwd=fld.path, check=True, capture_output=True, text=True)
+        assert sorted(listed.stdout.split()) == [".gitignore", f"activation/{instance_id()}.jsonl",
+                                                 "listing.md", "woks.md"]
+    # A person's own .gitignore is left as it is.
+    (store.root / "mine").mkdir()
+    (store.root / "mine" / ".gitignore").write_text("*.tmp\n")
+    store.create_field("mine", exist_ok=True)
+    assert (store.root / "mine" / ".gitignore").read_text() == "*.tmp\n"

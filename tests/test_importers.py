@@ -289,8 +289,13 @@ def test_markdown_export_round_trip(store: deepfield.Store, tmp_path: Path) -> N
     src = make_tree(tmp_path / "docs", files)
     report = import_dir(store, src, field="docs", attachments=True)
     assert report.created == 4 and report.links_rewritten == 2
-    assert any("Broken.md: malformed YAML" in w for w in report.warnings)
+    assert any("Broken.md: malformed YAML" in w and "```yaml code block" in w
+               for w in report.warnings)
     fld = store.field("docs")
+    broken = Page.parse((fld.path / "broken.md").read_text())
+    assert broken.frontmatter is not None and broken.get("title") == "Broken"
+    # Kept word for word, fenced: no "---" rule and setext heading under the new block.
+    assert broken.body == "```yaml\ntitle: [unclosed\n```\nBody kept.\n"
     readme = (fld.path / "readme.md").read_text()
     assert "[the guide](getting-started.md#setup)" in readme
     out = export_field(fld, tmp_path / "out", original_paths=True, plain=True)

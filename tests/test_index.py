@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import deepfield
+from deepfield.config import EmbeddingConfig
 from deepfield.errors import ModelMismatchError
 from deepfield.index.sync import MAX_INDEXED_BYTES
 
@@ -142,6 +143,12 @@ def test_bad_files_are_indexed_leniently_and_never_touched(field: deepfield.Fiel
         "Upper.MD": b"kiwi in a file whose extension is upper-case\n",
         "kiwi (conflicted copy 2024-05-01).md": b"kiwi in a sync tool's conflict copy\n",
         "kiwi.LOCAL.4242.md": b"kiwi in a merge tool's copy\n",
+        "merged.md": b"---\n<<<<<<< HEAD\ntitle: Kiwi main\n=======\ntitle: Kiwi side\n"
+                     b">>>>>>> side\n---\nkiwi after a merge\n",
+        "merged-body.md": b"# Kiwi\n\n<<<<<<< HEAD\nkiwi main\n=======\nkiwi side\n>>>>>>> side\n",
+        "setext.md": b"Kiwi\n=======\n\nA setext heading is no conflict.\n",
+        "foreign-keys.md": b"---\ntitle: Kiwi keys\nuuid: 42\ncreated: 2026-03-01T09:00:00Z\n"
+                           b"---\nkiwi\n",
     }
     for name, data in files.items():
         (field.path / name).write_bytes(data)
@@ -156,8 +163,16 @@ def test_bad_files_are_indexed_leniently_and_never_touched(field: deepfield.Fiel
         "upper.md" in warnings and "listing.md" not in warnings
     assert "kiwi (conflicted copy 2024-05-01).md: a sync or merge tool's conflict copy, not " \
         "indexed" in warnings and "kiwi.LOCAL.4242.md: a sync" in warnings
+    assert "merged.md: unresolved merge conflict in its frontmatter (lines 2, 4, 6); keep one " \
+        "side in an editor" in warnings
+    assert "merged-body.md: unresolved merge conflict in its text (lines 3, 5, 7)" in warnings
+    assert "setext.md" not in warnings
+    assert "foreign-keys.md: uuid '42' is not a UUID" in warnings
+    assert "foreign-keys.md: created is an unquoted date, which YAML reads as a date object " \
+        "(the spec asks for a quoted string: created: '2026-03-01T09:00:00Z')" in warnings
     hits = {h.filename for h in field.search("kiwi", mode="bm25").results}
-    assert hits == {"broken-yaml.md", "Bad Name.md"}
+    assert hits == {"broken-yaml.md", "Bad Name.md", "merged.md", "merged-body.md",
+                    "setext.md", "foreign-keys.md"}
     for name, data in files.items():
         assert (field.path / name).read_bytes() == data
     assert field.read("broken-yaml").warnings
@@ -364,3 +379,41 @@ def test_a_non_utf8_md_file_is_no_page_to_list_embed_or_pack(store: deepfield.St
         assert "latin.md" not in archive.namelist() and "good.md" in archive.namelist()
     assert any("latin.md" in w and "UTF-8" in w for w in packed.warnings)
     assert (fld.path / "latin.md").read_bytes().endswith(b"caf\xe9 au lait\n")  # kept
+
+
+def test_a_search_of_an_unchanged_field_leaves_the_index_file_as_it_was(
+        tmp_path: Path, embedder: FakeEmbedder) -> None:
+    """A field in a git checkout: reading and searching must not dirty the index file."""
+    root = tmp_path / "mem"
+    deepfield.init(root, EmbeddingConfig("fake")).close()
+
+    def index_files() -> dict[str, bytes]:
+        folder = root / "notes"
+        return {p.name: p.read_bytes() for p in folder.iterdir() if ".sqlite3" in p.name}
+
+    with deepfield.open(root, embedder=embedder) as store:
+        page = store.create_field("notes").add("Woks", "Carbon fibre woks heat unevenly.")
+        path = root / "notes" / page.filenames[0]
+        hour_ago = time.time() - 3600  # not "racy": older than the last sync by far
+        os.utime(path, (hour_ago, hour_ago))
+        store.field("notes").index()
+    before = index_files()
+    for _ in range(2):
+        with deepfield.open(root, embedder=embedder) as store:
+            assert store.search("carbon woks").results
+            assert store.field("notes").read("woks").text
+        assert index_files() == before
+
+
+def test_a_search_after_a_write_fills_the_spec_pages_table(field: deepfield.Field,
+                                                            embedder: FakeEmbedder) -> None:
+    """Other memoryfield readers see the pages deepfield's own searches find: the page
+    vectors are derived (no encoder pass) as soon as the chunks have theirs."""
+    for title in ("Woks", "Kettles", "Knives"):
+        field.add(title, f"Notes on {title.lower()} and their care.", review=False)
+    assert field.search("care of knives").results
+    conn = sqlite3.connect(field.path / f"{embedder.model_code}.sqlite3")
+    listed = {row[0] for row in conn.execute("SELECT filename FROM pages")}
+    conn.close()
+    assert listed == {"woks.md", "kettles.md", "knives.md"}
+    assert field.index_handle().pending().page_vectors == 0

@@ -21,6 +21,8 @@ from deepfield.integrations.langchain import DeepfieldRetriever
 from deepfield.integrations.langgraph import DeepfieldStore, field_name
 from deepfield.integrations.llamaindex import DeepfieldLlamaRetriever
 
+from .fakes import FakeEmbedder
+
 WOKS = "# Woks\n\n## Heat\n\nCarbon fibre woks conduct heat unevenly.\n\n## Care\n\nOil them.\n"
 
 
@@ -76,6 +78,24 @@ def test_langchain_retriever(notes: deepfield.Store) -> None:
         late.invoke("x")
     with pytest.raises(DeepfieldError, match="unknown mode"):
         DeepfieldRetriever.from_store(notes, mode="fuzzy")
+
+
+@pytest.mark.parametrize("make", [
+    lambda s: DeepfieldRetriever(store=s, feilds=["other"]),
+    lambda s: DeepfieldRetriever.from_store(s, top_k=1),
+])
+def test_langchain_retriever_refuses_unknown_options(notes: deepfield.Store, make: Any) -> None:
+    with pytest.raises(DeepfieldError, match=r"has no option '(feilds|top_k)'") as caught:
+        make(notes)  # it used to be ignored: every field searched, 5 hits
+    assert "fields" in caught.value.hint and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("k", ["5", 0, 101, 2.5, True, None])
+def test_langchain_retriever_checks_the_type_of_k(notes: deepfield.Store, k: Any) -> None:
+    with pytest.raises(DeepfieldError, match="k must be a whole number from 1 to 100"):
+        DeepfieldRetriever.from_store(notes, k=k)
+    with pytest.raises(DeepfieldError, match="k must be a whole number"):
+        DeepfieldLlamaRetriever(notes, k=k)
 
 
 def test_llamaindex_retriever(notes: deepfield.Store) -> None:
@@ -142,15 +162,89 @@ def test_langgraph_batch_async_and_fixed_fields(store: deepfield.Store) -> None:
     assert page_item is not None and page_item.value["title"] == "Woks"
     fixed = DeepfieldStore(store, create_fields=False)
     assert fixed.get(("prefs",), "tea") is not None
-    with pytest.raises(UnknownFieldError, match="no field 'missing'"):
+    with pytest.raises(UnknownFieldError, match="no field 'missing'") as caught:
         fixed.put(("missing",), "k", {"v": 1})
-    with pytest.raises(UnknownFieldError):
+    assert caught.value.hint == "fields: notes, prefs"  # it names the fields there are
+    with pytest.raises(UnknownFieldError) as caught:
         fixed.search(("missing",), query="x")
+    assert caught.value.hint == "fields: notes, prefs"
     fixed.put(("prefs",), "coffee", {"text": "Black."})
     assert fixed.get(("prefs",), "coffee.md") is None  # a page's file name is not its key
     store.create_field("memories-alice")
     DeepfieldStore(store).put(("memories", "alice"), "k", {"text": "x"})
     assert [i.key for i in fixed.search(("memories",))] == ["k"]  # a namespace prefix is fine
+
+
+def test_langgraph_get_never_returns_another_key(store: deepfield.Store) -> None:
+    memory = DeepfieldStore(store)
+    memory.put(("prefs",), "tea", {"text": "Green tea."})
+    memory.put(("prefs",), "Two Words", {"text": "Its page is named two-words-<hash>."})
+    notes = store.create_field("notes")
+    notes.add("Bare", "A page written some other way.", name="bare")
+    bare_uuid = notes.pages()[0].uuid
+    tea_uuid = store.field("prefs").load("tea")[1].uuid
+    assert bare_uuid and tea_uuid
+    assert memory.get(("notes",), "bare").key == "bare"  # (its page name is its key)
+    assert memory.get(("prefs",), "tea").key == "tea"
+    for namespace, key in ((("notes",), bare_uuid[:8]), (("notes",), bare_uuid),
+                           (("notes",), "BARE"), (("prefs",), tea_uuid[:8]),
+                           (("prefs",), next(n for n in store.field("prefs").pages()
+                                         if n.filename != "tea.md").filename[:-3])):
+        assert memory.get(namespace, key) is None, key  # it found the page by uuid or name
+
+
+def test_langgraph_concurrent_async_ops_all_succeed(store: deepfield.Store,
+                                                    embedder: FakeEmbedder) -> None:
+    """LangGraph runs parallel branches at once: abatch calls share one deepfield Store (and
+    its SQLite handles), which used to fail with raw sqlite3 errors and lose puts."""
+    embedder.seconds_per_text = 0.002  # (a slow model widens the window for the race)
+    memory = DeepfieldStore(store)
+
+    async def round_of(n: int) -> list[Any]:
+        ops = [memory.aput(("mem", "u"), f"k{n}-{i}", {"text": f"wok fact {n} {i}"})
+               for i in range(10)]
+        ops += [memory.asearch(("mem",), query="wok fact") for _ in range(10)]
+        return await asyncio.gather(*ops, return_exceptions=True)
+
+    for n in range(4):
+        results = asyncio.run(round_of(n))
+        assert [r for r in results if isinstance(r, BaseException)] == []
+        assert len(memory.search(("mem", "u"), limit=1000)) == 10 * (n + 1)  # no put lost
+
+
+def test_langgraph_query_search_pages_past_100_and_filters_before_cutting(
+        keyword_store: deepfield.Store) -> None:
+    memory = DeepfieldStore(keyword_store)
+    memory.batch([PutOp(("docs",), f"k{i}", {"text": f"apple note number {i}", "n": i})
+                  for i in range(120)])
+    assert len(memory.search(("docs",), query="apple", limit=200)) == 120  # (was capped at 100)
+    assert len(memory.search(("docs",), query="apple", offset=100, limit=10)) == 10
+    # the one match ranks anywhere among 120 hits: the filter applies before the cut
+    found = memory.search(("docs",), query="apple", filter={"text": "apple note number 119"},
+                          limit=1)
+    assert [item.key for item in found] == ["k119"]
+    high = memory.search(("docs",), query="apple", filter={"n": {"$gte": 110}}, limit=20)
+    assert sorted(item.value["n"] for item in high) == list(range(110, 120))
+    assert memory.search(("docs",), query="apple", filter={"n": -1}) == []
+
+
+@pytest.mark.parametrize("prefix", ["", "lg"])
+def test_langgraph_namespace_keeps_its_labels_once_empty(keyword_store: deepfield.Store,
+                                                         prefix: str) -> None:
+    memory = DeepfieldStore(keyword_store, prefix=prefix)
+    alice, bob = ("memories", "alice"), ("memories", "Bob Smith")
+    memory.put(alice, "k1", {"text": "x"})
+    memory.put(bob, "k1", {"text": "y"})
+    memory.delete(alice, "k1")
+    memory.delete(bob, "k1")
+    # it used to come back as ("memories-alice",), which search(("memories",)) does not match
+    assert memory.list_namespaces() == [bob, alice]  # (sorted)
+    assert memory.list_namespaces(prefix=("memories",)) == [bob, alice]
+    assert memory.search(("memories",)) == []
+    if prefix:  # another prefix's store does not claim these empty fields
+        assert DeepfieldStore(keyword_store, prefix="other").list_namespaces() == []
+    memory.put(alice, "k2", {"text": "z"})
+    assert [(i.namespace, i.key) for i in memory.search(("memories",))] == [(alice, "k2")]
 
 
 @pytest.mark.parametrize(("module", "framework", "extra"), [

@@ -20,6 +20,8 @@ from deepfield.errors import UnknownFieldError
 from deepfield.integrations.memory_tool import DeepfieldMemoryTool
 from deepfield.page import Page
 
+from .fakes import FakeEmbedder
+
 NOTES = "# Coffee\n\nAlice takes her coffee black.\nBob likes oat milk.\n"
 
 
@@ -123,6 +125,12 @@ def test_directories_listing_rename_and_delete(memory: DeepfieldMemoryTool) -> N
                                        file_text="x")
     assert "into itself" in refused(memory, command="rename", old_path="/memories/team",
                                     new_path="/memories/team/sub")
+    # a path below a file would make that path a file and a folder at once
+    assert refused(memory, command="rename", old_path="/memories/team/bob.md",
+                   new_path="/memories/a.md/bob.md") == "/memories/a.md is a file, not a directory"
+    assert "into itself" in refused(memory, command="rename", old_path="/memories/a.md",
+                                    new_path="/memories/a.md/b.md")
+    assert set(memory.files.files()) == {"a.md", "team/bob.md", "team/x/deep/far.md"}
     assert "already exists" in refused(memory, command="rename", old_path="/memories/a.md",
                                        new_path="/memories/team")
     call(memory, command="rename", old_path="/memories/team", new_path="/memories/people")
@@ -192,8 +200,10 @@ def test_typed_commands_search_and_tool_params(memory: DeepfieldMemoryTool) -> N
 
 
 def test_unknown_field_and_clear(keyword_store: deepfield.Store) -> None:
-    with pytest.raises(UnknownFieldError):
+    keyword_store.create_field("notes")
+    with pytest.raises(UnknownFieldError) as caught:
         DeepfieldMemoryTool.open(keyword_store, "nope", create=False)
+    assert caught.value.hint == "fields: notes"  # it names the fields there are
     memory = DeepfieldMemoryTool.open(keyword_store, "claude")
     memory.field.write(Page(body="kept\n", frontmatter={"title": "Human page"}), name="human")
     call(memory, command="create", path="/memories/a.md", file_text="a\n")
@@ -223,3 +233,27 @@ def test_async_tool_and_hidden_items(keyword_store: deepfield.Store) -> None:
 
     listing = anyio.run(session)
     assert "/memories/a.md" in listing and ".draft" not in listing
+
+
+def test_async_commands_at_once_all_succeed(store: deepfield.Store,
+                                            embedder: FakeEmbedder) -> None:
+    """The async tool runs each command on a worker thread over one field: under
+    asyncio.gather they used to fail with raw sqlite3 errors."""
+    import asyncio
+
+    from deepfield.integrations.memory_tool import AsyncDeepfieldMemoryTool
+
+    embedder.seconds_per_text = 0.002  # (a slow model widens the window for the race)
+    memory = AsyncDeepfieldMemoryTool(DeepfieldMemoryTool.open(store, "claude").field)
+
+    async def round_of(n: int) -> list[Any]:
+        ops = [memory.call({"command": "create", "path": f"/memories/f{n}-{i}.md",
+                            "file_text": f"wok fact {i}\n"}) for i in range(10)]
+        ops += [memory.call({"command": "view", "path": "/memories"}) for _ in range(5)]
+        ops += [asyncio.to_thread(memory.sync.search, "wok fact") for _ in range(5)]
+        return await asyncio.gather(*ops, return_exceptions=True)
+
+    for n in range(4):
+        results = asyncio.run(round_of(n))
+        assert [r for r in results if isinstance(r, BaseException)] == []
+        assert len(memory.sync.files.files()) == 10 * (n + 1)

@@ -37,7 +37,18 @@ def test_watch_reindexes_hand_edits(field: deepfield.Field) -> None:
         assert added.chunks_embedded >= 1
         (field.path / "by-hand.md").write_text("# By hand\n\nEdited again, longer now.\n")
         _wait_for(events, lambda e: "by-hand.md" in e.changed and e.updated == 1)
-        (field.path / "by-hand.md").unlink()
+        # An edit that keeps the size and the mtime (cp -p, rsync -t, touch -r): the watcher
+        # names the file, so it is read again.
+        path = field.path / "by-hand.md"
+        before = path.stat()
+        time.sleep(2.1)  # past the index's racy window: size and mtime alone say "unchanged"
+        path.write_text(path.read_text().replace("longer", "bigger"))
+        import os
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        _wait_for(events, lambda e: e.changed == ["by-hand.md"] and e.updated == 1
+                  and e is not events[0] and events.index(e) > 2)
+        assert [h.filename for h in field.search("bigger", mode="bm25").results] == ["by-hand.md"]
+        path.unlink()
         _wait_for(events, lambda e: "by-hand.md" in e.changed and e.removed == 1)
         count = len(events)
         field.read("start")  # deepfield's own files (activation log, index) never wake it

@@ -317,8 +317,11 @@ class Field(FieldSync):
             self.index_failed(failure, "the page is saved")
         result.warnings[:0] = [f"{self.name}/{n}" for n in self.take_notices()]
         if result.pages and result.pages[0].action != "unchanged":
-            result.warnings += [f"{self.name}/{result.pages[0].filename}: {w}"
-                                for w in metadata_warnings(page)]
+            # The index's sync names them too (as for pages written by others): once, with
+            # the field's name.
+            own = [f"{result.pages[0].filename}: {w}" for w in metadata_warnings(page)]
+            result.warnings = [w for w in result.warnings if w not in own]
+            result.warnings += [f"{self.name}/{w}" for w in own]
         return result
 
     @contextmanager

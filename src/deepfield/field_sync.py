@@ -19,7 +19,7 @@ from .index import SyncReport
 from .index.budget import SEARCH_BUDGET_S, Deadline
 from .index.health import damage, healing
 from .listing import refresh_listing
-from .scan import SourceFile, scan_field, source_files
+from .scan import SourceFile, is_page_name, scan_field, source_files
 
 AUTO_EMBED_SECONDS = SEARCH_BUDGET_S
 """A search's budget (index/budget.py): it embeds new chunks only as far as it allows."""
@@ -90,9 +90,12 @@ class FieldSync(FieldBackends):
             scan = scan_field(self.path)
             report = index.sync(scan.files)
             inodes = scan.inodes
-        if embed and index.pending_chunk_vectors():
+        if embed and (report.changed or index.pending_chunk_vectors()):
             try:
-                done = self.embed(deadline=deadline, pages=False, threads=1)
+                # Page vectors derived from the chunks' (no encoder pass), so the spec's
+                # `pages` table other readers use lists the pages searches find.
+                done = self.embed(deadline=deadline, pages=self.page_vectors != "whole",
+                                  latent=False, threads=1)
             except EmbeddingError as exc:
                 report.warnings.append(f"new chunks could not be embedded: {exc.message}")
             else:
@@ -103,6 +106,20 @@ class FieldSync(FieldBackends):
         self._refresh_backend(0.0 if not embed else max(0.0, min(deadline.left(),
                                                                  backend_budget)))
         return report
+
+    def reread(self, names: Iterable[str]) -> SyncReport:
+        """Read the pages ``names`` again whatever their size and mtime say: a file watcher saw
+        them change, and an edit that kept both (``cp -p``, ``rsync -t``, ``touch -r``) is
+        found only so."""
+        wanted = {name for name in names if is_page_name(name)}
+
+        def run() -> SyncReport:
+            files = source_files(self.path, wanted)
+            report = self.index_handle().sync_names(files, wanted, verify=True)
+            self._listing(report)
+            return report
+
+        return healing([self], run) if wanted else SyncReport()
 
     def mark_changed(self, names: Iterable[str] | None = None) -> None:
         """Pages changed where the folder's mtime does not show it (a file watcher saw an edit

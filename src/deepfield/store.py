@@ -33,6 +33,7 @@ from .errors import (
 )
 from .field import Field
 from .fsutil import atomic_write, storage_errors
+from .gitignore import write_gitignore
 from .page import INTRO_FILE, check_name, require_field_name, slugify
 from .search import SearchResponse, search_fields
 
@@ -125,6 +126,7 @@ class Store:
                 raise FieldExistsError(f"field {name!r} already exists in {self.root}")
         else:
             folder.mkdir()
+            write_gitignore(folder)  # a field put under git leaves its derived files out
         if intro and not (folder / INTRO_FILE).exists():
             text = intro if intro.lstrip().startswith("#") else f"# {name}\n\n{intro}"
             atomic_write(folder / INTRO_FILE, (text.rstrip("\n") + "\n").encode("utf-8"))

@@ -268,7 +268,8 @@ def _import(
             if adapter.convert:
                 before = doc.page.body
                 adapter.convert(doc, links, stats)
-                doc.original_lines = changed_lines(before, doc.page.body)
+                linked = changed_lines(before, doc.page.body)
+                doc.original_lines = {**(doc.original_lines or {}), **(linked or {})} or None
             try:
                 _write_one(fld, doc, uuid, by_uuid.get(uuid), adapter.kind, root, manifest,
                            report, overwrite, review)

@@ -102,6 +102,23 @@ def is_markdown(rel: str) -> bool:
     return rel.lower().endswith((".md", ".markdown"))
 
 
+def fence_broken_frontmatter(text: str) -> tuple[str, dict[str, str] | None]:
+    """``text`` with a frontmatter block YAML cannot read put in a ```yaml code block: kept
+    word for word, but no longer a "---" rule and a setext heading under the page's new
+    frontmatter (or a second frontmatter block to readers that take it for one). Also the
+    lines changed, by body line number, as the source had them (``export --plain`` puts
+    them back)."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return text, None
+    for end in range(1, len(lines)):
+        if lines[end].strip() in ("---", "..."):
+            original = {"0": lines[0], str(end): lines[end]}
+            lines[0], lines[end] = "```yaml", "```"
+            return "\n".join(lines), original
+    return text, None
+
+
 def read_doc(root: Path, rel: str) -> tuple[SourceDoc | None, str | None]:
     """Decode one source file as a page; (None, reason) when it cannot become one."""
     path = root / rel
@@ -121,10 +138,15 @@ def read_doc(root: Path, rel: str) -> tuple[SourceDoc | None, str | None]:
     page = Page.parse(text)
     warnings = []
     if page.frontmatter_error:
-        warnings.append(f"{rel}: {page.frontmatter_error}; the block is kept as text")
-        page = Page(body=text)
+        warnings.append(f"{rel}: {page.frontmatter_error}; the block is kept as text, in a "
+                        "```yaml code block")
+        fenced, original = fence_broken_frontmatter(text)
+        page = Page(body=fenced)
+    else:
+        original = None
     doc = SourceDoc(rel, data, page, path.stat().st_mtime, page.frontmatter is not None)
     doc.warnings = warnings
+    doc.original_lines = original
     return doc, None
 
 

@@ -175,8 +175,12 @@ class FieldIndex:
             self.conn, files, verify=verify, with_vectors=self.with_vectors,
             last_sync=last, progress=progress,
         )
-        with transaction(self.conn):
-            set_meta(self.conn, "synced_at", repr(started))
+        if report.hashed or report.removed or not last:
+            # Only when the folder was looked at closer: a sync that found every page as it
+            # was leaves the index file byte for byte (a search in a git checkout must not
+            # dirty it), and the pages it skipped were not recent enough to be racy.
+            with transaction(self.conn):
+                set_meta(self.conn, "synced_at", repr(started))
         if self.embedder is not None:
             if embed_budget is None or embed_budget > 0:
                 done = embed_pending(
@@ -191,10 +195,12 @@ class FieldIndex:
         report.seconds = time.time() - started
         return report
 
-    def sync_names(self, files: list[SourceFile], names: set[str]) -> SyncReport:
-        """Sync just ``names`` (``files``: those of them that exist), without embedding."""
+    def sync_names(self, files: list[SourceFile], names: set[str], *,
+                   verify: bool = False) -> SyncReport:
+        """Sync just ``names`` (``files``: those of them that exist), without embedding;
+        ``verify`` reads them whatever their size and mtime say."""
         return sync_files(
-            self.conn, files, with_vectors=self.with_vectors, only=names,
+            self.conn, files, verify=verify, with_vectors=self.with_vectors, only=names,
             last_sync=float(get_meta(self.conn, "synced_at") or 0.0),
         )
 

@@ -10,15 +10,17 @@ complete as soon as the text is in.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..page import PAGE_LIMIT_BYTES, Page, derive_title, frontmatter_json
+from ..page import PAGE_LIMIT_BYTES, Page, derive_title, frontmatter_json, metadata_warnings
 from ..scan import SourceFile
 from .chunking import chunk_page
 from .cjk import cjk_index_terms
@@ -42,6 +44,9 @@ class SyncReport:
     pending_vectors: int = 0
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    hashed: int = 0
+    """Files read and hashed (new, changed by size or mtime, recently modified, or verified);
+    0 means the folder was as the index last saw it."""
 
     @property
     def changed(self) -> int:
@@ -78,6 +83,24 @@ def read_source(source: SourceFile) -> tuple[bytes, bytes, bool]:
     return digest.digest(), head, truncated
 
 
+def _iso(moment: dt.date) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+_CONFLICT_MARK = re.compile(r"^(?:<{7}|>{7})(?: |$)|^={7}$")
+
+
+def conflict_lines(text: str) -> list[int]:
+    """Line numbers (1-based) of git's merge-conflict markers in ``text``, when it has both a
+    start and an end marker (a lone "=======" is a setext heading's underline)."""
+    found = [number for number, line in enumerate(text.split("\n"), 1)
+             if _CONFLICT_MARK.match(line.rstrip("\r"))]
+    lines = text.split("\n")
+    starts = any(lines[n - 1].startswith("<<<<<<<") for n in found)
+    ends = any(lines[n - 1].startswith(">>>>>>>") for n in found)
+    return found if starts and ends else []
+
+
 def parse_source(name: str, sha: bytes, head: bytes, truncated: bool) -> ParsedFile:
     stem = name[:-3]
     warnings: list[str] = []
@@ -103,10 +126,23 @@ def parse_source(name: str, sha: bytes, head: bytes, truncated: bool) -> ParsedF
     if not text.strip():
         warnings.append(f"{name}: empty page")
     page = Page.parse(text.replace("\r\n", "\n"))
-    if page.frontmatter_error:
+    conflict = conflict_lines(text)
+    if conflict:
+        # A git merge left both sides in the file: say that, not what YAML made of it.
+        where = "frontmatter" if page.frontmatter_error else "text"
+        warnings.append(f"{name}: unresolved merge conflict in its {where} (lines "
+                        f"{', '.join(map(str, conflict[:6]))}); keep one side in an editor")
+    elif page.frontmatter_error:
         warnings.append(
             f"{name}: {page.frontmatter_error}; indexed as plain text, the file was not changed"
         )
+    else:
+        warnings += [f"{name}: {problem}" for problem in metadata_warnings(page)]
+        warnings += [f"{name}: {key} is an unquoted date, which YAML reads as a date object "
+                     f"(the spec asks for a quoted string: {key}: "
+                     f"'{_iso(page.get(key))}')"
+                     for key in ("created", "updated")
+                     if isinstance(page.get(key), dt.date)]
     title = derive_title(page, fallback=stem)
     rows = []
     for chunk in chunk_page(page):
@@ -172,6 +208,7 @@ def sync_files(
                 progress(1)
         else:
             todo.append((source, doc_id))
+    report.hashed = len(todo)
     removed = [(name, entry[0]) for name, entry in known.items() if name not in present]
     # A page came or went, or one's title, summary or readability changed: what listing.md
     # shows (an edit of a page's body alone leaves the catalogue as it was).

@@ -18,23 +18,30 @@ def resolve_fields(store: Store, names: Sequence[str] | None) -> list[Field]:
     chosen = [names] if isinstance(names, str) else list(names) if names is not None else known
     missing = [name for name in chosen if name not in known]
     if missing:
-        raise UnknownFieldError(
-            f"no field {missing[0]!r} in the store at {store.root}",
-            "fields: " + (", ".join(known) if known else "none yet (create one with "
-                          "`deepfield new NAME`)"))
+        raise UnknownFieldError(f"no field {missing[0]!r} in the store at {store.root}",
+                                fields_hint(known))
     if not chosen:
         raise UnknownFieldError(f"the store at {store.root} has no fields yet",
                                 "create one with `deepfield new NAME`")
     return [store.field(name) for name in chosen]
 
 
-def check_options(k: int, mode: str | None, unit: str) -> None:
+def fields_hint(known: Sequence[str]) -> str:
+    """The hint of an :class:`UnknownFieldError`: the fields there are, so a typo shows."""
+    return "fields: " + (", ".join(known) if known else "none yet (create one with "
+                         "`deepfield new NAME`)")
+
+
+def check_options(k: object, mode: object, unit: object) -> None:
+    """Refuse a retriever's options that deepfield's search cannot take."""
     if mode is not None and mode not in MODES:
         raise DeepfieldError(f"unknown mode {mode!r}", "use bm25, vector or hybrid")
     if unit not in UNITS:
         raise DeepfieldError(f"unknown unit {unit!r}", "use page or chunk")
-    if not 1 <= k <= 100:
-        raise DeepfieldError(f"k must be 1 to 100, not {k}")
+    # (type first: a k given as "5" would otherwise fail the comparison with a TypeError)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 100:
+        raise DeepfieldError(f"k must be a whole number from 1 to 100, not {k!r}",
+                             "k is how many hits to return")
 
 
 def search(store: Store, names: Sequence[str] | None, query: str, *, k: int,

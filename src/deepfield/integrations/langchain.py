@@ -19,11 +19,12 @@ try:
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
-    from pydantic import ConfigDict
+    from pydantic import ConfigDict, model_validator
 except ImportError as exc:  # the extra is not installed: say how to get it
     raise ImportError(f"{__name__} needs langchain-core: "
                       "pip install 'deepfield[langchain]'") from exc
 
+from ..errors import DeepfieldError
 from ..store import Store
 from ._common import check_options, metadata, resolve_fields, search
 
@@ -33,7 +34,9 @@ __all__ = ["DeepfieldRetriever"]
 class DeepfieldRetriever(BaseRetriever):
     """Search ``fields`` of ``store`` (every field when None) with deepfield's search."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # A misspelt option (feilds=, top_k=) would otherwise be dropped without a word and the
+    # retriever would search with the defaults.
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     store: Store
     fields: list[str] | None = None
@@ -41,6 +44,17 @@ class DeepfieldRetriever(BaseRetriever):
     mode: str | None = None
     """bm25, vector or hybrid (None: hybrid when the store has an embedding model)."""
     unit: str = "page"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_options(cls, data: Any) -> Any:
+        # Raised here as deepfield's one-line error; pydantic's extra="forbid" is the backstop.
+        unknown = sorted(set(data) - set(cls.model_fields)) if isinstance(data, dict) else []
+        if unknown:
+            raise DeepfieldError(
+                f"DeepfieldRetriever has no option {unknown[0]!r}",
+                "options: " + ", ".join(n for n in cls.model_fields if n != "name"))
+        return data
 
     @classmethod
     def from_store(cls, store: Store, fields: list[str] | str | None = None,

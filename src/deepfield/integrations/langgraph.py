@@ -24,6 +24,7 @@ import datetime as dt
 import hashlib
 import json
 import re
+import threading
 import uuid as uuidlib
 from collections.abc import Iterable
 from typing import Any
@@ -50,12 +51,15 @@ from ..field import Field
 from ..page import MAX_NAME_LENGTH, Page, is_valid_name, slugify
 from ..search import search_fields
 from ..store import Store
+from ._common import fields_hint
 from .langgraph_filters import matches
 
 __all__ = ["DeepfieldStore", "field_name"]
 
 KEY = "langgraph"
 _UUIDS = uuidlib.UUID("7d1e5b8a-3c2f-4e6a-9b1d-5f0a8c2e4d17")
+_INTRO_TEXT = "LangGraph store namespace"
+_INTRO = re.compile(re.escape(_INTRO_TEXT) + r" (\[.*\])\.\s*$", re.MULTILINE)
 
 
 def field_name(namespace: tuple[str, ...], prefix: str = "") -> str:
@@ -121,10 +125,18 @@ class DeepfieldStore(BaseStore):
         self.store = store
         self.prefix = prefix
         self.create_fields = create_fields
+        # One Store shares its SQLite connections between threads, and a connection runs one
+        # transaction at a time: abatch (parallel graph branches) and threads calling batch
+        # take turns here, else they fail with sqlite3 errors and lose writes.
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ batch
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        with self._lock:
+            return self._batch(list(ops))
+
+    def _batch(self, ops: list[Op]) -> list[Result]:
         results: list[Result] = []
         for op in ops:
             validate_op_namespace(op)  # ops given to batch() directly skip BaseStore's checks
@@ -149,18 +161,29 @@ class DeepfieldStore(BaseStore):
 
     def _field(self, namespace: tuple[str, ...], *, create: bool) -> Field | None:
         name = field_name(tuple(namespace), self.prefix)
-        if name in self.store.field_names():
+        known = self.store.field_names()
+        if name in known:
             return self.store.field(name)
         if not self.create_fields:
             raise UnknownFieldError(f"no field {name!r} (namespace {list(namespace)}) in the "
-                                    f"store at {self.store.root}")
+                                    f"store at {self.store.root}", fields_hint(known))
         if not create:
             return None
         return self.store.create_field(
-            name, intro=f"LangGraph store namespace {json.dumps(list(namespace))}.",
-            exist_ok=True)
+            name, intro=f"{_INTRO_TEXT} {json.dumps(list(namespace))}.", exist_ok=True)
 
     def _namespace_of(self, field: Field) -> tuple[str, ...] | None:
+        # The intro this store wrote names the namespace even once every item is deleted
+        # (without it, ("memories", "alice") came back as ("memories-alice",)).
+        named = _INTRO.search(field.intro() or "")
+        if named:
+            try:
+                labels = json.loads(named.group(1))
+            except ValueError:
+                labels = None
+            if isinstance(labels, list) and labels and all(isinstance(x, str) for x in labels) \
+                    and field_name(tuple(labels), self.prefix) == field.name:
+                return tuple(labels)
         for doc in field.pages():
             meta = (doc.frontmatter or {}).get(KEY)
             if isinstance(meta, dict) and isinstance(meta.get("namespace"), list):
@@ -182,10 +205,12 @@ class DeepfieldStore(BaseStore):
                 filename, page = field.load(key)
             except DeepfieldError:
                 return None
-            if page.get(KEY) is not None:  # another item's page: not this key
+            # load() also resolves uuids, their prefixes and other spellings of a name: only
+            # the page whose file is exactly KEY.md is this key's, and only if no item owns it.
+            if filename != f"{key}.md" or page.get(KEY) is not None:
                 return None
         item: Item = self._item(Item, namespace, filename, page)
-        return item
+        return item if item.key == key else None  # never another key's item
 
     def _item(self, cls: type[Any], namespace: tuple[str, ...], filename: str, page: Page,
               **extra: Any) -> Any:
@@ -254,7 +279,8 @@ class DeepfieldStore(BaseStore):
                 out.append((field, namespace))
         if not out and prefix and not self.create_fields:
             raise UnknownFieldError(f"no field holds namespace {list(prefix)} (or one below "
-                                    f"it) in the store at {self.store.root}")
+                                    f"it) in the store at {self.store.root}",
+                                    fields_hint(self.store.field_names()))
         return out
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
@@ -264,23 +290,41 @@ class DeepfieldStore(BaseStore):
         wanted = op.offset + op.limit
         items: list[SearchItem] = []
         if op.query:
-            namespaces = {field.name: namespace for field, namespace in found}
-            k = min(100, wanted * (4 if op.filter else 1))
-            hits = search_fields([f for f, _ in found], op.query, k=k).results
-            for hit in hits:
-                field = self.store.field(hit.field)
-                filename, page = field.load(hit.filename)
-                items.append(self._item(SearchItem, namespaces[hit.field], filename, page,
-                                        score=hit.score))
-        else:
-            for field, namespace in found:
-                for doc in field.pages():
-                    filename, page = field.load(doc.filename)
-                    items.append(self._item(SearchItem, namespace, filename, page))
-            items.sort(key=lambda item: item.updated_at, reverse=True)
+            return self._ranked(op, found)[op.offset: wanted]
+        for field, namespace in found:
+            for doc in field.pages():
+                filename, page = field.load(doc.filename)
+                items.append(self._item(SearchItem, namespace, filename, page))
+        items.sort(key=lambda item: item.updated_at, reverse=True)
         if op.filter:
             items = [item for item in items if matches(item.value, op.filter)]
         return items[op.offset: wanted]
+
+    def _ranked(self, op: SearchOp, found: list[tuple[Field, tuple[str, ...]]]
+                ) -> list[SearchItem]:
+        """The best ``offset + limit`` items for the query that pass the filter. The filter
+        reads values, which the index does not hold: search deeper until enough hits pass it
+        or the hits run out, so a match ranked below the first top-k is still found."""
+        namespaces = {field.name: namespace for field, namespace in found}
+        fields = [field for field, _ in found]
+        wanted = op.offset + op.limit
+        k = max(1, wanted * (4 if op.filter else 1))
+        loaded: dict[tuple[str, str], tuple[str, Page]] = {}  # pages read by a shallower pass
+        while True:
+            hits = search_fields(fields, op.query or "", k=k).results
+            items = []
+            for hit in hits:
+                where = hit.field, hit.filename
+                if where not in loaded:
+                    loaded[where] = self.store.field(hit.field).load(hit.filename)
+                filename, page = loaded[where]
+                item = self._item(SearchItem, namespaces[hit.field], filename, page,
+                                  score=hit.score)
+                if not op.filter or matches(item.value, op.filter):
+                    items.append(item)
+            if len(items) >= wanted or len(hits) < k:
+                return items
+            k *= 4
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = {namespace for _field, namespace in self._fields_under(())}

@@ -168,11 +168,7 @@ class MemoryFiles:
             raise MemoryOpError(f"File {absolute(rel)} already exists")
         if self.is_dir(rel, files):
             raise MemoryOpError(f"{absolute(rel)} is a directory")
-        parts = rel.split("/")
-        for depth in range(1, len(parts)):
-            if "/".join(parts[:depth]) in files:
-                raise MemoryOpError(f"{absolute('/'.join(parts[:depth]))} is a file, not a "
-                                    "directory")
+        _check_parents(rel, files)
         self._write(self._page(rel, text), self._free_stem(rel))
 
     def replace_text(self, rel: str, text: str) -> None:
@@ -188,11 +184,13 @@ class MemoryFiles:
             raise MemoryOpError(f"The destination {ROOT} already exists")
         if new in files or self.is_dir(new, files):
             raise MemoryOpError(f"The destination {absolute(new)} already exists")
+        if (new + "/").startswith(old + "/") and (old in files or self.is_dir(old, files)):
+            raise MemoryOpError(f"Cannot move {absolute(old)} into itself")
+        # A file's path cannot also be a folder: the tree could not be exported to disk again.
+        _check_parents(new, files)
         if old in files:
             moves = {old: new}
         elif self.is_dir(old, files):
-            if (new + "/").startswith(old + "/"):
-                raise MemoryOpError(f"Cannot move {absolute(old)} into itself")
             moves = {name: new + name[len(old):] for name in files
                      if name.startswith(old + "/")}
         else:
@@ -240,6 +238,16 @@ class MemoryFiles:
                          "heading": hit.heading, "snippet": hit.snippet,
                          "lines": _body_lines(hit.line_start, hit.line_end, self, rel)})
         return hits
+
+
+def _check_parents(rel: str, files: dict[str, MemoryFile]) -> None:
+    """Refuse ``rel`` when a folder above it is a file. The SDK's backend fails there with a
+    bare ``NotADirectoryError`` naming its disk path; this is the text ``create`` gives."""
+    parts = rel.split("/")
+    for depth in range(1, len(parts)):
+        if "/".join(parts[:depth]) in files:
+            raise MemoryOpError(f"{absolute('/'.join(parts[:depth]))} is a file, not a "
+                                "directory")
 
 
 def _body_lines(start: int | None, end: int | None, files: MemoryFiles,

@@ -18,6 +18,7 @@ and carry, and ``delete`` archives instead of destroying.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -46,6 +47,7 @@ except ImportError as exc:  # the extra is not installed: say how to get it
 from ..errors import UnknownFieldError
 from ..field import Field
 from ..store import Store
+from ._common import fields_hint
 from .memory_files import MemoryFiles, MemoryOpError, absolute, relative
 
 __all__ = ["AsyncDeepfieldMemoryTool", "DeepfieldMemoryTool"]
@@ -78,6 +80,10 @@ class DeepfieldMemoryTool(BetaAbstractMemoryTool):
         super().__init__(cache_control=cache_control)
         self.field = field
         self.files = MemoryFiles(field, review=review)
+        # The field's SQLite connection runs one transaction at a time: commands from several
+        # threads (AsyncDeepfieldMemoryTool under asyncio.gather) take turns, else they fail
+        # with sqlite3 errors.
+        self._lock = threading.Lock()
 
     @classmethod
     def open(cls, store: Store, field: str, *, create: bool = True,
@@ -87,13 +93,16 @@ class DeepfieldMemoryTool(BetaAbstractMemoryTool):
         if create and field not in store.field_names():
             store.create_field(field, intro="Claude's memory tool: each page is a file of "
                                "/memories (its path in `memory_path`).")
-        if field not in store.field_names():
-            raise UnknownFieldError(f"no field {field!r} in the store at {store.root}")
+        known = store.field_names()
+        if field not in known:
+            raise UnknownFieldError(f"no field {field!r} in the store at {store.root}",
+                                    fields_hint(known))
         return cls(store.field(field), **options)
 
     def _run(self, action: Callable[[], T]) -> T:
         try:
-            return action()
+            with self._lock:
+                return action()
         except MemoryOpError as exc:
             raise ToolError(str(exc)) from None
 
@@ -201,7 +210,8 @@ class DeepfieldMemoryTool(BetaAbstractMemoryTool):
 
     def clear_all_memory(self) -> str:
         """Archive every memory file (pages the field got some other way stay)."""
-        count = self.files.archive_all()
+        with self._lock:
+            count = self.files.archive_all()
         return f"All memory cleared ({count} pages archived)"
 
     # ------------------------------------------------------------------ search

@@ -69,12 +69,16 @@ def sync_field(fld: Field, changed: list[str], embed: bool = True) -> WatchEvent
     """One quick sync of ``fld`` after ``changed`` files changed."""
     started = time.perf_counter()
     report = fld.index(verify=False, embed=False)
-    event = WatchEvent(fld.name, changed, report.added, report.updated, report.removed,
-                       warnings=list(report.warnings))
+    again = fld.reread(changed)  # the named files, whatever their size and mtime say
+    event = WatchEvent(fld.name, changed, report.added + again.added,
+                       report.updated + again.updated, report.removed + again.removed,
+                       warnings=[*report.warnings, *again.warnings])
     if embed and fld.index_handle().embedder is not None:
         try:
-            event.chunks_embedded = fld.embed(budget=EMBED_BUDGET, pages=False,
-                                              threads=1).chunks
+            # Page vectors too (derived from the chunks', no encoder pass): the spec's
+            # `pages` table lists what searches find.
+            event.chunks_embedded = fld.embed(budget=EMBED_BUDGET, latent=False, threads=1,
+                                              pages=fld.page_vectors != "whole").chunks
         except EmbeddingError as exc:
             event.warnings.append(f"new chunks could not be embedded: {exc.message}")
     event.seconds = time.perf_counter() - started
