@@ -26,12 +26,14 @@ from typing import Any
 from .errors import DeepfieldError, SessionFormatError
 from .fence import PROMPT_RULE, prompt_block
 from .field import Field
+from .fsutil import field_lock
 from .llm.base import STRING, STRINGS, ChatModel, Message, ReplySchema, Usage, complete
 from .llm.jsonreply import ReplyNotJSONError, parse_json_reply, strip_thinking
 from .manage.review import propose
 from .memo import cap_memo, extractive_memo, join_names, topic_terms_of
 from .page import Page, slugify
 from .salience import names
+from .scan import scan_field
 from .search import search_fields
 from .sessions import Session, load_session, parse_session
 from .tokens import count_tokens, truncate_to_tokens
@@ -189,11 +191,15 @@ def _parse(source: str | Path | Session, format: str, session: int | None, text:
 
 
 def file_prepared(field: Field, prepared: PreparedSession) -> RememberResult:
-    """Write a prepared session's page (under the field's lock, when a server calls it);
-    ``unchanged`` if the same session was filed meanwhile."""
+    """Write a prepared session's page, holding the field's lock from the check for an
+    earlier filing to the write; ``unchanged`` if the same session was filed meanwhile."""
     # One index sync for the uuid check and the write, and listing.md rewritten once at the
-    # end: Field.batch.
-    with field.batch():
+    # end: Field.batch. The field lock is held from the uuid check to the write: a free name
+    # picked outside it was taken by a parallel remember of another session, whose write was
+    # then refused (and the session lost). The lock is re-entrant, so Field.write nests in it.
+    with field.batch(), field_lock(field.path):
+        # Pages filed since the batch's sync (another process remembering the same session)
+        field.index_handle().sync(scan_field(field.path).files)
         done = _remembered(field, prepared.page_uuid, prepared.usage, prepared.started)
         if done is not None:
             return done
