@@ -18,6 +18,7 @@ from typing import Any
 
 from .errors import SessionFormatError
 from .importers.locomo import iter_sessions, parse_when, turn_line
+from .markdown import is_fence
 from .page import Page
 from .page_text import check_text
 from .relative_dates import parse_day
@@ -25,8 +26,12 @@ from .salience import dates
 
 FORMATS = ("auto", "openai", "jsonl", "locomo", "markdown", "text")
 MAX_SESSION_BYTES = 16 << 20
-_SPEAKER_LINE = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?([A-Z][\w .'-]{0,40}?)(?:\*\*)?\s*"
-                           r"(?:\(([^)]{1,20})\))?\s*:\s*(?:\*\*)?\s*(\S.*)$")
+# A label starts with any letter ("小明: …", "Émile: …"), may follow a chat export's time
+# stamp ("[10:02] Ana: …", "(10:02) Ana: …") and ends in a colon, full-width in CJK text
+# ("小明：…"); "https://…" is no speaker.
+_SPEAKER_LINE = re.compile(r"^\s*(?:[-*]\s*)?(?:[\[(][\d:.apmAPM ]{3,12}[\])]\s*)?(?:\*\*)?"
+                           r"([^\W\d_][\w .'-]{0,40}?)(?:\*\*)?\s*"
+                           r"(?:\(([^)]{1,20})\))?\s*[:：](?!//)\s*(?:\*\*)?\s*(\S.*)$")
 
 
 @dataclass(frozen=True)
@@ -264,7 +269,11 @@ def _from_transcript(text: str, where: str) -> Session:
         elif line.strip() and not line.lstrip().startswith("#"):
             turns.append(Turn("", line.strip()))
     when = _text(meta.get("date") or meta.get("when")) or _heading_date(page.body)
-    return Session(turns, "markdown", when=when, date=_iso(when), title=_text(meta.get("title")),
+    # A note's heading is its title; a transcript's ("# Stand-up 4 May") says less than the
+    # memorizer's "Ana and Bo: LiFePO4, firmware — 4 May 2026", so it keeps that one.
+    spoken = any(turn.speaker for turn in turns)
+    title = _text(meta.get("title")) or (None if spoken else _first_heading(page.body))
+    return Session(turns, "markdown", when=when, date=_iso(when), title=title,
                    project=_text(meta.get("project")), topic=_text(meta.get("topic")),
                    raw=page.body, warnings=warnings)
 
@@ -311,6 +320,20 @@ def _iso(when: str | None) -> str | None:
 
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+
+
+def _first_heading(body: str) -> str | None:
+    """A note's title: its first top-level heading ("# Notes from the garage visit");
+    headings inside fenced code are code."""
+    fence = False
+    for line in body.splitlines():
+        if is_fence(line):
+            fence = not fence
+            continue
+        heading = _HEADING.match(line)
+        if not fence and heading and line.lstrip().startswith("# "):
+            return _text(heading.group(1).strip("#").strip())
+    return None
 
 
 def _heading_date(body: str) -> str | None:
