@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import deepfield
@@ -71,3 +73,25 @@ def test_a_transcript_keeps_its_own_title_over_its_heading(
 def test_a_chat_of_lower_case_roles_is_a_conversation() -> None:
     session = parse_session("user: the plot 3 pump rattles again\nassistant: noted\n")
     assert session.participants == ["user", "assistant"]
+
+
+def test_tool_calls_are_kept_and_tools_are_no_participants(
+        keyword_store: deepfield.Store) -> None:
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "My cat Mochi needs her rabies vaccine on 2025-02-10."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "add_event", "arguments": "{\"date\":\"2025-02-10\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "add_event", "content": "event created"},
+        {"role": "assistant", "content": "Added Mochi's rabies vaccine for 10 February."},
+    ]
+    text = "\n".join(json.dumps(m) for m in messages) + "\n"
+    field = keyword_store.create_field("n")
+    done = remember(field, "chat.jsonl", text=text, format="jsonl")
+    body = Page.parse((field.path / done.filename).read_text()).body
+    assert 'assistant: [call add_event {"date": "2025-02-10"}]\n' in body
+    assert "tool: event created\n" in body
+    page = Page.parse((field.path / done.filename).read_text())
+    assert page.get("participants") == ["user", "assistant"]
+    assert "[call" not in done.memo and "event created" not in done.memo

@@ -83,8 +83,9 @@ def extractive_memo(session: Session, topic_terms: list[str] | None = None) -> s
 
 def prose_paragraphs(text: str) -> list[str]:
     """The paragraphs of prose in a turn's text, each on one line: tables, rules, headings,
-    comments and fenced code are left out. A table became one "sentence" of cells and its
-    ``|---|---|`` rule, copied into the memo (and quoted as evidence from the page's summary)."""
+    comments, fenced code and an assistant's tool calls (sessions._tool_calls) are left out.
+    A table became one "sentence" of cells and its ``|---|---|`` rule, copied into the memo
+    (and quoted as evidence from the page's summary)."""
     paragraphs: list[str] = []
     current: list[str] = []
     fence = False
@@ -92,7 +93,7 @@ def prose_paragraphs(text: str) -> list[str]:
         if is_fence(line):
             fence = not fence
         prose = not fence and not is_fence(line) and says_something(line) \
-            and not line.lstrip().startswith("|")
+            and not line.lstrip().startswith(("|", "[call "))  # a table row, a tool call
         if prose:
             current.append(line.strip())
         elif current:

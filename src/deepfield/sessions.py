@@ -10,6 +10,7 @@ verbatim, because the page body must be the session itself, not a rendering of i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -80,11 +81,16 @@ class Session:
 INSTRUCTION_ROLES = frozenset({"system", "developer"})
 """Speakers whose turns instruct a model rather than say anything: a system prompt is not
 part of what was said, so no memo, topic or participant list takes from it."""
+TOOL_ROLES = frozenset({"tool", "function"})
+"""Turns that are a program's output (a tool call's result): kept on the page, since the
+body is the raw session, but nobody said them, so they are no participant and no memo's."""
 
 
 def spoken_turns(session: Session) -> list[Turn]:
-    """The turns of people and assistants, without system and developer prompts."""
-    return [t for t in session.turns if t.speaker.strip().lower() not in INSTRUCTION_ROLES]
+    """The turns of people and assistants, without system and developer prompts or tool
+    results."""
+    return [t for t in session.turns
+            if t.speaker.strip().lower() not in INSTRUCTION_ROLES | TOOL_ROLES]
 
 
 def load_session(path: str | Path, *, format: str = "auto", session: int | None = None) -> Session:
@@ -279,7 +285,9 @@ def _from_transcript(text: str, where: str) -> Session:
 
 
 def _message_turn(item: dict[str, Any]) -> Turn:
-    speaker = item.get("name") or item.get("role") or "unknown"
+    role = item.get("role")
+    # A tool result's "name" is the function's, not a speaker's
+    speaker = role if role in TOOL_ROLES else item.get("name") or role or "unknown"
     content = item.get("content")
     if not isinstance(speaker, str):
         raise SessionFormatError(f"a message's role or name is {type(speaker).__name__}, "
@@ -292,7 +300,35 @@ def _message_turn(item: dict[str, Any]) -> Turn:
     elif content is not None and not isinstance(content, str):
         raise SessionFormatError(f"a message's content is {type(content).__name__}, not text",
                                  "content is a string or a list of {type, text} parts")
-    return Turn(speaker, _clean(content, keep_lines=True))
+    calls = _tool_calls(item)
+    text = "\n".join(x for x in (_clean(content, keep_lines=True), calls) if x)
+    return Turn(speaker, text)
+
+
+def _tool_calls(item: dict[str, Any]) -> str:
+    """An assistant's tool calls as ``[call add_event {"date": "2025-02-10"}]`` (the page body
+    is the session: a call with ``content: null`` left an empty ``assistant:`` line)."""
+    calls = item.get("tool_calls")
+    if not isinstance(calls, list):
+        calls = [{"function": item["function_call"]}] \
+            if isinstance(item.get("function_call"), dict) else []
+    shown = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        name = _text(function.get("name")) or "tool"
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            with contextlib.suppress(json.JSONDecodeError, RecursionError):  # else as sent
+                arguments = json.loads(arguments)
+        if arguments in (None, "", {}):
+            shown.append(f"[call {name}]")
+        else:
+            args = arguments if isinstance(arguments, str) else json.dumps(arguments,
+                                                                          ensure_ascii=False)
+            shown.append(f"[call {name} {' '.join(args.split())}]")
+    return " ".join(shown)
 
 
 def _clean(value: Any, keep_lines: bool = False) -> str:
