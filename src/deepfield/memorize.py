@@ -161,7 +161,7 @@ def prepare_remember(
     usage = Usage()
     if sync:
         field.ensure_synced(embed=False)
-    done = _remembered(field, page_uuid, usage, started)
+    done = _remembered(field, page_uuid, usage, started, parsed)
     if done is not None:
         return done
     topic_terms = topic_terms_of(parsed)
@@ -200,7 +200,8 @@ def file_prepared(field: Field, prepared: PreparedSession) -> RememberResult:
     with field.batch(), field_lock(field.path):
         # Pages filed since the batch's sync (another process remembering the same session)
         field.index_handle().sync(scan_field(field.path).files)
-        done = _remembered(field, prepared.page_uuid, prepared.usage, prepared.started)
+        done = _remembered(field, prepared.page_uuid, prepared.usage, prepared.started,
+                           prepared.session)
         if done is not None:
             return done
         # Sessions are records of what was said, not claims that replace each other: they
@@ -225,19 +226,37 @@ def file_prepared(field: Field, prepared: PreparedSession) -> RememberResult:
     )
 
 
-def _remembered(field: Field, page_uuid: str, usage: Usage,
-                started: float) -> RememberResult | None:
+def _remembered(field: Field, page_uuid: str, usage: Usage, started: float,
+                session: Session) -> RememberResult | None:
     """The ``unchanged`` result when a page of this session's uuid exists, else None."""
     existing = [d for d in field.index_handle().docs_by_uuid(page_uuid) if d.uuid == page_uuid]
     if not existing:
         return None
     doc = existing[0]
+    fm = doc.frontmatter or {}
     return RememberResult(
         field.name, doc.filename, page_uuid, doc.title, "unchanged", doc.summary or "",
-        str((doc.frontmatter or {}).get("memo_by", "")), [doc.filename],
-        list((doc.frontmatter or {}).get("related") or []), usage,
-        time.perf_counter() - started,
+        str(fm.get("memo_by", "")), [doc.filename], list(fm.get("related") or []), usage,
+        time.perf_counter() - started, _not_applied(field.name, doc.filename, fm, session),
     )
+
+
+def _not_applied(field: str, filename: str, stored: dict[str, Any],
+                 session: Session) -> list[str]:
+    """A warning when a session filed before is given a topic or project its page lacks: the
+    page is left as it is (it is the session's record, and its name came from its topic), so
+    the user is told instead of the option being dropped without a word."""
+    changed = [f"--{key} {value!r} (the page has "
+               f"{repr(stored[key]) if stored.get(key) else 'none'})"
+               for key, value in (("topic", session.topic), ("project", session.project))
+               if value and str(stored.get(key) or "") != value]
+    if not changed:
+        return []
+    return [f"{field}/{filename}: this session was remembered before, so the page is left "
+            f"unchanged: {' and '.join(changed)} {'are' if len(changed) > 1 else 'is'} not "
+            f"applied; edit the page's frontmatter to change "
+            f"{'them' if len(changed) > 1 else 'it'} (`deepfield read {field} {filename}`, "
+            f"then `deepfield write {field} FILE`)"]
 
 
 def _related_pages(

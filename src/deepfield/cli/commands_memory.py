@@ -48,7 +48,8 @@ def remember_command(ctx: click.Context, field_name: str, session: str, format_:
 
     Accepts OpenAI-style messages (JSON or JSONL), a LoCoMo session, or a Markdown/text
     transcript. With a model configured it writes the memo in one call; without one the memo
-    is extractive. Remembering the same session twice changes nothing.
+    is extractive. Remembering the same session twice changes nothing (a --topic or
+    --project given then is not applied, and a warning says so).
     """
     env = settings(ctx)
     field = env.field(field_name)
