@@ -169,3 +169,9 @@ def context_command(ctx: click.Context, task: str, field_names: tuple[str, ...],
     left: list[Any] = [f"{o.label} ({o.reason})" for o in result.omitted]
     click.echo(f"— {result.tokens}/{budget} tokens" + (
         f"; left out: {', '.join(left)}" if left else ""), err=True)
+    if result.research is not None:
+        # As `research` ends: an empty research block is otherwise absent without a word.
+        confidence = result.research.confidence
+        dropped = result.research.ranked and not result.research.evidence
+        click.echo(f"— research: {confidence.level} — {confidence.reason}"
+                   + (" (none of it fits in the context)" if dropped else ""), err=True)
