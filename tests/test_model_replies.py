@@ -37,3 +37,20 @@ def test_a_summary_citing_a_page_that_is_not_there_is_marked_and_warned(
     assert "nonexistent.md?" in found.context
     warned = [w for w in found.warnings if "nonexistent.md" in w]
     assert len(warned) == 1 and "marked [nonexistent.md?]" in warned[0]
+
+
+def test_a_prose_memo_loses_its_chatty_preamble(keyword_store: deepfield.Store,
+                                                openai_server: FakeOpenAIServer) -> None:
+    from deepfield.memorize import remember
+
+    field = keyword_store.create_field("home")
+    openai_server.enqueue(CHAT, json=chat_completion(
+        "Sure! Here is the memo: Ana reports the boiler leaks again because the valve failed; "
+        "Ben suggests calling Marco."))
+    done = remember(field, "s2.txt", llm=_model(openai_server),
+                    text="Ana: The boiler leaks again, the valve I fitted last week failed.\n"
+                         "Ben: Call Marco then.\n")
+    assert done.memo_by == "llm:reader"
+    assert done.memo == ("Ana reports the boiler leaks again because the valve failed; Ben "
+                         "suggests calling Marco.")
+    assert any("did not reply in JSON" in w for w in done.warnings)

@@ -16,6 +16,7 @@ The page uuid is derived from the session's text, so remembering a session twice
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 import uuid as uuidlib
 from dataclasses import dataclass
@@ -297,7 +298,7 @@ def _llm_draft(
     try:
         data = parse_json_reply(reply)
     except ReplyNotJSONError as exc:
-        prose = " ".join(strip_thinking(reply).split())
+        prose = _without_preamble(" ".join(strip_thinking(reply).split()))
         if len(prose.split()) >= 8 and not prose.startswith(("{", "[")):
             return {"memo": prose}, f"the memorizer model did not reply in JSON ({exc}); " \
                 "its text is used as the memo"
@@ -315,6 +316,19 @@ def _llm_draft(
     return {"memo": " ".join(memo.split()), "title": text_or_none("title"),
             "replaces": " ".join(names) or None,
             "topic": text_or_none("topic"), "project": text_or_none("project")}, None
+
+
+_PREAMBLE = re.compile(
+    r"^(?:(?:sure|certainly|of course|okay|ok|absolutely|alright|great|no problem)[!.,]+\s*)*"
+    r"(?:(?:here(?:'s|’s| is| are)|below is)\s+(?:the|your|a|my)\b[^:.!\n]{0,40}?:\s*"
+    r"|(?:memo|summary)\s*:\s*)?", re.IGNORECASE)
+
+
+def _without_preamble(prose: str) -> str:
+    """A prose reply without the chatty clause a model puts before the memo ("Sure! Here is
+    the memo:"), which was filed as the page's summary and quoted as its evidence."""
+    rest = _PREAMBLE.sub("", prose, count=1)
+    return rest[:1].upper() + rest[1:] if rest else prose
 
 
 def _session_page(
