@@ -46,6 +46,7 @@ def test_speakers_in_other_scripts_and_after_time_stamps_are_found(
     assert page.get("participants") == speakers
     assert said in done.memo and "Someone" not in done.memo and "[10:" not in done.memo
     assert done.title != "Session" and done.memo.startswith(" and ".join(speakers) + " talked")
+    assert done.filename != "and.md"  # names slugify drops leave a neutral name
 
 
 def test_a_url_is_no_speaker() -> None:

@@ -386,6 +386,9 @@ def _free_stem(field: Field, page: Page, session: Session) -> str:
     day = (session.date or "")[:10]
     base = slugify(" ".join(x for x in (day, str(fm.get("topic") or page.title or "session")) if x),
                    max_len=50) or "session"
+    if all(word == "and" or word.isdigit() for word in base.split("-")):
+        # Names in a script slugs drop ("小明 and 小红" gave and.md): a neutral name instead
+        base = slugify(f"{day} session")
     stem, number = base, 2
     while (field.path / f"{stem}.md").exists() or (field.path / f"{stem}-part-1.md").exists():
         stem = f"{base}-{number}"
