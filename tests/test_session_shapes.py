@@ -96,3 +96,10 @@ def test_tool_calls_are_kept_and_tools_are_no_participants(
     page = Page.parse((field.path / done.filename).read_text())
     assert page.get("participants") == ["user", "assistant"]
     assert "[call" not in done.memo and "event created" not in done.memo
+
+
+def test_a_note_of_a_table_alone_still_gets_a_memo() -> None:
+    from deepfield.memo import extractive_memo
+
+    memo = extractive_memo(parse_session("| Part | Cost |\n|---|---|\n| Brake pads | 180 EUR |\n"))
+    assert "Brake pads: 180 EUR" in memo and "|" not in memo

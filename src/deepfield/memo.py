@@ -49,8 +49,9 @@ def extractive_memo(session: Session, topic_terms: list[str] | None = None) -> s
     topic = {t.lower() for t in ordered}
     scored: list[tuple[float, int, str, str]] = []
     position = 0
+    prose = bool(_prose_of(session))
     for turn in spoken_turns(session):
-        for paragraph in prose_paragraphs(turn.text):
+        for paragraph in prose_paragraphs(turn.text) if prose else _any_lines(turn.text):
             for sentence in split_sentences(paragraph):
                 scored.append((sentence_score(sentence, topic), position, turn.speaker,
                                sentence))
@@ -71,7 +72,7 @@ def extractive_memo(session: Session, topic_terms: list[str] | None = None) -> s
             parts.append(sentence)
         last_speaker = speaker
     said = " ".join(parts)
-    text = _prose_of(session)
+    text = _prose_of(session) or " ".join(t.text for t in spoken_turns(session))
     extra = [x for x in dict.fromkeys(_entity(x) for x in (*names(text, digits=True),
                                                             *dates(text), *numbers(text)))
              if x and x not in said][:8]
@@ -109,6 +110,20 @@ def prose_paragraphs(text: str) -> list[str]:
 
 def _prose_of(session: Session) -> str:
     return " ".join(p for t in spoken_turns(session) for p in prose_paragraphs(t.text))
+
+
+def _any_lines(text: str) -> list[str]:
+    """A session with no prose at all (only a table, only code): each line that says
+    something, table rows as "Brake pads: 180 EUR", so its memo is not empty."""
+    lines = []
+    for line in text.splitlines():
+        if not says_something(line, code=True) or is_fence(line):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|") if c.strip()]
+        row = line.lstrip().startswith("|") and cells
+        lines.append(f"{cells[0]}: {', '.join(cells[1:])}" if row and len(cells) > 1 else
+                     (cells[0] if row else line.strip()))
+    return lines
 
 
 def _best(scored: list[tuple[float, int, str, str]], budget: int) -> list[tuple[int, str, str]]:
@@ -154,7 +169,7 @@ def topic_terms_of(session: Session) -> list[str]:
     """Names other than the speakers' first (they say what the session is about), the most
     often said first (ties: the first said; "LiFePO4 or LiPo? … LiPo is lighter … we pick
     LiPo" is about LiPo), then the most frequent content words."""
-    text = _prose_of(session)
+    text = _prose_of(session) or " ".join(t.text for t in spoken_turns(session))
     speakers = {p.lower() for p in session.participants}
     said = [e for n in names(text, digits=True) if (e := _entity(n)) and e.lower() not in speakers]
     counts = {e: len(re.findall(rf"(?<!\w){re.escape(e)}(?!\w)", text)) for e in said}
