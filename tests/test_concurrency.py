@@ -134,3 +134,43 @@ def test_rm_and_restore_racing_a_split_page_write_move_whole_pages(tmp_path: Pat
     if names:  # the page is there whole, once
         first = Page.parse((field / "split.md").read_text())
         assert names == set(part_names(first, "split.md") or ()), names
+
+
+REMEMBERER = textwrap.dedent(
+    """
+    import sys, time, pathlib, deepfield
+    from deepfield.memorize import remember
+    store_path, worker, rounds, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    while not pathlib.Path(start).exists():
+        time.sleep(0.005)
+    store = deepfield.open(store_path)
+    for r in range(rounds):
+        text = f"user: we decided to use postgres 1{worker} for the billing service\\n" \\
+               f"assistant: noted, postgres 1{worker}.\\n"
+        remember(store.field(f"rr{r}"), f"sess{worker}.txt", text=text)
+    """
+)
+
+
+def test_parallel_remembers_of_different_sessions_file_every_one(tmp_path: Path) -> None:
+    # The free filename was picked outside the field lock: two sessions that get one name
+    # raced, and the loser was refused with an error blaming its uuid (the session was lost).
+    store = tmp_path / "store"
+    deepfield.init(store, EmbeddingConfig("none"))
+    rounds, workers = 6, 4
+    for r in range(rounds):
+        deepfield.open(store).create_field(f"rr{r}")
+    start = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", REMEMBERER, str(store), str(w),
+                               str(rounds), str(start)], stderr=subprocess.PIPE, text=True)
+             for w in range(workers)]
+    time.sleep(0.5)
+    start.touch()
+    for proc in procs:
+        _out, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+    for r in range(rounds):
+        pages = [p for p in (store / f"rr{r}").glob("*.md") if p.name != "listing.md"]
+        bodies = {Page.parse(p.read_text()).body for p in pages}
+        assert len(pages) == workers
+        assert all(any(f"postgres 1{w} " in b for b in bodies) for w in range(workers))

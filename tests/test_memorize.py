@@ -325,3 +325,22 @@ def test_the_topic_names_what_the_chat_said_most_not_what_it_said_first() -> Non
             "assistant: Agreed: LiPo packs. I will note LiPo as the choice.\n")
     topic = topic_terms_of(parse_session(chat, format="text"))
     assert topic[:2] == ["LiPo", "LiFePO4"], topic
+
+
+def test_remembering_again_with_a_new_topic_says_it_is_not_applied(cli: Cli,
+                                                                     tmp_path: Path) -> None:
+    cli("new", "ops")
+    session = tmp_path / "notes.txt"
+    session.write_text("Ana: We migrate the database to Postgres 16 next month.\n"
+                       "Ben: I'll benchmark pgbouncer tomorrow.\n")
+    first = cli.json("remember", "ops", str(session), "--project", "infra")
+    again = cli.json("remember", "ops", str(session), "--project", "infra")
+    assert again["action"] == "unchanged" and again["warnings"] == []  # nothing new asked
+    changed = cli.json("remember", "ops", str(session), "--topic", "DB migration",
+                       "--project", "billing")
+    assert changed["action"] == "unchanged" and len(changed["warnings"]) == 1
+    warning = changed["warnings"][0]
+    assert f"ops/{first['filename']}" in warning and "'DB migration'" in warning
+    assert "'billing' (the page has 'infra')" in warning and "not applied" in warning
+    page = Page.parse((cli.store_path / "ops" / first["filename"]).read_text())
+    assert page.get("project") == "infra"  # the page is the record: left as it was

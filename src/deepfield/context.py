@@ -94,7 +94,7 @@ def build_context(
     opening = notice([field.name])  # fence.py: the same notice and fence on every surface
     left = budget - count_tokens(opening) - 2
     want_research = bool(task) and level == LEVELS[-1]
-    blocks = _by_task(_fixed_blocks(field, level), field, task)
+    blocks, related = _by_task(_fixed_blocks(field, level), field, task)
     # Required blocks (human preferences) are packed against the whole budget; research gets
     # its share of what is left after them.
     required = sum(count_tokens(b.text) + FENCE_TOKENS for b in blocks if b.required)
@@ -134,7 +134,13 @@ def build_context(
             why = ("the task itself takes the budget (shorten the task or raise --budget)"
                    if count_tokens(task) >= budget // 2 else "no budget left")
             omitted.append(OmittedBlock("Research on the task", "", why, 0))
-    _refill(parts, described, omitted, blocks, field.name, budget, before=len(kept) + 1)
+            warnings.append(f"the research on the task was left out ({why}); the context "
+                            "holds no answer to the task: raise --budget (a few hundred "
+                            "tokens at least)")
+    _refill(parts, described, omitted, blocks, field.name, budget, before=len(kept) + 1,
+            related=related)
+    if not blocks and not want_research:
+        warnings.append(_nothing_to_load(field.name, level))
     text = "\n\n".join(parts) + "\n"
     return ContextResult(field.name, task, level, text, budget, count_tokens(text), described,
                          omitted, found, time.perf_counter() - started, warnings)
@@ -171,33 +177,54 @@ def _without_pages(found: ResearchResult, field_name: str, shown: set[str]) -> R
                    left_out=packed.left_out, ranked=others)
 
 
-def _by_task(blocks: list[LevelBlock], field: Field, task: str) -> list[LevelBlock]:
+def _nothing_to_load(field_name: str, level: str) -> str:
+    """Why a context without a task or research holds the notice alone."""
+    if level == "light":
+        return (f"{field_name} has no human preferences, basic info or taxonomy page, which is "
+                "all --level light loads, so the context is the memory notice alone: use "
+                "--level medium (a line per page) or deep with a task, or make the field a "
+                f"domain (`deepfield domain new {field_name} --adopt`)")
+    return (f"{field_name} has nothing for --level {level} to load (no page), so the context "
+            "is the memory notice alone")
+
+
+def _by_task(blocks: list[LevelBlock], field: Field,
+             task: str) -> tuple[list[LevelBlock], set[str]]:
     """``blocks`` with the atomic-page stubs that match ``task`` (keyword page search, best
     first) ahead of the others: over budget, the stubs least related to the task go first.
-    Other blocks keep their places."""
+    Other blocks keep their places. Also the filenames of the stubs the task found."""
     stubs = [b for b in blocks if b.layer == "atomic"]
     if not task or len(stubs) < 2:
-        return blocks
+        return blocks, set()
     # Parts of split pages and pages without a stub take places in the ranking too.
     hits = search_fields([field], task, k=min(1000, 4 * len(stubs) + 20), mode="bm25",
                          sync=False, activation=False).results
     rank = {hit.filename: position for position, hit in enumerate(hits)}
     ordered = iter(sorted(stubs, key=lambda b: rank.get(b.filename, len(rank))))
-    return [next(ordered) if b.layer == "atomic" else b for b in blocks]
+    return [next(ordered) if b.layer == "atomic" else b for b in blocks], \
+        {b.filename for b in stubs if b.filename in rank}
 
 
 def _refill(parts: list[str], described: list[dict[str, Any]], omitted: list[OmittedBlock],
-            blocks: list[LevelBlock], field_name: str, budget: int, before: int) -> None:
+            blocks: list[LevelBlock], field_name: str, budget: int, before: int,
+            related: set[str] | None = None) -> None:
     """Blocks left out for want of room, put back (before the research, at ``before``) while
-    the whole context stays within ``budget``: the research may not use all its share."""
+    the whole context stays within ``budget``: the research may not use all its share.
+    Stubs come back in task-rank order, and once a stub the task found (``related``) does
+    not fit, no later stub does: a smaller one less related to the task took its place, and
+    the context then held an unrelated page instead of the answer's."""
     by_key = {(b.label, b.filename): b for b in blocks if not b.required}
-    for gap in list(omitted):
+    order = {(b.label, b.filename): position for position, b in enumerate(blocks)}
+    stubs_done = False
+    for gap in sorted(omitted, key=lambda o: order.get((o.label, o.filename), len(order))):
         block = by_key.get((gap.label, gap.filename))
-        if block is None:
+        if block is None or (stubs_done and block.layer == "atomic"):
             continue
         piece = fence(field_name, block.filename, block.layer, block.text)
         trial = [*parts[:before], piece, *parts[before:]]
         if count_tokens("\n\n".join(trial) + "\n") > budget:
+            stubs_done = stubs_done or (block.layer == "atomic"
+                                        and block.filename in (related or set()))
             continue
         parts.insert(before, piece)
         described.insert(before - 1, {"label": block.label, "filename": block.filename,

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from .markdown import split_sentences
-from .salience import dates, key_terms, names, numbers, sentence_score
+from .markdown import is_fence, says_something, split_sentences
+from .salience import dates, key_terms, names, numbers, sentence_score, word_count
 from .sessions import Session, spoken_turns
 
 MEMO_WORDS = 90
@@ -42,32 +42,28 @@ def cap_memo(memo: str) -> str:
 def extractive_memo(session: Session, topic_terms: list[str] | None = None) -> str:
     """One paragraph from the session's own words: a context sentence, then the most
     informative sentences (in order, with their speakers), then names/dates/numbers not yet
-    said. Deterministic; no model."""
+    said. A note without speakers (or a session whose sentences score nothing: no names or
+    numbers the rules see, as in Chinese) gets its first sentences instead, a document's lead
+    being its summary. Deterministic; no model."""
     ordered = topic_terms if topic_terms is not None else topic_terms_of(session)
     topic = {t.lower() for t in ordered}
     scored: list[tuple[float, int, str, str]] = []
     position = 0
+    prose = bool(_prose_of(session))
     for turn in spoken_turns(session):
-        for sentence in split_sentences(turn.text.replace("\n", " ")):
-            scored.append((sentence_score(sentence, topic), position, turn.speaker, sentence))
-            position += 1
-    chosen: list[tuple[int, str, str]] = []
-    words = 0
-    total = sum(len(sentence.split()) for *_, sentence in scored)
+        for paragraph in prose_paragraphs(turn.text) if prose else _any_lines(turn.text):
+            for sentence in split_sentences(paragraph):
+                scored.append((sentence_score(sentence, topic), position, turn.speaker,
+                               sentence))
+                position += 1
+    total = sum(word_count(sentence) for *_, sentence in scored)
     budget = min(MEMO_WORDS, max(MEMO_MIN_WORDS, int(total * MEMO_SHARE)))
-    for score, pos, speaker, sentence in sorted(scored, key=lambda s: (-s[0], s[1])):
-        if score <= 0 or words >= budget:
-            break
-        length = len(sentence.split())
-        if words + length > budget * 1.3 and chosen:
-            continue
-        if length > budget:  # one endless "sentence" (a turn without stops): its start
-            sentence = " ".join(sentence.split()[:budget]) + " …"
-            length = budget
-        chosen.append((pos, speaker, sentence))
-        words += length
+    chosen = [] if not session.participants else _best(scored, budget)
+    if not chosen:
+        chosen = _best([(1.0, pos, speaker, text) for _s, pos, speaker, text in scored], budget)
     chosen.sort()
-    parts = [context_sentence(session, ordered)]
+    parts = [context_sentence(session, ordered)] if session.participants else \
+        [p for p in [note_sentence(session, ordered)] if p]
     last_speaker = None
     for _pos, speaker, sentence in chosen:
         if speaker and speaker != last_speaker:
@@ -76,13 +72,77 @@ def extractive_memo(session: Session, topic_terms: list[str] | None = None) -> s
             parts.append(sentence)
         last_speaker = speaker
     said = " ".join(parts)
-    text = " ".join(t.text for t in spoken_turns(session))
+    text = _prose_of(session) or " ".join(t.text for t in spoken_turns(session))
     extra = [x for x in dict.fromkeys(_entity(x) for x in (*names(text, digits=True),
                                                             *dates(text), *numbers(text)))
              if x and x not in said][:8]
     if extra:
         parts.append("Also mentioned: " + ", ".join(extra) + ".")
-    return " ".join(p if p.rstrip().endswith((".", "!", "?", "…")) else p + "." for p in parts)
+    return " ".join(p if p.rstrip().endswith((".", "!", "?", "…", "。", "！", "？")) else p + "."
+                    for p in parts)
+
+
+def prose_paragraphs(text: str) -> list[str]:
+    """The paragraphs of prose in a turn's text, each on one line: tables, rules, headings,
+    comments, fenced code and an assistant's tool calls (sessions._tool_calls) are left out.
+    A table became one "sentence" of cells and its ``|---|---|`` rule, copied into the memo
+    (and quoted as evidence from the page's summary)."""
+    paragraphs: list[str] = []
+    current: list[str] = []
+    fence = False
+    for line in text.splitlines():
+        if is_fence(line):
+            fence = not fence
+        prose = not fence and not is_fence(line) and says_something(line) \
+            and not line.lstrip().startswith(("|", "[call "))  # a table row, a tool call
+        if prose:
+            current.append(line.strip())
+        elif current:
+            paragraphs.append(" ".join(current))
+            current = []
+        if not line.strip() and current:
+            paragraphs.append(" ".join(current))
+            current = []
+    if current:
+        paragraphs.append(" ".join(current))
+    return paragraphs
+
+
+def _prose_of(session: Session) -> str:
+    return " ".join(p for t in spoken_turns(session) for p in prose_paragraphs(t.text))
+
+
+def _any_lines(text: str) -> list[str]:
+    """A session with no prose at all (only a table, only code): each line that says
+    something, table rows as "Brake pads: 180 EUR", so its memo is not empty."""
+    lines = []
+    for line in text.splitlines():
+        if not says_something(line, code=True) or is_fence(line):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|") if c.strip()]
+        row = line.lstrip().startswith("|") and cells
+        lines.append(f"{cells[0]}: {', '.join(cells[1:])}" if row and len(cells) > 1 else
+                     (cells[0] if row else line.strip()))
+    return lines
+
+
+def _best(scored: list[tuple[float, int, str, str]], budget: int) -> list[tuple[int, str, str]]:
+    """(position, speaker, sentence) of the best-scored sentences within ``budget`` words
+    (ties: the earlier first)."""
+    chosen: list[tuple[int, str, str]] = []
+    words = 0
+    for score, pos, speaker, sentence in sorted(scored, key=lambda s: (-s[0], s[1])):
+        if score <= 0 or words >= budget:
+            break
+        length = word_count(sentence)
+        if words + length > budget * 1.3 and chosen:
+            continue
+        if length > budget * 1.3:  # one endless "sentence" (a turn without stops): its start
+            sentence = " ".join(sentence.split()[:budget]) + " …"
+            length = budget
+        chosen.append((pos, speaker, sentence))
+        words += length
+    return chosen
 
 
 _BARE_NUMBER = re.compile(
@@ -109,7 +169,7 @@ def topic_terms_of(session: Session) -> list[str]:
     """Names other than the speakers' first (they say what the session is about), the most
     often said first (ties: the first said; "LiFePO4 or LiPo? … LiPo is lighter … we pick
     LiPo" is about LiPo), then the most frequent content words."""
-    text = " ".join(t.text for t in spoken_turns(session))
+    text = _prose_of(session) or " ".join(t.text for t in spoken_turns(session))
     speakers = {p.lower() for p in session.participants}
     said = [e for n in names(text, digits=True) if (e := _entity(n)) and e.lower() not in speakers]
     counts = {e: len(re.findall(rf"(?<!\w){re.escape(e)}(?!\w)", text)) for e in said}
@@ -120,6 +180,18 @@ def topic_terms_of(session: Session) -> list[str]:
 
 def context_sentence(session: Session, topic: list[str]) -> str:
     who = join_names(session.participants) or "Someone"
+    return f"{who} talked{_setting(session, topic)}."
+
+
+def note_sentence(session: Session, topic: list[str]) -> str:
+    """The context sentence of a note, which has no speakers ("Someone talked" said of a
+    document was wrong): what it is about, or "" when nothing is known."""
+    setting = _setting(session, topic)
+    return f"Notes{setting}." if setting else ""
+
+
+def _setting(session: Session, topic: list[str]) -> str:
+    """" on 2024-05-04 about X, Y (project Z)": when, what about, which project."""
     when = ""
     if session.when:
         when = f" {'at' if session.when[:1].isdigit() and ':' in session.when[:5] else 'on'} " \
@@ -127,7 +199,7 @@ def context_sentence(session: Session, topic: list[str]) -> str:
     about = f" about {session.topic}" if session.topic else (
         f" about {', '.join(topic[:3])}" if topic else "")
     project = f" (project {session.project})" if session.project else ""
-    return f"{who} talked{when}{about}{project}."
+    return f"{when}{about}{project}"
 
 
 def join_names(items: list[str]) -> str:

@@ -16,6 +16,7 @@ The page uuid is derived from the session's text, so remembering a session twice
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 import uuid as uuidlib
 from dataclasses import dataclass
@@ -26,12 +27,14 @@ from typing import Any
 from .errors import DeepfieldError, SessionFormatError
 from .fence import PROMPT_RULE, prompt_block
 from .field import Field
+from .fsutil import field_lock
 from .llm.base import STRING, STRINGS, ChatModel, Message, ReplySchema, Usage, complete
 from .llm.jsonreply import ReplyNotJSONError, parse_json_reply, strip_thinking
 from .manage.review import propose
 from .memo import cap_memo, extractive_memo, join_names, topic_terms_of
 from .page import Page, slugify
 from .salience import names
+from .scan import scan_field
 from .search import search_fields
 from .sessions import Session, load_session, parse_session
 from .tokens import count_tokens, truncate_to_tokens
@@ -159,7 +162,7 @@ def prepare_remember(
     usage = Usage()
     if sync:
         field.ensure_synced(embed=False)
-    done = _remembered(field, page_uuid, usage, started)
+    done = _remembered(field, page_uuid, usage, started, parsed)
     if done is not None:
         return done
     topic_terms = topic_terms_of(parsed)
@@ -189,12 +192,17 @@ def _parse(source: str | Path | Session, format: str, session: int | None, text:
 
 
 def file_prepared(field: Field, prepared: PreparedSession) -> RememberResult:
-    """Write a prepared session's page (under the field's lock, when a server calls it);
-    ``unchanged`` if the same session was filed meanwhile."""
+    """Write a prepared session's page, holding the field's lock from the check for an
+    earlier filing to the write; ``unchanged`` if the same session was filed meanwhile."""
     # One index sync for the uuid check and the write, and listing.md rewritten once at the
-    # end: Field.batch.
-    with field.batch():
-        done = _remembered(field, prepared.page_uuid, prepared.usage, prepared.started)
+    # end: Field.batch. The field lock is held from the uuid check to the write: a free name
+    # picked outside it was taken by a parallel remember of another session, whose write was
+    # then refused (and the session lost). The lock is re-entrant, so Field.write nests in it.
+    with field.batch(), field_lock(field.path):
+        # Pages filed since the batch's sync (another process remembering the same session)
+        field.index_handle().sync(scan_field(field.path).files)
+        done = _remembered(field, prepared.page_uuid, prepared.usage, prepared.started,
+                           prepared.session)
         if done is not None:
             return done
         # Sessions are records of what was said, not claims that replace each other: they
@@ -219,19 +227,37 @@ def file_prepared(field: Field, prepared: PreparedSession) -> RememberResult:
     )
 
 
-def _remembered(field: Field, page_uuid: str, usage: Usage,
-                started: float) -> RememberResult | None:
+def _remembered(field: Field, page_uuid: str, usage: Usage, started: float,
+                session: Session) -> RememberResult | None:
     """The ``unchanged`` result when a page of this session's uuid exists, else None."""
     existing = [d for d in field.index_handle().docs_by_uuid(page_uuid) if d.uuid == page_uuid]
     if not existing:
         return None
     doc = existing[0]
+    fm = doc.frontmatter or {}
     return RememberResult(
         field.name, doc.filename, page_uuid, doc.title, "unchanged", doc.summary or "",
-        str((doc.frontmatter or {}).get("memo_by", "")), [doc.filename],
-        list((doc.frontmatter or {}).get("related") or []), usage,
-        time.perf_counter() - started,
+        str(fm.get("memo_by", "")), [doc.filename], list(fm.get("related") or []), usage,
+        time.perf_counter() - started, _not_applied(field.name, doc.filename, fm, session),
     )
+
+
+def _not_applied(field: str, filename: str, stored: dict[str, Any],
+                 session: Session) -> list[str]:
+    """A warning when a session filed before is given a topic or project its page lacks: the
+    page is left as it is (it is the session's record, and its name came from its topic), so
+    the user is told instead of the option being dropped without a word."""
+    changed = [f"--{key} {value!r} (the page has "
+               f"{repr(stored[key]) if stored.get(key) else 'none'})"
+               for key, value in (("topic", session.topic), ("project", session.project))
+               if value and str(stored.get(key) or "") != value]
+    if not changed:
+        return []
+    return [f"{field}/{filename}: this session was remembered before, so the page is left "
+            f"unchanged: {' and '.join(changed)} {'are' if len(changed) > 1 else 'is'} not "
+            f"applied; edit the page's frontmatter to change "
+            f"{'them' if len(changed) > 1 else 'it'} (`deepfield read {field} {filename}`, "
+            f"then `deepfield write {field} FILE`)"]
 
 
 def _related_pages(
@@ -272,7 +298,7 @@ def _llm_draft(
     try:
         data = parse_json_reply(reply)
     except ReplyNotJSONError as exc:
-        prose = " ".join(strip_thinking(reply).split())
+        prose = _without_preamble(" ".join(strip_thinking(reply).split()))
         if len(prose.split()) >= 8 and not prose.startswith(("{", "[")):
             return {"memo": prose}, f"the memorizer model did not reply in JSON ({exc}); " \
                 "its text is used as the memo"
@@ -290,6 +316,19 @@ def _llm_draft(
     return {"memo": " ".join(memo.split()), "title": text_or_none("title"),
             "replaces": " ".join(names) or None,
             "topic": text_or_none("topic"), "project": text_or_none("project")}, None
+
+
+_PREAMBLE = re.compile(
+    r"^(?:(?:sure|certainly|of course|okay|ok|absolutely|alright|great|no problem)[!.,]+\s*)*"
+    r"(?:(?:here(?:'s|’s| is| are)|below is)\s+(?:the|your|a|my)\b[^:.!\n]{0,40}?:\s*"
+    r"|(?:memo|summary)\s*:\s*)?", re.IGNORECASE)
+
+
+def _without_preamble(prose: str) -> str:
+    """A prose reply without the chatty clause a model puts before the memo ("Sure! Here is
+    the memo:"), which was filed as the page's summary and quoted as its evidence."""
+    rest = _PREAMBLE.sub("", prose, count=1)
+    return rest[:1].upper() + rest[1:] if rest else prose
 
 
 def _session_page(
@@ -347,6 +386,9 @@ def _free_stem(field: Field, page: Page, session: Session) -> str:
     day = (session.date or "")[:10]
     base = slugify(" ".join(x for x in (day, str(fm.get("topic") or page.title or "session")) if x),
                    max_len=50) or "session"
+    if all(word == "and" or word.isdigit() for word in base.split("-")):
+        # Names in a script slugs drop ("小明 and 小红" gave and.md): a neutral name instead
+        base = slugify(f"{day} session")
     stem, number = base, 2
     while (field.path / f"{stem}.md").exists() or (field.path / f"{stem}-part-1.md").exists():
         stem = f"{base}-{number}"

@@ -116,8 +116,18 @@ def has_number(text: str) -> bool:
     return bool(_NUMBER.search(text))
 
 
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def word_count(text: str) -> int:
+    """Words of ``text``, where two CJK characters count as one: Chinese and Japanese write no
+    spaces, so a whole sentence was one "word" and every sentence counted as filler."""
+    cjk = len(_CJK.findall(text))
+    return len(_CJK.sub(" ", text).split()) + (cjk + 1) // 2
+
+
 def is_filler(sentence: str) -> bool:
-    return bool(_FILLER.match(sentence.strip())) or len(sentence.split()) < 4
+    return bool(_FILLER.match(sentence.strip())) or word_count(sentence) < 4
 
 
 _NOT_TOPICS = frozenset(
@@ -154,7 +164,7 @@ def sentence_score(sentence: str, topic: set[str]) -> float:
     score += 0.7 * len(terms & topic)
     if sentence.rstrip().endswith("?"):
         score *= 0.5  # questions ask for facts; the answers hold them
-    words = len(sentence.split())
+    words = word_count(sentence)
     if words > 45:
         score *= 45 / words
     return score

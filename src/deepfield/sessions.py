@@ -10,6 +10,7 @@ verbatim, because the page body must be the session itself, not a rendering of i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any
 
 from .errors import SessionFormatError
 from .importers.locomo import iter_sessions, parse_when, turn_line
+from .markdown import is_fence
 from .page import Page
 from .page_text import check_text
 from .relative_dates import parse_day
@@ -25,8 +27,12 @@ from .salience import dates
 
 FORMATS = ("auto", "openai", "jsonl", "locomo", "markdown", "text")
 MAX_SESSION_BYTES = 16 << 20
-_SPEAKER_LINE = re.compile(r"^\s*(?:[-*]\s*)?(?:\*\*)?([A-Z][\w .'-]{0,40}?)(?:\*\*)?\s*"
-                           r"(?:\(([^)]{1,20})\))?\s*:\s*(?:\*\*)?\s*(\S.*)$")
+# A label starts with any letter ("小明: …", "Émile: …"), may follow a chat export's time
+# stamp ("[10:02] Ana: …", "(10:02) Ana: …") and ends in a colon, full-width in CJK text
+# ("小明：…"); "https://…" is no speaker.
+_SPEAKER_LINE = re.compile(r"^\s*(?:[-*]\s*)?(?:[\[(][\d:.apmAPM ]{3,12}[\])]\s*)?(?:\*\*)?"
+                           r"([^\W\d_][\w .'-]{0,40}?)(?:\*\*)?\s*"
+                           r"(?:\(([^)]{1,20})\))?\s*[:：](?!//)\s*(?:\*\*)?\s*(\S.*)$")
 
 
 @dataclass(frozen=True)
@@ -75,11 +81,16 @@ class Session:
 INSTRUCTION_ROLES = frozenset({"system", "developer"})
 """Speakers whose turns instruct a model rather than say anything: a system prompt is not
 part of what was said, so no memo, topic or participant list takes from it."""
+TOOL_ROLES = frozenset({"tool", "function"})
+"""Turns that are a program's output (a tool call's result): kept on the page, since the
+body is the raw session, but nobody said them, so they are no participant and no memo's."""
 
 
 def spoken_turns(session: Session) -> list[Turn]:
-    """The turns of people and assistants, without system and developer prompts."""
-    return [t for t in session.turns if t.speaker.strip().lower() not in INSTRUCTION_ROLES]
+    """The turns of people and assistants, without system and developer prompts or tool
+    results."""
+    return [t for t in session.turns
+            if t.speaker.strip().lower() not in INSTRUCTION_ROLES | TOOL_ROLES]
 
 
 def load_session(path: str | Path, *, format: str = "auto", session: int | None = None) -> Session:
@@ -264,13 +275,19 @@ def _from_transcript(text: str, where: str) -> Session:
         elif line.strip() and not line.lstrip().startswith("#"):
             turns.append(Turn("", line.strip()))
     when = _text(meta.get("date") or meta.get("when")) or _heading_date(page.body)
-    return Session(turns, "markdown", when=when, date=_iso(when), title=_text(meta.get("title")),
+    # A note's heading is its title; a transcript's ("# Stand-up 4 May") says less than the
+    # memorizer's "Ana and Bo: LiFePO4, firmware — 4 May 2026", so it keeps that one.
+    spoken = any(turn.speaker for turn in turns)
+    title = _text(meta.get("title")) or (None if spoken else _first_heading(page.body))
+    return Session(turns, "markdown", when=when, date=_iso(when), title=title,
                    project=_text(meta.get("project")), topic=_text(meta.get("topic")),
                    raw=page.body, warnings=warnings)
 
 
 def _message_turn(item: dict[str, Any]) -> Turn:
-    speaker = item.get("name") or item.get("role") or "unknown"
+    role = item.get("role")
+    # A tool result's "name" is the function's, not a speaker's
+    speaker = role if role in TOOL_ROLES else item.get("name") or role or "unknown"
     content = item.get("content")
     if not isinstance(speaker, str):
         raise SessionFormatError(f"a message's role or name is {type(speaker).__name__}, "
@@ -283,7 +300,35 @@ def _message_turn(item: dict[str, Any]) -> Turn:
     elif content is not None and not isinstance(content, str):
         raise SessionFormatError(f"a message's content is {type(content).__name__}, not text",
                                  "content is a string or a list of {type, text} parts")
-    return Turn(speaker, _clean(content, keep_lines=True))
+    calls = _tool_calls(item)
+    text = "\n".join(x for x in (_clean(content, keep_lines=True), calls) if x)
+    return Turn(speaker, text)
+
+
+def _tool_calls(item: dict[str, Any]) -> str:
+    """An assistant's tool calls as ``[call add_event {"date": "2025-02-10"}]`` (the page body
+    is the session: a call with ``content: null`` left an empty ``assistant:`` line)."""
+    calls = item.get("tool_calls")
+    if not isinstance(calls, list):
+        calls = [{"function": item["function_call"]}] \
+            if isinstance(item.get("function_call"), dict) else []
+    shown = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        name = _text(function.get("name")) or "tool"
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            with contextlib.suppress(json.JSONDecodeError, RecursionError):  # else as sent
+                arguments = json.loads(arguments)
+        if arguments in (None, "", {}):
+            shown.append(f"[call {name}]")
+        else:
+            args = arguments if isinstance(arguments, str) else json.dumps(arguments,
+                                                                          ensure_ascii=False)
+            shown.append(f"[call {name} {' '.join(args.split())}]")
+    return " ".join(shown)
 
 
 def _clean(value: Any, keep_lines: bool = False) -> str:
@@ -311,6 +356,20 @@ def _iso(when: str | None) -> str | None:
 
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+
+
+def _first_heading(body: str) -> str | None:
+    """A note's title: its first top-level heading ("# Notes from the garage visit");
+    headings inside fenced code are code."""
+    fence = False
+    for line in body.splitlines():
+        if is_fence(line):
+            fence = not fence
+            continue
+        heading = _HEADING.match(line)
+        if not fence and heading and line.lstrip().startswith("# "):
+            return _text(heading.group(1).strip("#").strip())
+    return None
 
 
 def _heading_date(body: str) -> str | None:

@@ -48,7 +48,8 @@ def remember_command(ctx: click.Context, field_name: str, session: str, format_:
 
     Accepts OpenAI-style messages (JSON or JSONL), a LoCoMo session, or a Markdown/text
     transcript. With a model configured it writes the memo in one call; without one the memo
-    is extractive. Remembering the same session twice changes nothing.
+    is extractive. Remembering the same session twice changes nothing (a --topic or
+    --project given then is not applied, and a warning says so).
     """
     env = settings(ctx)
     field = env.field(field_name)
@@ -168,3 +169,9 @@ def context_command(ctx: click.Context, task: str, field_names: tuple[str, ...],
     left: list[Any] = [f"{o.label} ({o.reason})" for o in result.omitted]
     click.echo(f"— {result.tokens}/{budget} tokens" + (
         f"; left out: {', '.join(left)}" if left else ""), err=True)
+    if result.research is not None:
+        # As `research` ends: an empty research block is otherwise absent without a word.
+        confidence = result.research.confidence
+        dropped = result.research.ranked and not result.research.evidence
+        click.echo(f"— research: {confidence.level} — {confidence.reason}"
+                   + (" (none of it fits in the context)" if dropped else ""), err=True)

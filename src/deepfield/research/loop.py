@@ -29,6 +29,7 @@ from ..manage.supersede import is_superseded
 from ..search import Hit, check_query_length, search_fields
 from . import gam, offline
 from . import latent as latent_tools
+from .citations import check_citations
 from .evidence import Evidence, EvidencePool, split_origin
 from .excerpts import BREADTH_SENTENCES
 from .packing import pack_research
@@ -106,6 +107,9 @@ def research(
         summary, mode = "", "offline"
     else:
         rounds, summary = session.model_rounds(llm, max_rounds, usage)
+        summary, unknown = check_citations(
+            summary, ((e.field, e.filename) for e in session.pool.items.values()), fields)
+        warnings += unknown
         mode = f"llm:{llm.model}"
     ranked = session.pool.final()
     spread = SPREAD.get(session.plan.answer_type, SPREAD["other"])
