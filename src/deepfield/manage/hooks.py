@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import DeepfieldError, SupersessionCycleError
 from ..page import Page
+from ..writer import refuse_special
 from .review import REVIEW_KEY, Finding, enqueue, find_conflicts, settle
 from .supersede import SUPERSEDES, check_cycle, link, refs, resolve_refs
 
@@ -46,6 +47,8 @@ def before_write(fld: Field, page: Page, stem: str | None, review: bool) -> Writ
                                    if d.uuid == page.uuid])
     existing = existing or bool(stem and (fld.path / f"{stem}.md").exists())
     targets = refs(page.get(SUPERSEDES))
+    for target in targets:  # index.md / listing.md are never pages: refused as `rm` does
+        refuse_special(target, "name pages in `supersedes`: list them with `deepfield ls FIELD`")
     if targets:
         fld.ensure_synced(embed=False)
         plan.supersedes, plan.warnings = resolve_refs(fld, targets)

@@ -17,8 +17,10 @@ from ..errors import InvalidPageError, PageNotFoundError, SupersessionCycleError
 from ..fsutil import atomic_write, field_lock
 from ..listing import refresh_listing
 from ..page import Page
+from ..page import SPECIAL_FILES
 from ..page_text import TextLayout, decode_page_file
 from ..scan import source_files
+from ..writer import refuse_special
 
 if TYPE_CHECKING:
     from ..field import Field
@@ -110,7 +112,11 @@ def resolve_refs(fld: Field, values: Iterable[str]) -> tuple[list[str], list[str
     warnings: list[str] = []
     for ref in values:
         try:
-            found.append(fld.resolve(ref))
+            name = fld.resolve(ref)
+            if name in SPECIAL_FILES:  # the introduction or the catalogue: never a page
+                warnings.append(f"supersedes {ref!r}: {name} is not a page (left as written)")
+            else:
+                found.append(name)
         except PageNotFoundError:
             warnings.append(f"supersedes {ref!r}: no such page in {fld.name} (left as written)")
     return found, warnings
@@ -163,6 +169,8 @@ def supersede(fld: Field, old_ref: str, new_ref: str) -> SupersedeResult:
     """Mark page ``new_ref`` as superseding ``old_ref`` (both pages kept)."""
     fld.ensure_synced(embed=False)
     old, new = fld.resolve(old_ref), fld.resolve(new_ref)
+    for name in (old, new):  # frontmatter in the generated catalogue froze it for good
+        refuse_special(name, "supersede pages: list them with `deepfield ls FIELD`")
     check_cycle(fld, new, [old])
     _rewritable(fld, old)  # both pages change or neither: refuse before the new one is written
     result = SupersedeResult(fld.name, new, [old])
