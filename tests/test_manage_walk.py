@@ -8,7 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 import deepfield
-from deepfield.errors import InvalidNameError
+from deepfield.errors import InvalidNameError, ReviewItemError
+from deepfield.manage import review
+from deepfield.manage.forget import forget
 from deepfield.manage.supersede import supersede
 
 
@@ -32,3 +34,48 @@ def test_supersede_refuses_the_listing_and_the_introduction(kfield: deepfield.Fi
     assert "superseded_by" not in (kfield.path / alpha).read_text()
     kfield.add("Beta", "Beta fact two.")
     assert "beta" in (kfield.path / "listing.md").read_text().lower()  # still maintained
+
+
+BATTERY_A = "We chose LiFePO4 battery, 12.8 V 6 Ah pack."
+BATTERY_B = "We chose NMC battery, 14.8 V 5 Ah pack."
+
+
+def _queued(fld: deepfield.Field) -> tuple[str, str]:
+    """Two contradicting pages; (the queued item id, the flagged new page)."""
+    fld.add("Battery choice", BATTERY_A)
+    written = fld.add("Battery decision", BATTERY_B)
+    (item,) = review.items(fld)[0]
+    return item.id, written.pages[0].filename
+
+
+def test_archiving_a_page_closes_its_review_items_and_clears_the_flag(
+        kfield: deepfield.Field) -> None:
+    item, new = _queued(kfield)
+    assert "review: pending" in (kfield.path / new).read_text()
+    result = kfield.archive_page("battery-choice")
+    assert result.settled == [item]
+    assert review.items(kfield)[0] == []
+    (closed,) = review.items(kfield, include_resolved=True)[0]
+    assert closed.status == "obsolete"
+    assert "review:" not in (kfield.path / new).read_text()  # forget may archive it now
+    report = forget(kfield, keep_top=0, dry_run=True)
+    assert new in [e.filename for e in report.forgotten]
+
+
+def test_an_item_whose_page_went_by_hand_can_be_kept_both_not_accepted(
+        kfield: deepfield.Field) -> None:
+    item, new = _queued(kfield)
+    (kfield.path / "battery-choice.md").unlink()  # removed outside deepfield
+    with pytest.raises(ReviewItemError, match="no longer in proj") as caught:
+        review.resolve_item(kfield, item, "accept")
+    assert "keep-both" in caught.value.hint
+    outcome = review.resolve_item(kfield, item, "keep-both")
+    assert outcome["old"] == "battery-choice.md"
+    assert "review:" not in (kfield.path / new).read_text()
+
+
+def test_keep_both_works_when_the_new_page_is_gone(kfield: deepfield.Field) -> None:
+    item, new = _queued(kfield)
+    (kfield.path / new).unlink()
+    assert review.resolve_item(kfield, item, "keep-both")["new"] == new
+    assert review.items(kfield)[0] == []

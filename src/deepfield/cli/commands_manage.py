@@ -113,7 +113,8 @@ def supersede_cmd(ctx: click.Context, field: str, old: str, new: str, as_json: b
 def review_cmd(ctx: click.Context, field: str, item: str | None, action: str | None,
                show_all: bool, as_json: bool) -> None:
     """List FIELD's review queue, or resolve ITEM: accept (new supersedes old), merge (new
-    page's text appended to the old one, new page archived) or keep-both."""
+    page's text appended to the old one, new page archived) or keep-both (a dismissal: it
+    works even when a page of the item is gone)."""
     fld = settings(ctx).field(field)
     if item is not None:
         if action is None:
@@ -123,6 +124,15 @@ def review_cmd(ctx: click.Context, field: str, item: str | None, action: str | N
             print_json(outcome)
         else:
             click.echo(f"{outcome['id']}: {action} ({outcome['new']} / {outcome['old']})")
+            for name in outcome.get("unsuperseded", []):
+                click.echo(f"  {fld.name}/{name} is no longer marked superseded (the merged "
+                           "page that superseded it was archived)")
+            if outcome.get("settled_reviews"):
+                click.echo(f"  review {counted(len(outcome['settled_reviews']), 'item')} "
+                           f"naming the merged page closed as obsolete: "
+                           f"{', '.join(outcome['settled_reviews'])}")
+            for warning in outcome.get("warnings", []):
+                warn(warning)
         return
     listed, warnings = items(fld, include_resolved=show_all)
     if as_json:

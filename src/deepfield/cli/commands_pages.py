@@ -7,6 +7,7 @@ import click
 from ..errors import InvalidPageError
 from ..field import WriteResult
 from .app import app, json_option, print_json, read_input, settings, warn
+from .terminal import counted
 
 
 def _report_write(result: WriteResult, as_json: bool) -> None:
@@ -184,7 +185,8 @@ def rm_cmd(ctx: click.Context, field: str, page: str, as_json: bool) -> None:
     """Archive a page: move it into the field's archive/ folder (restorable, never deleted).
 
     A page split into parts goes with all its parts; pages it superseded are shown in search
-    again (their superseded_by link is removed, and said)."""
+    again (their superseded_by link is removed, and said); pending review items naming it are
+    closed as obsolete (they could never be resolved)."""
     fld = settings(ctx).field(field)
     result = fld.archive_page(page)
     if as_json:
@@ -198,6 +200,9 @@ def rm_cmd(ctx: click.Context, field: str, page: str, as_json: bool) -> None:
     for name in result.unsuperseded:
         click.echo(f"  {fld.name}/{name} is no longer marked superseded (its successor was "
                    "archived; its superseded_by link was removed)")
+    if result.settled:
+        click.echo(f"  review {counted(len(result.settled), 'item')} naming it closed as "
+                   f"obsolete: {', '.join(result.settled)}")
     for warning in result.warnings:
         warn(warning)
 

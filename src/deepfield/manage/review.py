@@ -350,24 +350,70 @@ def resolve_item(fld: Field, item_id: str, action: str) -> dict[str, Any]:
     item = matches[0]
     if item.status != "pending":
         raise ReviewItemError(f"review item {item.id} is already {item.status}")
-    new = _locate(fld, item.new, item.new_uuid)
-    old = _locate(fld, item.old, item.old_uuid)
+    new = _where(fld, item.new, item.new_uuid)
+    old = _where(fld, item.old, item.old_uuid)
+    if action != "keep-both" and (new is None or old is None):
+        gone = item.new if new is None else item.old
+        raise ReviewItemError(
+            f"{gone} is no longer in {fld.name} (archived or removed), so review item "
+            f"{item.id} cannot be {'accepted' if action == 'accept' else 'merged'}",
+            f"dismiss it with `deepfield review {fld.name} {item.id} keep-both`, or bring "
+            f"the page back with `deepfield restore {fld.name} {gone}` first")
     outcome: dict[str, Any] = {"field": fld.name, "id": item.id, "action": action,
-                               "new": new, "old": old}
+                               "new": new or item.new, "old": old or item.old}
     if action == "accept":
+        assert new is not None and old is not None
         outcome["supersede"] = supersede(fld, old, new).to_json()
         status = "accepted"
     elif action == "merge":
+        assert new is not None and old is not None
         outcome["merged_into"] = old
         _merge(fld, old, new)
-        outcome["archived"] = fld.archive_page(new).archived[0]
-        status = "merged"
-    else:
+        # Resolved before the archive: archiving settles the other items naming the page.
+        _append(fld, [{"id": item.id, "t": now_iso(), "status": "merged", "action": action}])
+        archived = fld.archive_page(new)
+        outcome["archived"] = archived.archived[0]
+        outcome["settled_reviews"] = archived.settled
+        outcome["unsuperseded"] = archived.unsuperseded
+        outcome["warnings"] = archived.warnings
+        return outcome
+    else:  # a dismissal: whatever became of the pages
         status = "kept-both"
     _append(fld, [{"id": item.id, "t": now_iso(), "status": status, "action": action}])
-    if action != "merge":
+    if new is not None:
         _clear_flag(fld, new, item.new_uuid, item.id)
     return outcome
+
+
+def _where(fld: Field, filename: str, uuid: str | None) -> str | None:
+    """Where a queued page is now, or None when it left the field (archived, removed)."""
+    try:
+        return _locate(fld, filename, uuid)
+    except PageNotFoundError:
+        return None
+
+
+def settle_gone(fld: Field) -> list[str]:
+    """Close the pending items one of whose pages left the field (``rm``, ``forget``, a
+    merge) as ``obsolete``, and clear the other page's flag once it has no pending item:
+    such an item could never be accepted or merged, and its ``review: pending`` kept the
+    other page from being forgotten. Returns their ids."""
+    pending, _ = items(fld)
+    done: list[ReviewItem] = []
+    flagged: list[tuple[str, ReviewItem]] = []
+    for item in pending:
+        new = _where(fld, item.new, item.new_uuid)
+        if new is not None and _where(fld, item.old, item.old_uuid) is not None:
+            continue
+        done.append(item)
+        if new is not None:
+            flagged.append((new, item))
+    if done:
+        _append(fld, [{"id": i.id, "t": now_iso(), "status": "obsolete", "action": "archive"}
+                      for i in done])
+        for new, item in flagged:
+            _clear_flag(fld, new, item.new_uuid, item.id)
+    return [i.id for i in done]
 
 
 def supersede_settling(fld: Field, old_ref: str, new_ref: str) -> SupersedeResult:

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidPageError, PageNotFoundError, SupersessionCycleError
 from ..fsutil import atomic_write, field_lock
 from ..listing import refresh_listing
-from ..page import Page
-from ..page import SPECIAL_FILES
+from ..page import SPECIAL_FILES, Page
 from ..page_text import TextLayout, decode_page_file
 from ..scan import source_files
 from ..writer import refuse_special
