@@ -79,3 +79,22 @@ def test_keep_both_works_when_the_new_page_is_gone(kfield: deepfield.Field) -> N
     (kfield.path / new).unlink()
     assert review.resolve_item(kfield, item, "keep-both")["new"] == new
     assert review.items(kfield)[0] == []
+
+
+def test_forget_keeps_a_successor_while_its_predecessor_stays(kfield: deepfield.Field) -> None:
+    kfield.add("Battery choice", BATTERY_A, review=False)
+    kfield.add("Battery decision", BATTERY_B, review=False)
+    kfield.add("Other", "Unrelated note about widgets.", review=False)
+    supersede(kfield, "battery-choice", "battery-decision")
+    for _ in range(3):
+        kfield.read("battery-choice")  # read for reference: it now ranks first
+    dry = forget(kfield, keep_top=1, dry_run=True)
+    assert "battery-decision.md" not in [e.filename for e in dry.forgotten]
+    (kept,) = [e for e in dry.kept if e.filename == "battery-decision.md"]
+    assert "supersedes battery-choice.md" in kept.reason
+    report = forget(kfield, keep_top=1)
+    assert (kfield.path / "battery-decision.md").is_file()
+    assert "superseded_by" in (kfield.path / "battery-choice.md").read_text()
+    assert [a.split("/")[-1][:5] for a in report.archived] == ["other"]
+    top = kfield.search("which battery did we choose", k=1).results
+    assert [h.filename for h in top] == ["battery-decision.md"]

@@ -52,7 +52,9 @@ def forget_cmd(ctx: click.Context, field: str, dry_run: bool, keep_top: int | No
     """Move FIELD's coldest pages into archive/ (never deleted; `deepfield restore` undoes it).
 
     Pinned pages (`pinned: true`), `always_load: true` pages, domain pages (`role:`) and pages
-    waiting for review (`review: pending`) are never forgotten; they are listed as kept.
+    waiting for review (`review: pending`) are never forgotten; they are listed as kept. So
+    is a page that supersedes a page that stays (archived, it would bring the outdated page
+    back into search).
     """
     fld = settings(ctx).field(field)
     report = forget(fld, keep_top=keep_top, older_than_days=older_than, dry_run=dry_run)

@@ -5,7 +5,9 @@ update, counted as one use, so a page nobody opened fades from the time it was w
 Protected pages are never archived and are reported as kept: ``pinned: true``,
 ``always_load: true`` (``yes``, ``"true"`` and 1 count too: a person meant it), domain pages (a
 ``role`` key), pages waiting for review (``review: pending``: a conflict must be resolved, not
-hidden), the introduction and the catalogue (which are not pages anyway). Everything is read
+hidden), the introduction and the catalogue (which are not pages anyway). A page that
+supersedes a page that stays is kept too: archived, it would release its predecessor, and the
+outdated fact would be search's answer again. Everything is read
 from the index (no page file is parsed), so a dry run over 10,000 pages takes well under a second.
 """
 
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..archive import original_name
 from ..errors import DeepfieldError, PageNotFoundError
 from .activation import iso_time, load_activation
+from .supersede import SUPERSEDED_BY, refs
 
 if TYPE_CHECKING:
     from ..field import Field
@@ -141,6 +144,8 @@ def forget(
                             reason or _why(rank, keep_top, last, moment))
         (report.kept if reason else report.forgotten).append(entry)
     _keep_split_pages(report, docs)
+    while _keep_successors(report, docs):  # a kept successor may be a part of a split page
+        _keep_split_pages(report, docs)
     if not dry_run:
         gone: set[str] = set()  # the other parts of a split page go with its first
         for entry in report.forgotten:
@@ -179,6 +184,34 @@ def _keep_split_pages(report: ForgetReport, docs: list[Any]) -> None:
         report.kept.append(ForgetEntry(entry.filename, entry.title, entry.activation,
                                        entry.last_used, "another part of this split page "
                                        "is in use (a split page is forgotten whole)"))
+
+
+def _keep_successors(report: ForgetReport, docs: list[Any]) -> bool:
+    """Keep a page whose predecessor stays: archiving it released the predecessor, and the
+    outdated page came back as the answer to search (a superseded page someone read for
+    reference can rank above its successor). Returns whether a page was moved to kept."""
+    cold = {e.filename for e in report.forgotten}
+    named: dict[str, str] = {}
+    for doc in docs:
+        named[doc.filename] = named[doc.filename[:-3]] = doc.filename
+        if doc.uuid:
+            named[doc.uuid] = doc.filename
+    keep: dict[str, str] = {}
+    for doc in docs:
+        if doc.filename in cold:
+            continue
+        newer = [named[r] for r in refs((doc.frontmatter or {}).get(SUPERSEDED_BY))
+                 if r in named]
+        if newer and all(n in cold for n in newer):  # all its successors would go
+            for name in newer:
+                keep.setdefault(name, doc.filename)
+    for entry in [e for e in report.forgotten if e.filename in keep]:
+        report.forgotten.remove(entry)
+        report.kept.append(ForgetEntry(
+            entry.filename, entry.title, entry.activation, entry.last_used,
+            f"it supersedes {keep[entry.filename]}, which stays (archived, it would show "
+            "the outdated page in search again)"))
+    return bool(keep)
 
 
 def _why(rank: int, keep_top: int | None, last: float, now: float) -> str:
