@@ -98,3 +98,24 @@ def test_forget_keeps_a_successor_while_its_predecessor_stays(kfield: deepfield.
     assert [a.split("/")[-1][:5] for a in report.archived] == ["other"]
     top = kfield.search("which battery did we choose", k=1).results
     assert [h.filename for h in top] == ["battery-decision.md"]
+
+
+def test_a_page_whose_successor_was_deleted_by_hand_is_found_again(
+        field: deepfield.Field) -> None:
+    old = field.add("Zed old", "Old zed fact is here.", review=False).pages[0].filename
+    field.add("Zed new", "New zed statement.", review=False)
+    field.add("Yak", "Yak page is unrelated.", review=False)
+    supersede(field, "zed-old", "zed-new")
+    for mode in ("bm25", "hybrid"):
+        assert old not in [h.filename for h in field.search("old zed fact", mode=mode).results]
+    assert field.warnings() == []
+    (field.path / "zed-new.md").unlink()  # by hand, or a git checkout
+    field.ensure_synced(embed=False)
+    assert [w for w in field.warnings() if "which is gone" in w] == [
+        "zed-old.md: superseded_by zed-new.md, which is gone (the page is shown in search "
+        "again); remove the key, or restore the successor"]
+    for mode in ("bm25", "vector", "hybrid"):
+        assert old in [h.filename for h in field.search("old zed fact", mode=mode).results]
+    field.write("---\ntitle: Zed new\n---\nNew zed statement.\n", name="zed-new")  # back
+    assert old not in [h.filename for h in field.search("old zed fact").results]
+

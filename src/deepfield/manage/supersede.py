@@ -8,6 +8,7 @@ Cycles (A supersedes B supersedes A) are refused before anything is written.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -23,6 +24,7 @@ from ..writer import refuse_special
 
 if TYPE_CHECKING:
     from ..field import Field
+    from ..index import FieldIndex
 
 SUPERSEDES = "supersedes"
 SUPERSEDED_BY = "superseded_by"
@@ -235,6 +237,50 @@ def relink(fld: Field, filename: str, page: Page) -> tuple[list[str], list[str]]
             warnings.append(f"{old} was not marked superseded by {filename} again "
                             f"({exc.message})")
     return changed, warnings
+
+
+def link_warnings(index: FieldIndex) -> list[str]:
+    """``status``/``index`` warnings for supersede links that no longer hold: a
+    ``superseded_by`` naming no page (its successor deleted by hand; search shows the page
+    again) and a ``supersedes`` the older page does not confirm (it names another successor)."""
+    rows = index.conn.execute(
+        "SELECT filename, uuid, json_extract(frontmatter, '$.supersedes'), "
+        "json_extract(frontmatter, '$.superseded_by') FROM df_docs WHERE "
+        "json_extract(frontmatter, '$.supersedes') IS NOT NULL OR "
+        "json_extract(frontmatter, '$.superseded_by') IS NOT NULL").fetchall()
+    if not rows:
+        return []
+    named: dict[str, str] = {}
+    for filename, uuid in index.conn.execute("SELECT filename, uuid FROM df_docs"):
+        named[filename] = named[filename[:-3]] = filename
+        if uuid:
+            named[uuid] = filename
+    newer_of: dict[str, set[str]] = {}
+    out: list[str] = []
+    for filename, _uuid, _older, newer in rows:
+        found = refs(_json(newer))
+        newer_of[filename] = {named[r] for r in found if r in named}
+        if found and not newer_of[filename]:
+            out.append(f"{filename}: superseded_by {', '.join(found)}, which is gone (the page "
+                       "is shown in search again); remove the key, or restore the successor")
+    for filename, _uuid, older, _newer in rows:
+        for ref in refs(_json(older)):
+            old = named.get(ref)
+            if old and old != filename and newer_of.get(old) and filename not in newer_of[old]:
+                out.append(f"{filename}: supersedes {old}, but {old} is superseded by "
+                           f"{', '.join(sorted(newer_of[old]))}; remove {old} from its "
+                           "`supersedes`")
+    return out
+
+
+def _json(value: Any) -> Any:
+    """A ``json_extract`` result: a list comes back as JSON text."""
+    if isinstance(value, str) and value.startswith("["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
 
 
 def superseded_note(page: Page) -> str | None:
