@@ -119,3 +119,19 @@ def test_a_page_whose_successor_was_deleted_by_hand_is_found_again(
     field.write("---\ntitle: Zed new\n---\nNew zed statement.\n", name="zed-new")  # back
     assert old not in [h.filename for h in field.search("old zed fact").results]
 
+
+def test_merge_keeps_what_both_pages_superseded(kfield: deepfield.Field) -> None:
+    kfield.add("Zed old", "Old zed fact obsolete.", review=False)
+    kfield.add("Yak old", "Yak fact obsolete nu.", review=False)
+    text = "Router admin password rotates every 90 days, stored in vault."
+    kfield.add("Router password policy", text, review=False)
+    supersede(kfield, "zed-old", "router-password-policy")
+    kfield.add("Router password policy again", text)
+    (item,) = review.items(kfield)[0]
+    supersede(kfield, "yak-old", "router-password-policy-again")
+    outcome = review.resolve_item(kfield, item.id, "merge")
+    assert outcome["relinked"] == ["yak-old.md"]
+    page = kfield.load("router-password-policy")[1]
+    assert page.get("supersedes") == ["zed-old.md", "yak-old.md"]
+    assert kfield.load("yak-old")[1].get("superseded_by") == "router-password-policy.md"
+    assert "yak-old.md" not in [h.filename for h in kfield.search("yak fact").results]

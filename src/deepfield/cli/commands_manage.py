@@ -126,6 +126,9 @@ def review_cmd(ctx: click.Context, field: str, item: str | None, action: str | N
             print_json(outcome)
         else:
             click.echo(f"{outcome['id']}: {action} ({outcome['new']} / {outcome['old']})")
+            for name in outcome.get("relinked", []):
+                click.echo(f"  {fld.name}/{name} is now superseded by {outcome['old']} (the "
+                           "merged page superseded it)")
             for name in outcome.get("unsuperseded", []):
                 click.echo(f"  {fld.name}/{name} is no longer marked superseded (the merged "
                            "page that superseded it was archived)")

@@ -368,7 +368,7 @@ def resolve_item(fld: Field, item_id: str, action: str) -> dict[str, Any]:
     elif action == "merge":
         assert new is not None and old is not None
         outcome["merged_into"] = old
-        _merge(fld, old, new)
+        outcome["relinked"] = _merge(fld, old, new)
         # Resolved before the archive: archiving settles the other items naming the page.
         _append(fld, [{"id": item.id, "t": now_iso(), "status": "merged", "action": action}])
         archived = fld.archive_page(new)
@@ -445,8 +445,9 @@ def settle(fld: Field, new: str, olds: list[str]) -> list[str]:
     return [i.id for i in done]
 
 
-def _merge(fld: Field, old: str, new: str) -> None:
-    """Append the new page's body (and sources) to the old page, keeping the old uuid."""
+def _merge(fld: Field, old: str, new: str) -> list[str]:
+    """Append the new page's body (and sources) to the old page, keeping the old uuid.
+    Returns the pages the old page now supersedes in the merged page's stead."""
     _, target = fld.load(old)
     _, source = fld.load(new)
     stamp = time.strftime("%Y-%m-%d", time.gmtime())
@@ -459,15 +460,21 @@ def _merge(fld: Field, old: str, new: str) -> None:
     if [s for s in extra if s not in sources]:
         target.set("sources", list(dict.fromkeys(sources + extra)))
     # The old page takes over what the new one replaced, except itself (that is a cycle), and
-    # is no longer superseded by the page merged into it (which goes to the archive).
+    # is no longer superseded by the page merged into it (which goes to the archive). Both
+    # lists are kept: a dropped reference was released by the archive and shown again.
     itself = {old, old[:-3], target.uuid}
-    inherited = [r for r in refs(source.get(SUPERSEDES)) if r not in itself]
-    if inherited and not target.get(SUPERSEDES):
-        target.set(SUPERSEDES, inherited[0] if len(inherited) == 1 else inherited)
+    current = refs(target.get(SUPERSEDES))
+    known = ({_where(fld, r, None) for r in current} | set(current)) - {None}
+    inherited = [r for r in refs(source.get(SUPERSEDES))
+                 if r not in itself and r not in known and _where(fld, r, None) not in known]
+    if inherited:
+        combined = current + inherited
+        target.set(SUPERSEDES, combined[0] if len(combined) == 1 else combined)
     merged = {new, new[:-3], source.uuid} - {None}
     if refs(target.get(SUPERSEDED_BY)) and set(refs(target.get(SUPERSEDED_BY))) <= merged:
         target.remove(SUPERSEDED_BY)
-    fld.write(target, name=old[:-3], review=False)
+    fld.write(target, name=old[:-3], review=False)  # links the inherited pages to ``old``
+    return [name for r in inherited if (name := _where(fld, r, None)) and name != old]
 
 
 def _clear_flag(fld: Field, filename: str, uuid: str | None, done: str) -> None:
