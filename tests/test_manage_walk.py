@@ -135,3 +135,31 @@ def test_merge_keeps_what_both_pages_superseded(kfield: deepfield.Field) -> None
     assert page.get("supersedes") == ["zed-old.md", "yak-old.md"]
     assert kfield.load("yak-old")[1].get("superseded_by") == "router-password-policy.md"
     assert "yak-old.md" not in [h.filename for h in kfield.search("yak fact").results]
+
+
+def test_superseding_again_moves_the_claim_to_the_new_successor(
+        kfield: deepfield.Field) -> None:
+    for t in "abc":
+        kfield.add(f"Page {t}", f"Text of page {t}.", review=False)
+    supersede(kfield, "page-a", "page-b")
+    result = supersede(kfield, "page-a", "page-c")
+    assert result.warnings == ["page-a.md was superseded by page-b.md; it is now superseded by "
+                               "page-c.md (page-a.md was removed from page-b.md's supersedes)"]
+    assert kfield.load("page-b")[1].get("supersedes") is None
+    assert kfield.load("page-a")[1].get("superseded_by") == "page-c.md"
+    assert kfield.warnings() == []
+    written = kfield.write("---\ntitle: Page d\nsupersedes: page-a\n---\nText of page d.\n")
+    assert any("now superseded by page-d.md" in w for w in written.warnings)
+    assert kfield.load("page-c")[1].get("supersedes") is None
+
+
+def test_status_warns_about_a_one_sided_supersedes(kfield: deepfield.Field) -> None:
+    for t in "abc":
+        kfield.add(f"Page {t}", f"Text of page {t}.", review=False)
+    supersede(kfield, "page-a", "page-b")
+    text = (kfield.path / "page-c.md").read_text().replace("---\n", "---\nsupersedes: page-a\n", 1)
+    (kfield.path / "page-c.md").write_text(text)  # by hand: page-a still names page-b
+    kfield.index()
+    assert kfield.warnings() == [
+        "page-c.md: supersedes page-a.md, but page-a.md is superseded by page-b.md; remove "
+        "page-a.md from its `supersedes`"]

@@ -100,6 +100,8 @@ def supersede_cmd(ctx: click.Context, field: str, old: str, new: str, as_json: b
         print_json(result.to_json())
         return
     click.echo(f"{fld.name}/{result.new} supersedes {', '.join(result.old)}")
+    for warning in result.warnings:
+        warn(warning)
     if result.settled:
         click.echo(f"settled review {counted(len(result.settled), 'item')}: "
                    f"{', '.join(result.settled)}")

@@ -17,7 +17,7 @@ from ..errors import DeepfieldError, SupersessionCycleError
 from ..page import Page
 from ..writer import refuse_special
 from .review import REVIEW_KEY, Finding, enqueue, find_conflicts, settle
-from .supersede import SUPERSEDES, check_cycle, link, refs, resolve_refs
+from .supersede import SUPERSEDES, check_cycle, link, refs, resolve_refs, take_over
 
 if TYPE_CHECKING:
     from ..field import Field
@@ -95,6 +95,7 @@ def after_write(fld: Field, result: WriteResult, plan: WritePlan) -> None:
     linked = []
     for old in olds:  # the new page is stored: a page that cannot be linked is a warning
         try:
+            result.warnings.extend(take_over(fld, old, first.filename)[1])
             link(fld, first.filename, [old])
             linked.append(old)
         except DeepfieldError as exc:

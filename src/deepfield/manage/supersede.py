@@ -161,6 +161,36 @@ def rewrite_keys(fld: Field, filename: str, changes: dict[str, Any]) -> bool:
     return True
 
 
+def take_over(fld: Field, old: str, new: str) -> tuple[list[str], list[str]]:
+    """Before ``new`` supersedes ``old``: an earlier successor of ``old`` stops claiming it
+    (its ``supersedes`` loses ``old``), so the files never tell two stories. Returns (pages
+    changed, warnings saying what happened)."""
+    doc = fld.index_handle().doc_by_filename(old)
+    earlier = refs((doc.frontmatter or {}).get(SUPERSEDED_BY)) if doc else []
+    names = {old, old[:-3]} | ({doc.uuid} if doc and doc.uuid else set())
+    changed: list[str] = []
+    warnings: list[str] = []
+    for ref in earlier:
+        try:
+            before = fld.resolve(ref)
+        except PageNotFoundError:
+            continue  # gone: nothing claims it any more
+        if before == new:
+            continue
+        try:
+            claimed = refs(_rewritable(fld, before)[2].get(SUPERSEDES))
+            left = [r for r in claimed if r not in names]
+            value: Any = None if not left else left[0] if len(left) == 1 else left
+            if left != claimed and rewrite_keys(fld, before, {SUPERSEDES: value}):
+                changed.append(before)
+        except (InvalidPageError, OSError) as exc:
+            why = exc.message if isinstance(exc, InvalidPageError) else str(exc)
+            warnings.append(f"{before} still says it supersedes {old}: {why}")
+        warnings.append(f"{old} was superseded by {before}; it is now superseded by {new} "
+                        f"({old} was removed from {before}'s supersedes)")
+    return changed, warnings
+
+
 def link(fld: Field, new: str, olds: Iterable[str]) -> list[str]:
     """Set ``superseded_by: new`` on each old page; returns the pages changed."""
     return [old for old in olds if rewrite_keys(fld, old, {SUPERSEDED_BY: new})]
@@ -183,7 +213,8 @@ def supersede(fld: Field, old_ref: str, new_ref: str) -> SupersedeResult:
         value: Any = old if not current else [*current, old]
         if rewrite_keys(fld, new, {SUPERSEDES: value}):
             result.changed.append(new)
-    result.changed += link(fld, new, [old])
+    changed, result.warnings = take_over(fld, old, new)
+    result.changed += changed + link(fld, new, [old])
     return result
 
 
