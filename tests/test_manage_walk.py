@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 import deepfield
-from deepfield.errors import InvalidNameError, ReviewItemError
+from deepfield.errors import InvalidNameError, InvalidPageError, ReviewItemError
 from deepfield.manage import review
 from deepfield.manage.forget import forget
 from deepfield.manage.supersede import supersede
@@ -163,3 +163,26 @@ def test_status_warns_about_a_one_sided_supersedes(kfield: deepfield.Field) -> N
     assert kfield.warnings() == [
         "page-c.md: supersedes page-a.md, but page-a.md is superseded by page-b.md; remove "
         "page-a.md from its `supersedes`"]
+
+
+def _huge(fld: deepfield.Field) -> list[str]:
+    text = "\n".join(f"## Section {i}\n\nParagraph {i} about the sigma turbine design with "
+                     f"parameter value {i * 7} and more filler words.\n" for i in range(150))
+    parts = [p.filename for p in fld.add("Huge doc", text, review=False).pages]
+    assert len(parts) > 2
+    return parts
+
+
+def test_a_split_page_is_superseded_whole_never_one_part(kfield: deepfield.Field) -> None:
+    parts = _huge(kfield)
+    kfield.add("Note", "A short note.", review=False)
+    with pytest.raises(InvalidPageError, match=r"part 3 of the split page huge-doc\.md") as caught:
+        supersede(kfield, parts[2], "note")
+    assert "huge-doc" in caught.value.hint
+    assert all("superseded_by" not in (kfield.path / p).read_text() for p in parts)
+    result = supersede(kfield, "huge-doc", "note")
+    assert result.old == ["huge-doc.md"]
+    assert all(kfield.load(p)[1].get("superseded_by") == "note.md" for p in parts)
+    assert kfield.search("Paragraph 75 sigma").results == []
+    kfield.add("Other", "Another short note.", review=False)
+    assert supersede(kfield, "other", parts[1]).new == "huge-doc.md"  # NEW: the whole page

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any
 
+from ..archive import part_names, read_page, split_parts
 from ..errors import InvalidPageError, PageNotFoundError, SupersessionCycleError
 from ..fsutil import atomic_write, field_lock
 from ..listing import refresh_listing
@@ -114,8 +115,13 @@ def resolve_refs(fld: Field, values: Iterable[str]) -> tuple[list[str], list[str
     for ref in values:
         try:
             name = fld.resolve(ref)
+            number, parts = parts_of(fld, name)
             if name in SPECIAL_FILES:  # the introduction or the catalogue: never a page
                 warnings.append(f"supersedes {ref!r}: {name} is not a page (left as written)")
+            elif number > 1 and parts:
+                warnings.append(f"supersedes {ref!r}: {name} is part {number} of the split "
+                                f"page {parts[0]}, which is superseded whole")
+                found.append(parts[0])
             else:
                 found.append(name)
         except PageNotFoundError:
@@ -191,9 +197,34 @@ def take_over(fld: Field, old: str, new: str) -> tuple[list[str], list[str]]:
     return changed, warnings
 
 
+def parts_of(fld: Field, filename: str) -> tuple[int, list[str]]:
+    """(this file's part number, every live part of its page, the first first) for a part of
+    a split page; (1, [filename]) for a whole page."""
+    page = read_page(fld.path / filename)
+    names = part_names(page, filename) if page is not None else None
+    if page is None or names is None:
+        return 1, [filename]
+    number = page.get("part")
+    siblings = split_parts(fld.path, filename)  # live, same ``split_from``
+    return (number if isinstance(number, int) else 1), [n for n in names if n in siblings]
+
+
+def refuse_part(fld: Field, filename: str, role: str) -> None:
+    """InvalidPageError for a later part of a split page: superseding it hid the middle of a
+    document from search while the rest stayed found (``rm``/``forget`` take pages whole)."""
+    number, names = parts_of(fld, filename)
+    if number > 1 and names:
+        raise InvalidPageError(
+            f"{filename} is part {number} of the split page {names[0]}; a split page is "
+            "superseded whole",
+            f"name the page itself as {role}: {names[0][:-3]}")
+
+
 def link(fld: Field, new: str, olds: Iterable[str]) -> list[str]:
-    """Set ``superseded_by: new`` on each old page; returns the pages changed."""
-    return [old for old in olds if rewrite_keys(fld, old, {SUPERSEDED_BY: new})]
+    """Set ``superseded_by: new`` on each old page, and on every part of a split one (a page
+    is hidden whole); returns the pages changed."""
+    return [part for old in olds for part in parts_of(fld, old)[1] or [old]
+            if rewrite_keys(fld, part, {SUPERSEDED_BY: new})]
 
 
 def supersede(fld: Field, old_ref: str, new_ref: str) -> SupersedeResult:
@@ -202,6 +233,8 @@ def supersede(fld: Field, old_ref: str, new_ref: str) -> SupersedeResult:
     old, new = fld.resolve(old_ref), fld.resolve(new_ref)
     for name in (old, new):  # frontmatter in the generated catalogue froze it for good
         refuse_special(name, "supersede pages: list them with `deepfield ls FIELD`")
+    refuse_part(fld, old, "OLD")
+    new = parts_of(fld, new)[1][0]  # a split page is named by its first part
     check_cycle(fld, new, [old])
     _rewritable(fld, old)  # both pages change or neither: refuse before the new one is written
     result = SupersedeResult(fld.name, new, [old])
