@@ -3,6 +3,7 @@ files, review items whose page was archived, forgetting a successor, dangling li
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -186,3 +187,15 @@ def test_a_split_page_is_superseded_whole_never_one_part(kfield: deepfield.Field
     assert kfield.search("Paragraph 75 sigma").results == []
     kfield.add("Other", "Another short note.", review=False)
     assert supersede(kfield, "other", parts[1]).new == "huge-doc.md"  # NEW: the whole page
+
+
+def test_forget_older_than_counts_a_hand_edit_as_a_change(kfield: deepfield.Field) -> None:
+    kfield.write("---\ntitle: Imported note\nupdated: '2020-01-02T00:00:00Z'\n---\nZeta is 41.\n")
+    kfield.write("---\ntitle: Untouched\nupdated: '2020-01-02T00:00:00Z'\n---\nEta is 3.\n")
+    path = kfield.path / "untouched.md"
+    os.utime(path, (path.stat().st_atime, 1_577_923_200))  # 2020-01-02, as its date says
+    with (kfield.path / "imported-note.md").open("a") as page:
+        page.write("Edited by hand today: zeta is now 42.\n")
+    kfield.index()
+    report = forget(kfield, older_than_days=30, dry_run=True)
+    assert [e.filename for e in report.forgotten] == ["untouched.md"]

@@ -126,8 +126,11 @@ def forget(
     scored: list[tuple[float, float, Any]] = []
     for doc in docs:
         front = doc.frontmatter or {}
-        touched = (_moment(front.get("updated")) or _moment(front.get("created"))
-                   or _moment(doc.last_modified) or moment)
+        # The later of the page's own date and its file's: a hand edit (or an imported note
+        # keeping its source's ``updated``) is a change too.
+        stated = _moment(front.get("updated")) or _moment(front.get("created"))
+        found = [t for t in (stated, _moment(doc.last_modified)) if t is not None]
+        touched = max(found) if found else moment
         key = log_.key_for(doc.filename, doc.uuid)
         b = log_.base_level(key, moment, extra=[min(touched, moment)])
         last = max(touched, log_.last_used(key) or -math.inf)
