@@ -11,6 +11,7 @@ import pytest
 import deepfield
 from deepfield.errors import InvalidNameError, InvalidPageError, ReviewItemError
 from deepfield.manage import review
+from deepfield.manage.activation_log import ACTIVATION_DIR, read_log
 from deepfield.manage.forget import forget
 from deepfield.manage.supersede import supersede
 
@@ -199,3 +200,23 @@ def test_forget_older_than_counts_a_hand_edit_as_a_change(kfield: deepfield.Fiel
     kfield.index()
     report = forget(kfield, older_than_days=30, dry_run=True)
     assert [e.filename for e in report.forgotten] == ["untouched.md"]
+
+
+def test_future_dated_and_unknown_activation_events_are_skipped(
+        kfield: deepfield.Field) -> None:
+    kfield.write("---\ntitle: Old page\nupdated: '2020-01-02T00:00:00Z'\n---\nOld.\n")
+    path = kfield.path / "old-page.md"
+    os.utime(path, (1_577_923_200, 1_577_923_200))
+    kfield.index()
+    folder = kfield.path / ACTIVATION_DIR
+    folder.mkdir()
+    (folder / "skewed.jsonl").write_text(
+        '{"t": "2999-01-01T00:00:00Z", "page": "old-page.md", "uuid": null, "event": "read"}\n'
+        '{"t": "2020-01-03T00:00:00Z", "page": "old-page.md", "uuid": null, "event": "bogus"}\n')
+    log_ = read_log(folder)
+    assert log_.events == 0
+    assert log_.warnings == [
+        "activation/skewed.jsonl: skipped 1 line(s) dated in the future (a wrong clock?), "
+        "1 line(s) with an unknown event (not read, open, cite, search-hit)"]
+    report = forget(kfield, older_than_days=30, dry_run=True)
+    assert [e.filename for e in report.forgotten] == ["old-page.md"]
