@@ -220,3 +220,16 @@ def test_future_dated_and_unknown_activation_events_are_skipped(
         "1 line(s) with an unknown event (not read, open, cite, search-hit)"]
     report = forget(kfield, older_than_days=30, dry_run=True)
     assert [e.filename for e in report.forgotten] == ["old-page.md"]
+
+
+def test_search_says_when_a_superseded_page_matched(kfield: deepfield.Field) -> None:
+    kfield.add("Wifi password", "The office wifi password is hunter2.", review=False)
+    kfield.add("Network notes", "We moved the office network to a new router.", review=False)
+    supersede(kfield, "wifi-password", "network-notes")
+    response = kfield.search("office wifi password")
+    assert [h.filename for h in response.results] == ["network-notes.md"]
+    assert response.warnings == [
+        "1 superseded page also matched (left out; search with --include-superseded, "
+        "include_superseded=True, to see them)"]
+    assert kfield.search("office wifi password", include_superseded=True).warnings == []
+    assert kfield.search("router network").warnings == []  # the old page did not match

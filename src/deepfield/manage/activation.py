@@ -105,8 +105,12 @@ def rerank(
     include_superseded: bool = False,
     weight: float | None = None,
     scale: float = 1.0,
+    hidden: dict[tuple[int, str], float] | None = None,
 ) -> list[tuple[tuple[int, int], float]]:
     """Fused chunk scores with superseded pages dropped and activation boosts added.
+
+    ``hidden`` (when given) collects the superseded pages dropped: (field position,
+    filename) -> best fused score, so search can say that history matched too.
 
     Boosts are sized for scores spread over [0, 1] (BM25 and hybrid normalise theirs);
     ``scale`` shrinks them for scores in a narrower band (see search.activation_scale).
@@ -119,6 +123,7 @@ def rerank(
     weight = (ACTIVATION_WEIGHT if weight is None else weight) * scale
     adjusted: dict[tuple[int, int], float] = {}
     memo: dict[str, float] = {}
+    scores = dict(fused) if hidden is not None else {}
     for position, (fld, index) in enumerate(indexes):
         ids = [cid for (pos, cid), _ in fused if pos == position]
         if not ids:
@@ -144,6 +149,10 @@ def rerank(
             filename, uuid, superseded = info.get(cid, ("", None, False))
             if superseded and not include_superseded:
                 adjusted[(position, cid)] = -math.inf
+                if hidden is not None:
+                    score = scores[(position, cid)]
+                    hidden[(position, filename)] = max(
+                        score, hidden.get((position, filename), -math.inf))
             elif log_ is not None and log_.times:
                 key = log_.key_for(filename, uuid)
                 if key is not None:
