@@ -9,11 +9,13 @@ from collections.abc import Iterator
 import pytest
 
 import deepfield
-from deepfield.errors import InvalidNameError, InvalidPageError, ReviewItemError
+from deepfield.errors import InvalidNameError, InvalidPageError, PageNotFoundError, ReviewItemError
 from deepfield.manage import review
 from deepfield.manage.activation_log import ACTIVATION_DIR, read_log
 from deepfield.manage.forget import forget
 from deepfield.manage.supersede import supersede
+
+from .conftest import Cli
 
 
 @pytest.fixture
@@ -233,3 +235,27 @@ def test_search_says_when_a_superseded_page_matched(kfield: deepfield.Field) -> 
         "include_superseded=True, to see them)"]
     assert kfield.search("office wifi password", include_superseded=True).warnings == []
     assert kfield.search("router network").warnings == []  # the old page did not match
+
+
+def test_small_messages_of_ls_forget_rm_supersede_and_write(cli: Cli) -> None:
+    cli("new", "proj")
+    cli("add", "proj", "--title", "Alpha", "Alpha fact.")
+    cli("add", "proj", "--title", "Beta", "Beta fact.")
+    listed = cli("ls", "--archived")
+    assert listed.exit_code == 2 and "--archived needs FIELD" in listed.output
+    for bad in ("inf", "nan", "-1"):
+        ran = cli("forget", "proj", "--older-than", bad, "--dry-run")
+        assert ran.exit_code == 2, ran.output
+        assert "--keep-top" not in ran.output
+    text = cli("forget", "proj", "--keep-top", "0", "--dry-run").output
+    assert "0 cold pages kept (protected)" in text
+    cli("rm", "proj", "alpha")
+    for args in (("rm", "proj", "alpha"), ("supersede", "proj", "alpha", "beta")):
+        with pytest.raises(PageNotFoundError) as caught:
+            cli(*args)
+        assert caught.value.message.endswith("alpha.md is archived")
+        assert caught.value.hint == "bring it back with `deepfield restore proj alpha`"
+    written = cli.json("write", "proj", "-", input="---\ntitle: Self sup\nsupersedes: self-sup\n"
+                       "---\nx\n")
+    assert written["warnings"] == [
+        "supersedes 'self-sup': a page cannot supersede itself (left as written)"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 
 import click
@@ -10,7 +11,7 @@ from ..manage.activation import load_activation, top_pages
 from ..manage.forget import forget
 from ..manage.review import ACTIONS, items, resolve_item, supersede_settling
 from ..manage.watch import WatchEvent, watch
-from .app import app, json_option, print_json, say_error, settings, warn
+from .app import app, archived_hint, json_option, print_json, say_error, settings, warn
 from .terminal import counted
 
 
@@ -38,13 +39,21 @@ def activation_cmd(ctx: click.Context, field: str, k: int, as_json: bool) -> Non
         click.echo(f"no page of {fld.name} has been used yet")
 
 
+def _finite_days(value: float | None) -> float | None:
+    """``inf`` and ``nan`` pass FloatRange(0): a usage error like ``-1`` (exit 2), not 1."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number of days")
+    return value
+
+
 @app.command("forget")
 @click.argument("field")
 @click.option("--dry-run", is_flag=True, help="List what would be archived; move nothing.")
 @click.option("--keep-top", type=click.IntRange(0), default=None,
               help="Keep the K most active pages.")
 @click.option("--older-than", "older_than", type=click.FloatRange(0), default=None,
-              metavar="DAYS", help="Only pages unused and unchanged for more than DAYS.")
+              metavar="DAYS", callback=lambda _ctx, _param, value: _finite_days(value),
+              help="Only pages unused and unchanged for more than DAYS.")
 @json_option
 @click.pass_context
 def forget_cmd(ctx: click.Context, field: str, dry_run: bool, keep_top: int | None,
@@ -73,7 +82,7 @@ def forget_cmd(ctx: click.Context, field: str, dry_run: bool, keep_top: int | No
         done = "would be archived" if dry_run else "archived"
         count = len(report.forgotten) - len(failed)
         click.echo(f"{count} of {report.pages} pages {done}, "
-                   f"{len(report.kept)} protected pages kept")
+                   f"{counted(len(report.kept), 'cold page')} kept (protected)")
         if report.archived:
             click.echo(f"bring one back with `deepfield restore {fld.name} NAME`", err=True)
     if report.not_archived:  # said above; the exit status tells scripts it did not all work
@@ -95,7 +104,8 @@ def supersede_cmd(ctx: click.Context, field: str, old: str, new: str, as_json: b
     Review items about the two pages (`deepfield review`) are settled: the queue asked what
     this decides."""
     fld = settings(ctx).field(field)
-    result = supersede_settling(fld, old, new)
+    with archived_hint(fld, old, new):
+        result = supersede_settling(fld, old, new)
     if as_json:
         print_json(result.to_json())
         return

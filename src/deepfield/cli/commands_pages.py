@@ -6,7 +6,7 @@ import click
 
 from ..errors import InvalidPageError
 from ..field import WriteResult
-from .app import app, json_option, print_json, read_input, settings, warn
+from .app import app, archived_hint, json_option, print_json, read_input, settings, warn
 from .terminal import counted
 
 
@@ -55,6 +55,8 @@ def new_field(ctx: click.Context, name: str, intro: str | None, as_json: bool) -
 def list_cmd(ctx: click.Context, field: str | None, archived: bool, as_json: bool) -> None:
     """List the store's fields, or the pages of FIELD."""
     env = settings(ctx)
+    if field is None and archived:  # silently listing the fields answered another question
+        raise click.UsageError("--archived needs FIELD: `deepfield ls FIELD --archived`")
     if field is None:
         store = env.store()
         names = store.field_names()
@@ -188,7 +190,8 @@ def rm_cmd(ctx: click.Context, field: str, page: str, as_json: bool) -> None:
     again (their superseded_by link is removed, and said); pending review items naming it are
     closed as obsolete (they could never be resolved)."""
     fld = settings(ctx).field(field)
-    result = fld.archive_page(page)
+    with archived_hint(fld, page):
+        result = fld.archive_page(page)
     if as_json:
         print_json(result.to_json())
         return

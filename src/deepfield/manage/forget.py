@@ -112,12 +112,14 @@ def forget(
             "forget needs a rule: how many pages to keep or how old a page must be",
             "give --keep-top K and/or --older-than DAYS; add --dry-run to preview",
         )
-    if (keep_top is not None and keep_top < 0) or (older_than_days is not None and (
-            not math.isfinite(older_than_days) or older_than_days < 0)):
+    if keep_top is not None and keep_top < 0:
+        raise DeepfieldError(f"--keep-top must be a number from 0 up, not {keep_top}",
+                             "give how many pages to keep")
+    if older_than_days is not None and (not math.isfinite(older_than_days)
+                                        or older_than_days < 0):
         # "nan" compares false with everything: every page was older than it.
-        raise DeepfieldError("--keep-top and --older-than must be numbers from 0 up",
-                             f"give a number of days, not {older_than_days!r}"
-                             if older_than_days is not None else None)
+        raise DeepfieldError(f"--older-than must be a finite number of days from 0 up, not "
+                             f"{older_than_days!r}", "give a number of days, such as 90")
     started = time.perf_counter()
     moment = time.time() if now is None else now
     log_ = load_activation(fld.path)

@@ -80,7 +80,11 @@ def after_write(fld: Field, result: WriteResult, plan: WritePlan) -> None:
     if not result.pages:
         return
     first = result.pages[0]
-    result.warnings.extend(plan.warnings)
+    itself = [r for r in (first.filename, first.filename[:-3], first.uuid) if r]
+    for warning in plan.warnings:  # a new page naming itself matched no page before it existed
+        mine = next((r for r in itself if warning.startswith(f"supersedes {r!r}: no such")), None)
+        result.warnings.append(f"supersedes {mine!r}: a page cannot supersede itself (left "
+                               "as written)" if mine else warning)
     olds = [o for o in plan.supersedes if o != first.filename]
     if olds and plan.check_after:
         # A new page's name is known only now: an older page may already have named it in a
