@@ -15,7 +15,7 @@ from deepfield.manage.activation_log import ACTIVATION_DIR, read_log
 from deepfield.manage.forget import forget
 from deepfield.manage.supersede import supersede
 
-from .conftest import Cli
+from .conftest import Cli, run_deepfield
 
 
 @pytest.fixture
@@ -259,3 +259,14 @@ def test_small_messages_of_ls_forget_rm_supersede_and_write(cli: Cli) -> None:
                        "---\nx\n")
     assert written["warnings"] == [
         "supersedes 'self-sup': a page cannot supersede itself (left as written)"]
+
+
+def test_a_skipped_activation_line_is_said_once(keyword_store: deepfield.Store) -> None:
+    fld = keyword_store.create_field("proj")
+    fld.add("Alpha", "Alpha fact.", review=False)
+    (fld.path / ACTIVATION_DIR).mkdir()
+    (fld.path / ACTIVATION_DIR / "vm.jsonl").write_text("not json\n")
+    for command in (("forget", "proj", "--keep-top", "5", "--dry-run"), ("activation", "proj")):
+        ran = run_deepfield("--store", str(keyword_store.root), *command)
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stderr.decode().count("skipped 1 corrupt line(s)") == 1, ran.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -369,3 +370,16 @@ def archived_hint(fld: Field, *refs: str) -> Iterator[None]:
                     f"{exc.message}: {name} is archived",
                     f"bring it back with `deepfield restore {fld.name} {name[:-3]}`") from exc
         raise
+
+
+@contextmanager
+def said_in_report() -> Iterator[None]:
+    """Quiet the ``deepfield`` logger while a command builds a report whose ``warnings`` it
+    prints itself: the activation log's skipped lines were said twice on stderr."""
+    logger = logging.getLogger("deepfield")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

@@ -11,7 +11,16 @@ from ..manage.activation import load_activation, top_pages
 from ..manage.forget import forget
 from ..manage.review import ACTIONS, items, resolve_item, supersede_settling
 from ..manage.watch import WatchEvent, watch
-from .app import app, archived_hint, json_option, print_json, say_error, settings, warn
+from .app import (
+    app,
+    archived_hint,
+    json_option,
+    print_json,
+    said_in_report,
+    say_error,
+    settings,
+    warn,
+)
 from .terminal import counted
 
 
@@ -24,8 +33,9 @@ from .terminal import counted
 def activation_cmd(ctx: click.Context, field: str, k: int, as_json: bool) -> None:
     """Show FIELD's most used pages (reads, opened hits, citations) by activation."""
     fld = settings(ctx).field(field)
-    pages = top_pages(fld, k)
-    warnings = load_activation(fld.path).warnings
+    with said_in_report():
+        pages = top_pages(fld, k)
+        warnings = load_activation(fld.path).warnings
     if as_json:
         print_json({"field": fld.name, "pages": [p.to_json() for p in pages],
                     "warnings": warnings})
@@ -66,7 +76,8 @@ def forget_cmd(ctx: click.Context, field: str, dry_run: bool, keep_top: int | No
     back into search).
     """
     fld = settings(ctx).field(field)
-    report = forget(fld, keep_top=keep_top, older_than_days=older_than, dry_run=dry_run)
+    with said_in_report():
+        report = forget(fld, keep_top=keep_top, older_than_days=older_than, dry_run=dry_run)
     if as_json:
         print_json(report.to_json())
     else:
