@@ -270,3 +270,21 @@ def test_a_skipped_activation_line_is_said_once(keyword_store: deepfield.Store) 
         ran = run_deepfield("--store", str(keyword_store.root), *command)
         assert ran.returncode == 0, ran.stderr
         assert ran.stderr.decode().count("skipped 1 corrupt line(s)") == 1, ran.stderr
+
+
+def test_keep_top_ranks_a_split_page_once_and_not_protected_pages(
+        kfield: deepfield.Field) -> None:
+    parts = _huge(kfield)
+    kfield.add("Pinned", "Pinned fact.", frontmatter={"pinned": True}, review=False)
+    for name in ("one", "two", "three"):
+        kfield.add(name.title(), f"Fact {name}.", review=False)
+    for _ in range(3):
+        kfield.read("pinned")
+        for part in parts:
+            kfield.read(part)
+    kfield.read("two")
+    report = forget(kfield, keep_top=2, dry_run=True)
+    forgotten = {e.filename: e.reason for e in report.forgotten}
+    assert set(forgotten) == {"one.md", "three.md"}  # kept: the split page (1 rank) and two
+    assert {e.reason.split(";")[0] for e in report.forgotten} == {
+        "rank 3 by activation (keeping 2)", "rank 4 by activation (keeping 2)"}

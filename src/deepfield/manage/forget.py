@@ -139,12 +139,27 @@ def forget(
         scored.append((b if b is not None else -math.inf, last, doc))
     scored.sort(key=lambda item: (-item[0], -item[1], item[2].filename))
     cutoff = None if older_than_days is None else moment - older_than_days * DAY
-    for rank, (b, last, doc) in enumerate(scored):
+    # Ranks count the pages forget may archive, a split page once (at its best part):
+    # protected pages, kept anyway, and a page's many parts pushed the others out of the
+    # top K ("rank 5 (keeping 3)" for the first page archived).
+    ranked = 0
+    group_rank: dict[str, int] = {}
+    for b, last, doc in scored:
+        reason = protected_reason(doc.frontmatter)
+        group = _split_group(doc.frontmatter)
+        if reason:
+            rank = ranked
+        elif group is not None and group in group_rank:
+            rank = group_rank[group]
+        else:
+            rank = ranked
+            ranked += 1
+            if group is not None:
+                group_rank[group] = rank
         if keep_top is not None and rank < keep_top:
             continue
         if cutoff is not None and last >= cutoff:
             continue
-        reason = protected_reason(doc.frontmatter)
         entry = ForgetEntry(doc.filename, doc.title, b, iso_time(last),
                             reason or _why(rank, keep_top, last, moment))
         (report.kept if reason else report.forgotten).append(entry)
@@ -170,6 +185,14 @@ def forget(
                 "archived; its superseded_by link was removed)" for name in done.unsuperseded]
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _split_group(frontmatter: dict[str, Any] | None) -> str | None:
+    """The ``split_from`` shared by the parts of one split page, else None."""
+    front = frontmatter or {}
+    if front.get("split_from") and front.get("part") is not None:
+        return str(front["split_from"])
+    return None
 
 
 def _keep_split_pages(report: ForgetReport, docs: list[Any]) -> None:
