@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 import deepfield
+from deepfield.domains.levels import level_blocks
 from deepfield.errors import InvalidNameError, InvalidPageError, PageNotFoundError, ReviewItemError
 from deepfield.manage import review
 from deepfield.manage.activation_log import ACTIVATION_DIR, read_log
@@ -16,6 +17,7 @@ from deepfield.manage.forget import forget
 from deepfield.manage.supersede import supersede
 
 from .conftest import Cli, run_deepfield
+from .test_domains import _domain
 
 
 @pytest.fixture
@@ -288,3 +290,13 @@ def test_keep_top_ranks_a_split_page_once_and_not_protected_pages(
     assert set(forgotten) == {"one.md", "three.md"}  # kept: the split page (1 rank) and two
     assert {e.reason.split(";")[0] for e in report.forgotten} == {
         "rank 3 by activation (keeping 2)", "rank 4 by activation (keeping 2)"}
+
+
+def test_level_material_shows_a_page_whose_successor_was_deleted(
+        keyword_store: deepfield.Store) -> None:
+    fld = _domain(keyword_store)
+    supersede(fld, "old-method.md", "new-method.md")
+    assert "old-method.md" not in [b.filename for b in level_blocks(fld, "medium")]
+    (fld.path / "new-method.md").unlink()
+    fld.ensure_synced(embed=False)
+    assert "old-method.md" in [b.filename for b in level_blocks(fld, "medium")]

@@ -37,6 +37,16 @@ def is_superseded(frontmatter: dict[str, Any] | None) -> bool:
     return bool(refs((frontmatter or {}).get(SUPERSEDED_BY)))
 
 
+def hidden_pages(docs: Iterable[Any]) -> set[str]:
+    """The filenames of ``docs`` (index rows: filename, uuid, frontmatter) that a page among
+    them supersedes: a ``superseded_by`` naming no page (its successor deleted by hand) hides
+    nothing, as in search (manage.activation.orphaned)."""
+    rows = list(docs)
+    names = {n for d in rows for n in (d.filename, d.filename[:-3], d.uuid) if n}
+    return {d.filename for d in rows
+            if any(r in names for r in refs((d.frontmatter or {}).get(SUPERSEDED_BY)))}
+
+
 def refs(value: Any) -> list[str]:
     """The page references in a ``supersedes`` / ``superseded_by`` value (str or list)."""
     if isinstance(value, str):
