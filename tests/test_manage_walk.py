@@ -300,3 +300,21 @@ def test_level_material_shows_a_page_whose_successor_was_deleted(
     (fld.path / "new-method.md").unlink()
     fld.ensure_synced(embed=False)
     assert "old-method.md" in [b.filename for b in level_blocks(fld, "medium")]
+
+
+def test_merging_one_item_settles_the_others_naming_the_merged_page(
+        kfield: deepfield.Field) -> None:
+    text = "The deploy port of the staging server is 8443, opened in the firewall."
+    kfield.add("Deploy port", text)
+    kfield.add("Deploy port again", text)
+    kfield.add("Deploy port third", text)
+    other = review.propose(kfield, "deploy-port-third", "deploy-port-again", "same port")
+    first = next(i for i in review.items(kfield)[0] if i.new == "deploy-port-again.md")
+    outcome = review.resolve_item(kfield, first.id, "merge")
+    assert outcome["settled_reviews"] == [other]  # it named the page merged away
+    left = review.items(kfield)[0]
+    assert all("deploy-port-again.md" not in (i.new, i.old) for i in left) and left
+    for item in left:  # what remains can be resolved
+        review.resolve_item(kfield, item.id, "keep-both")
+    assert review.items(kfield)[0] == []
+    assert all("review:" not in p.read_text() for p in kfield.path.glob("deploy-port*.md"))
