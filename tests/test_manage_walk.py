@@ -15,6 +15,7 @@ from deepfield.manage import review
 from deepfield.manage.activation_log import ACTIVATION_DIR, read_log
 from deepfield.manage.forget import forget
 from deepfield.manage.supersede import supersede
+from deepfield.server.fallback import substring_matches
 
 from .conftest import Cli, run_deepfield
 from .test_domains import _domain
@@ -318,3 +319,15 @@ def test_merging_one_item_settles_the_others_naming_the_merged_page(
         review.resolve_item(kfield, item.id, "keep-both")
     assert review.items(kfield)[0] == []
     assert all("review:" not in p.read_text() for p in kfield.path.glob("deploy-port*.md"))
+
+
+def test_the_substring_fallback_shows_a_page_whose_successor_was_deleted(
+        kfield: deepfield.Field) -> None:
+    kfield.add("Gasket supplier", "Acme makes them.", review=False)
+    kfield.add("Seal vendor", "Bolt Ltd makes them now.", review=False)
+    supersede(kfield, "gasket-supplier", "seal-vendor")
+    assert substring_matches(kfield, "asket suppl", set(), 5) == []
+    (kfield.path / "seal-vendor.md").unlink()
+    kfield.ensure_synced(embed=False)
+    found = substring_matches(kfield, "asket suppl", set(), 5)
+    assert [m["filename"] for m in found] == ["gasket-supplier.md"]
