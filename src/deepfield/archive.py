@@ -157,10 +157,13 @@ class ArchiveResult:
     archived: list[str]
     unsuperseded: list[str] = dc_field(default_factory=list)
     warnings: list[str] = dc_field(default_factory=list)
+    settled: list[str] = dc_field(default_factory=list)
+    """Review items naming the page, closed as obsolete (they could never be resolved)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"field": self.field, "archived": self.archived[0], "parts": self.archived,
-                "unsuperseded": self.unsuperseded, "warnings": self.warnings}
+                "unsuperseded": self.unsuperseded, "warnings": self.warnings,
+                "settled_reviews": self.settled}
 
 
 @dataclass

@@ -48,7 +48,7 @@ from .index.health import healing
 from .manage.activation import record_activation
 from .manage.hooks import WritePlan, after_write, before_write, review_default
 from .manage.removal import archive_page, restore_page
-from .manage.supersede import superseded_note
+from .manage.supersede import link_warnings, superseded_note
 from .page import (
     INTRO_FILE,
     Page,
@@ -148,6 +148,10 @@ class Field(FieldSync):
         """Why this field's pages may be behind the place they are kept (a bucket that could
         not be reached at the last try), said with every search; a folder on disk: none."""
         return []
+
+    def warnings(self) -> list[str]:
+        """FieldSync's, and supersede links that no longer hold (manage.supersede)."""
+        return super().warnings() + self.with_index(link_warnings)
 
     def pages(self) -> list[DocRow]:
         """Every page (as indexed), sorted by filename."""

@@ -226,15 +226,31 @@ def search_fields(
         # hit missing from the dense list has none yet (pending, or not encodable).
         without_vector = {item for item, _ in keyword} - {item for item, _ in dense}
         fused = convex(keyword, dense, weight, keyword_only=without_vector)
+    hidden: dict[tuple[int, str], float] = {}
     fused = rerank(indexes, fused, activation=activation, include_superseded=include_superseded,
-                   scale=activation_scale(mode, fused))
+                   scale=activation_scale(mode, fused), hidden=hidden)
     if lines:
         hits = line_hits(indexes, fused, k, query,
                          latent.result() if latent is not None and mode == "hybrid" else None)
     else:
         hits = collect_hits(indexes, fused, k, unit, query, distinct_lines)
+    if hidden:
+        warnings += superseded_matched(hidden, hits, k)
     took = (time.perf_counter() - clock) * 1000
     return SearchResponse(query, mode, unit, k, hits, took, warnings, pending)
+
+
+def superseded_matched(hidden: dict[tuple[int, str], float], hits: Sequence[Hit],
+                       k: int) -> list[str]:
+    """A warning when superseded pages (left out) would have been among the results: an
+    answer that is only in the history otherwise looked like no answer at all."""
+    floor = min((h.score for h in hits), default=float("-inf")) if len(hits) >= k else None
+    count = sum(1 for score in hidden.values() if floor is None or score >= floor)
+    if not count:
+        return []
+    pages = "page also matched" if count == 1 else "pages also matched"
+    return [f"{count} superseded {pages} (left out; search with --include-superseded, "
+            "include_superseded=True, to see them)"]
 
 
 def activation_scale(mode: str, fused: Sequence[tuple[Any, float]]) -> float:

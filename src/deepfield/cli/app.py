@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -16,7 +17,7 @@ import click
 
 from ..config import CONFIG_FILE, EmbeddingConfig, load_config
 from ..embed.base import Embedder
-from ..errors import DeepfieldError, UnknownFieldError
+from ..errors import DeepfieldError, PageNotFoundError, UnknownFieldError
 from ..field import Field, open_field
 from ..llm import ChatModel, build_llm, load_llm_config
 from ..llm.config import Role
@@ -352,3 +353,33 @@ def store_exists(path: Path) -> bool:
     return (path / CONFIG_FILE).exists()
 
 
+
+
+@contextmanager
+def archived_hint(fld: Field, *refs: str) -> Iterator[None]:
+    """A page named in ``refs`` that is not in the field but in its archive/: the error
+    says how to bring it back (the default hint, to list the live pages, did not help)."""
+    try:
+        yield
+    except PageNotFoundError as exc:
+        shelved = set(fld.archived())
+        for ref in refs:
+            name = ref if ref.endswith(".md") else f"{ref}.md"
+            if name in shelved and f"{ref!r}" in exc.message:
+                raise PageNotFoundError(
+                    f"{exc.message}: {name} is archived",
+                    f"bring it back with `deepfield restore {fld.name} {name[:-3]}`") from exc
+        raise
+
+
+@contextmanager
+def said_in_report() -> Iterator[None]:
+    """Quiet the ``deepfield`` logger while a command builds a report whose ``warnings`` it
+    prints itself: the activation log's skipped lines were said twice on stderr."""
+    logger = logging.getLogger("deepfield")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

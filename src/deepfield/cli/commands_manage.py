@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 
 import click
@@ -10,7 +11,16 @@ from ..manage.activation import load_activation, top_pages
 from ..manage.forget import forget
 from ..manage.review import ACTIONS, items, resolve_item, supersede_settling
 from ..manage.watch import WatchEvent, watch
-from .app import app, json_option, print_json, say_error, settings, warn
+from .app import (
+    app,
+    archived_hint,
+    json_option,
+    print_json,
+    said_in_report,
+    say_error,
+    settings,
+    warn,
+)
 from .terminal import counted
 
 
@@ -23,8 +33,9 @@ from .terminal import counted
 def activation_cmd(ctx: click.Context, field: str, k: int, as_json: bool) -> None:
     """Show FIELD's most used pages (reads, opened hits, citations) by activation."""
     fld = settings(ctx).field(field)
-    pages = top_pages(fld, k)
-    warnings = load_activation(fld.path).warnings
+    with said_in_report():
+        pages = top_pages(fld, k)
+        warnings = load_activation(fld.path).warnings
     if as_json:
         print_json({"field": fld.name, "pages": [p.to_json() for p in pages],
                     "warnings": warnings})
@@ -38,13 +49,21 @@ def activation_cmd(ctx: click.Context, field: str, k: int, as_json: bool) -> Non
         click.echo(f"no page of {fld.name} has been used yet")
 
 
+def _finite_days(value: float | None) -> float | None:
+    """``inf`` and ``nan`` pass FloatRange(0): a usage error like ``-1`` (exit 2), not 1."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number of days")
+    return value
+
+
 @app.command("forget")
 @click.argument("field")
 @click.option("--dry-run", is_flag=True, help="List what would be archived; move nothing.")
 @click.option("--keep-top", type=click.IntRange(0), default=None,
               help="Keep the K most active pages.")
 @click.option("--older-than", "older_than", type=click.FloatRange(0), default=None,
-              metavar="DAYS", help="Only pages unused and unchanged for more than DAYS.")
+              metavar="DAYS", callback=lambda _ctx, _param, value: _finite_days(value),
+              help="Only pages unused and unchanged for more than DAYS.")
 @json_option
 @click.pass_context
 def forget_cmd(ctx: click.Context, field: str, dry_run: bool, keep_top: int | None,
@@ -52,10 +71,13 @@ def forget_cmd(ctx: click.Context, field: str, dry_run: bool, keep_top: int | No
     """Move FIELD's coldest pages into archive/ (never deleted; `deepfield restore` undoes it).
 
     Pinned pages (`pinned: true`), `always_load: true` pages, domain pages (`role:`) and pages
-    waiting for review (`review: pending`) are never forgotten; they are listed as kept.
+    waiting for review (`review: pending`) are never forgotten; they are listed as kept. So
+    is a page that supersedes a page that stays (archived, it would bring the outdated page
+    back into search).
     """
     fld = settings(ctx).field(field)
-    report = forget(fld, keep_top=keep_top, older_than_days=older_than, dry_run=dry_run)
+    with said_in_report():
+        report = forget(fld, keep_top=keep_top, older_than_days=older_than, dry_run=dry_run)
     if as_json:
         print_json(report.to_json())
     else:
@@ -71,7 +93,7 @@ def forget_cmd(ctx: click.Context, field: str, dry_run: bool, keep_top: int | No
         done = "would be archived" if dry_run else "archived"
         count = len(report.forgotten) - len(failed)
         click.echo(f"{count} of {report.pages} pages {done}, "
-                   f"{len(report.kept)} protected pages kept")
+                   f"{counted(len(report.kept), 'cold page')} kept (protected)")
         if report.archived:
             click.echo(f"bring one back with `deepfield restore {fld.name} NAME`", err=True)
     if report.not_archived:  # said above; the exit status tells scripts it did not all work
@@ -93,11 +115,14 @@ def supersede_cmd(ctx: click.Context, field: str, old: str, new: str, as_json: b
     Review items about the two pages (`deepfield review`) are settled: the queue asked what
     this decides."""
     fld = settings(ctx).field(field)
-    result = supersede_settling(fld, old, new)
+    with archived_hint(fld, old, new):
+        result = supersede_settling(fld, old, new)
     if as_json:
         print_json(result.to_json())
         return
     click.echo(f"{fld.name}/{result.new} supersedes {', '.join(result.old)}")
+    for warning in result.warnings:
+        warn(warning)
     if result.settled:
         click.echo(f"settled review {counted(len(result.settled), 'item')}: "
                    f"{', '.join(result.settled)}")
@@ -113,7 +138,8 @@ def supersede_cmd(ctx: click.Context, field: str, old: str, new: str, as_json: b
 def review_cmd(ctx: click.Context, field: str, item: str | None, action: str | None,
                show_all: bool, as_json: bool) -> None:
     """List FIELD's review queue, or resolve ITEM: accept (new supersedes old), merge (new
-    page's text appended to the old one, new page archived) or keep-both."""
+    page's text appended to the old one, new page archived) or keep-both (a dismissal: it
+    works even when a page of the item is gone)."""
     fld = settings(ctx).field(field)
     if item is not None:
         if action is None:
@@ -123,6 +149,18 @@ def review_cmd(ctx: click.Context, field: str, item: str | None, action: str | N
             print_json(outcome)
         else:
             click.echo(f"{outcome['id']}: {action} ({outcome['new']} / {outcome['old']})")
+            for name in outcome.get("relinked", []):
+                click.echo(f"  {fld.name}/{name} is now superseded by {outcome['old']} (the "
+                           "merged page superseded it)")
+            for name in outcome.get("unsuperseded", []):
+                click.echo(f"  {fld.name}/{name} is no longer marked superseded (the merged "
+                           "page that superseded it was archived)")
+            if outcome.get("settled_reviews"):
+                click.echo(f"  review {counted(len(outcome['settled_reviews']), 'item')} "
+                           f"naming the merged page closed as obsolete: "
+                           f"{', '.join(outcome['settled_reviews'])}")
+            for warning in outcome.get("warnings", []):
+                warn(warning)
         return
     listed, warnings = items(fld, include_resolved=show_all)
     if as_json:

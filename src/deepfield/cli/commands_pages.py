@@ -6,7 +6,8 @@ import click
 
 from ..errors import InvalidPageError
 from ..field import WriteResult
-from .app import app, json_option, print_json, read_input, settings, warn
+from .app import app, archived_hint, json_option, print_json, read_input, settings, warn
+from .terminal import counted
 
 
 def _report_write(result: WriteResult, as_json: bool) -> None:
@@ -54,6 +55,8 @@ def new_field(ctx: click.Context, name: str, intro: str | None, as_json: bool) -
 def list_cmd(ctx: click.Context, field: str | None, archived: bool, as_json: bool) -> None:
     """List the store's fields, or the pages of FIELD."""
     env = settings(ctx)
+    if field is None and archived:  # silently listing the fields answered another question
+        raise click.UsageError("--archived needs FIELD: `deepfield ls FIELD --archived`")
     if field is None:
         store = env.store()
         names = store.field_names()
@@ -184,9 +187,11 @@ def rm_cmd(ctx: click.Context, field: str, page: str, as_json: bool) -> None:
     """Archive a page: move it into the field's archive/ folder (restorable, never deleted).
 
     A page split into parts goes with all its parts; pages it superseded are shown in search
-    again (their superseded_by link is removed, and said)."""
+    again (their superseded_by link is removed, and said); pending review items naming it are
+    closed as obsolete (they could never be resolved)."""
     fld = settings(ctx).field(field)
-    result = fld.archive_page(page)
+    with archived_hint(fld, page):
+        result = fld.archive_page(page)
     if as_json:
         print_json(result.to_json())
         return
@@ -198,6 +203,9 @@ def rm_cmd(ctx: click.Context, field: str, page: str, as_json: bool) -> None:
     for name in result.unsuperseded:
         click.echo(f"  {fld.name}/{name} is no longer marked superseded (its successor was "
                    "archived; its superseded_by link was removed)")
+    if result.settled:
+        click.echo(f"  review {counted(len(result.settled), 'item')} naming it closed as "
+                   f"obsolete: {', '.join(result.settled)}")
     for warning in result.warnings:
         warn(warning)
 

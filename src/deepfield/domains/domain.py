@@ -20,7 +20,7 @@ from ..errors import (
     PageNotFoundError,
     TaxonomyError,
 )
-from ..manage.supersede import is_superseded
+from ..manage.supersede import hidden_pages, is_superseded
 from ..page import Page, check_name
 from .atomic import KINDS, atomic_frontmatter, atomic_meta
 from .taxonomy import (
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DomainCreated", "TaxonomyReport", "add_atomic", "create_domain", "domain_summary",
-    "is_superseded", "load_taxonomy", "role_pages", "taxonomy_report",
+    "hidden_pages", "is_superseded", "load_taxonomy", "role_pages", "taxonomy_report",
 ]
 
 MAX_NAME = 100
@@ -74,7 +74,8 @@ def role_pages(field: Field, docs: Sequence[DocRow] | None = None) -> dict[str, 
     A page's ``role`` key wins; a page at the usual filename counts unless it names another
     role. A superseded page counts only when no current page has its role."""
     rows = list(field.pages() if docs is None else docs)
-    rows.sort(key=lambda doc: is_superseded(doc.frontmatter))  # stable: current pages first
+    hidden = hidden_pages(rows)
+    rows.sort(key=lambda doc: doc.filename in hidden)  # stable: current pages first
     found: dict[str, str] = {}
     for doc in rows:
         role = (doc.frontmatter or {}).get(ROLE_KEY)
@@ -169,7 +170,8 @@ def taxonomy_report(field: Field) -> TaxonomyReport:
             f"add the domain's pages with `deepfield domain new {field.name} --adopt`",
         )
     pages = [d for d in docs if d.filename != taxonomy.filename]
-    current = [d for d in pages if not is_superseded(d.frontmatter)]  # as search counts them
+    hidden = hidden_pages(docs)
+    current = [d for d in pages if d.filename not in hidden]  # as search counts them
     return TaxonomyReport(
         field.name, taxonomy, count_pages(taxonomy, current), lint_pages(taxonomy, pages)
     )

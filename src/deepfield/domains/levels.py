@@ -26,7 +26,7 @@ from ..page import Page, derive_title
 from ..read import outline, render_outline
 from ..tokens import count_tokens
 from .atomic import atomic_meta
-from .domain import is_superseded, load_taxonomy, role_pages
+from .domain import hidden_pages, load_taxonomy, role_pages
 from .taxonomy import count_pages, render_tree
 
 if TYPE_CHECKING:
@@ -89,7 +89,9 @@ def level_blocks(field: Field, level: str) -> list[LevelBlock]:
     A field without the domain's pages yields only what it has (possibly nothing)."""
     check_level(level)
     # Superseded pages stay out of context (as out of search): their successors speak for them.
-    docs = [d for d in field.pages() if not is_superseded(d.frontmatter)]
+    every = field.pages()
+    hidden = hidden_pages(every)
+    docs = [d for d in every if d.filename not in hidden]
     roles = role_pages(field, docs)
     blocks: list[LevelBlock] = []
 

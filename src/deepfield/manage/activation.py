@@ -9,11 +9,13 @@ from the field's append-only log (deepfield.manage.activation_log).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,7 @@ from .activation_log import (
     read_log,
     record_activation,
 )
+from .supersede import refs
 
 if TYPE_CHECKING:
     from ..field import Field
@@ -102,8 +105,12 @@ def rerank(
     include_superseded: bool = False,
     weight: float | None = None,
     scale: float = 1.0,
+    hidden: dict[tuple[int, str], float] | None = None,
 ) -> list[tuple[tuple[int, int], float]]:
     """Fused chunk scores with superseded pages dropped and activation boosts added.
+
+    ``hidden`` (when given) collects the superseded pages dropped: (field position,
+    filename) -> best fused score, so search can say that history matched too.
 
     Boosts are sized for scores spread over [0, 1] (BM25 and hybrid normalise theirs);
     ``scale`` shrinks them for scores in a narrower band (see search.activation_scale).
@@ -116,6 +123,7 @@ def rerank(
     weight = (ACTIVATION_WEIGHT if weight is None else weight) * scale
     adjusted: dict[tuple[int, int], float] = {}
     memo: dict[str, float] = {}
+    scores = dict(fused) if hidden is not None else {}
     for position, (fld, index) in enumerate(indexes):
         ids = [cid for (pos, cid), _ in fused if pos == position]
         if not ids:
@@ -134,10 +142,17 @@ def rerank(
         if not hide and (log_ is None or not log_.times):
             continue  # nothing to hide, nothing to boost: the common case costs no query
         info = facts(ids)
+        if hide:
+            info = _show_orphans(catalogue if catalogue is not None
+                                 else index.context.catalogue(), info)  # type: ignore[union-attr]
         for cid in ids:
             filename, uuid, superseded = info.get(cid, ("", None, False))
             if superseded and not include_superseded:
                 adjusted[(position, cid)] = -math.inf
+                if hidden is not None:
+                    score = scores[(position, cid)]
+                    hidden[(position, filename)] = max(
+                        score, hidden.get((position, filename), -math.inf))
             elif log_ is not None and log_.times:
                 key = log_.key_for(filename, uuid)
                 if key is not None:
@@ -178,6 +193,46 @@ def _has_superseded(index: FieldIndex) -> bool:
             "LIMIT 1").fetchone()
         _SUPERSEDED[key] = row is not None
     return _SUPERSEDED[key]
+
+
+def _show_orphans(catalogue: FieldIndex, info: dict[int, tuple[str, str | None, bool]]
+                  ) -> dict[int, tuple[str, str | None, bool]]:
+    """``info`` with the pages whose successors are all gone no longer marked superseded."""
+    flagged = {filename for filename, _uuid, hidden in info.values() if hidden}
+    gone = orphaned(catalogue, flagged) if flagged else set()
+    if not gone:
+        return info
+    return {cid: (name, uuid, hidden and name not in gone)
+            for cid, (name, uuid, hidden) in info.items()}
+
+
+def orphaned(catalogue: FieldIndex, names: Iterable[str]) -> set[str]:
+    """Of these superseded pages, those whose ``superseded_by`` names no indexed page: a
+    successor deleted by hand or by a git checkout (only ``rm``/``forget`` release its
+    predecessors) would otherwise hide the old page from search for good, silently. Two
+    small queries, made only when a superseded page is among the candidates."""
+    wanted = sorted(names)
+    successors: dict[str, list[str]] = {}
+    for start in range(0, len(wanted), 500):
+        part = wanted[start : start + 500]
+        rows = catalogue.conn.execute(
+            "SELECT filename, json_extract(frontmatter, '$.superseded_by') FROM df_docs "
+            f"WHERE filename IN ({','.join('?' * len(part))})", part)
+        for filename, value in rows:
+            with contextlib.suppress(ValueError):
+                value = json.loads(value) if str(value).startswith("[") else value
+            successors[filename] = refs(value)
+    wanted_refs = sorted({r for found in successors.values() for r in found})
+    live: set[str] = set()
+    for start in range(0, len(wanted_refs), 300):
+        part = wanted_refs[start : start + 300]
+        marks = ",".join("?" * len(part))
+        for filename, uuid in catalogue.conn.execute(
+                f"SELECT filename, uuid FROM df_docs WHERE filename IN ({marks}) "
+                f"OR filename IN ({marks}) OR uuid IN ({marks})",
+                [*part, *(f"{r}.md" for r in part), *part]):
+            live |= {filename, filename[:-3]} | ({uuid} if uuid else set())
+    return {name for name, found in successors.items() if found and not set(found) & live}
 
 
 def _doc_info(index: FieldIndex, ids: list[int]) -> dict[int, tuple[str, str | None, bool]]:

@@ -38,6 +38,10 @@ DECAY = 0.5
 """ACT-R's standard decay d."""
 MIN_AGE_SECONDS = 1.0
 """Events younger than this count as this old (avoids infinite activation)."""
+FUTURE_SKEW_SECONDS = 3600.0
+"""Events dated later than this past the reader's clock are skipped (a log synced from a
+machine whose clock was wrong): each counted as "used a second ago" for good, pinning its
+page as in use so ``forget --older-than`` never took it."""
 
 
 def instance_id() -> str:
@@ -168,14 +172,16 @@ def read_log(folder: Path) -> ActivationLog:
     return _read_all(folder, _signature(folder)).log
 
 
-def _ingest(result: ActivationLog, data: bytes, copied: set[str]) -> tuple[int, int]:
-    """Add the complete lines of ``data`` to ``result``; returns (bytes used, corrupt lines).
+def _ingest(result: ActivationLog, data: bytes, copied: set[str]) -> tuple[int, _Skipped]:
+    """Add the complete lines of ``data`` to ``result``; returns (bytes used, lines skipped:
+    corrupt, dated in the future, or naming an event that is not one of EVENTS).
 
     A last line without its newline is left for the next read (an append may be under way).
     Keys not in ``copied`` get fresh lists before they grow, so a log handed out earlier
     (and shared with its readers) never changes under them."""
     used = data.rfind(b"\n") + 1
-    bad = 0
+    skipped = _Skipped()
+    latest = time.time() + FUTURE_SKEW_SECONDS
     moments: dict[str, float] = {}  # events of one batch share a timestamp
     for raw in data[:used].decode("utf-8", "replace").splitlines():
         if not raw.strip():
@@ -193,7 +199,13 @@ def _ingest(result: ActivationLog, data: bytes, copied: set[str]) -> tuple[int, 
                 raise ValueError("bad page or uuid")
         # RecursionError: a line nested deeper than Python can decode (a log arrives in zips).
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
-            bad += 1
+            skipped.corrupt += 1
+            continue
+        if moment > latest:
+            skipped.future += 1
+            continue
+        if kind not in EVENTS:  # counted as a use, it made any line boost a page
+            skipped.unknown += 1
             continue
         key = uuid or f"file:{page}"
         if key not in copied:
@@ -205,7 +217,32 @@ def _ingest(result: ActivationLog, data: bytes, copied: set[str]) -> tuple[int, 
         per[kind] = per.get(kind, 0) + 1
         result.filenames[key] = page
         result.events += 1
-    return used, bad
+    return used, skipped
+
+
+@dataclass
+class _Skipped:
+    """Lines of one log file left out, by why."""
+
+    corrupt: int = 0
+    future: int = 0
+    unknown: int = 0
+
+    def __add__(self, other: _Skipped) -> _Skipped:
+        return _Skipped(self.corrupt + other.corrupt, self.future + other.future,
+                        self.unknown + other.unknown)
+
+    def __bool__(self) -> bool:
+        return bool(self.corrupt or self.future or self.unknown)
+
+    def said(self) -> str:
+        parts = [f"{self.corrupt} corrupt line(s)"] if self.corrupt else []
+        if self.future:
+            parts.append(f"{self.future} line(s) dated in the future (a wrong clock?)")
+        if self.unknown:
+            parts.append(f"{self.unknown} line(s) with an unknown event (not "
+                         f"{', '.join(EVENTS)})")
+        return ", ".join(parts)
 
 
 @dataclass
@@ -216,7 +253,7 @@ class _FileState:
     inode: int
     offset: int
     tail: bytes
-    bad: int
+    bad: _Skipped
 
 
 @dataclass
@@ -333,7 +370,7 @@ def _grow(folder: Path, cached: _Loaded,
         end = start + used
         before = b"" if state is None else state.tail
         tail = (before + data[:used])[-_TAIL:]
-        files[name] = _FileState(inode, end, tail, (state.bad if state else 0) + bad)
+        files[name] = _FileState(inode, end, tail, (state.bad if state else _Skipped()) + bad)
         if bad:
             changed.add(name)
     _set_warnings(result, files, [], changed)
@@ -352,7 +389,7 @@ def _set_warnings(result: ActivationLog, files: dict[str, _FileState], unreadabl
     result.warnings = list(unreadable)
     for name, state in sorted(files.items()):
         if state.bad:
-            message = f"{ACTIVATION_DIR}/{name}: skipped {state.bad} corrupt line(s)"
+            message = f"{ACTIVATION_DIR}/{name}: skipped {state.bad.said()}"
             result.warnings.append(message)
             if name in new:
                 log.warning("deepfield: %s", message)

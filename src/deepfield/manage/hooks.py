@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 from ..errors import DeepfieldError, SupersessionCycleError
 from ..page import Page
+from ..writer import refuse_special
 from .review import REVIEW_KEY, Finding, enqueue, find_conflicts, settle
-from .supersede import SUPERSEDES, check_cycle, link, refs, resolve_refs
+from .supersede import SUPERSEDES, check_cycle, link, refs, resolve_refs, take_over
 
 if TYPE_CHECKING:
     from ..field import Field
@@ -46,6 +47,8 @@ def before_write(fld: Field, page: Page, stem: str | None, review: bool) -> Writ
                                    if d.uuid == page.uuid])
     existing = existing or bool(stem and (fld.path / f"{stem}.md").exists())
     targets = refs(page.get(SUPERSEDES))
+    for target in targets:  # index.md / listing.md are never pages: refused as `rm` does
+        refuse_special(target, "name pages in `supersedes`: list them with `deepfield ls FIELD`")
     if targets:
         fld.ensure_synced(embed=False)
         plan.supersedes, plan.warnings = resolve_refs(fld, targets)
@@ -77,7 +80,11 @@ def after_write(fld: Field, result: WriteResult, plan: WritePlan) -> None:
     if not result.pages:
         return
     first = result.pages[0]
-    result.warnings.extend(plan.warnings)
+    itself = [r for r in (first.filename, first.filename[:-3], first.uuid) if r]
+    for warning in plan.warnings:  # a new page naming itself matched no page before it existed
+        mine = next((r for r in itself if warning.startswith(f"supersedes {r!r}: no such")), None)
+        result.warnings.append(f"supersedes {mine!r}: a page cannot supersede itself (left "
+                               "as written)" if mine else warning)
     olds = [o for o in plan.supersedes if o != first.filename]
     if olds and plan.check_after:
         # A new page's name is known only now: an older page may already have named it in a
@@ -92,6 +99,7 @@ def after_write(fld: Field, result: WriteResult, plan: WritePlan) -> None:
     linked = []
     for old in olds:  # the new page is stored: a page that cannot be linked is a warning
         try:
+            result.warnings.extend(take_over(fld, old, first.filename)[1])
             link(fld, first.filename, [old])
             linked.append(old)
         except DeepfieldError as exc:

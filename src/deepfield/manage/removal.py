@@ -18,6 +18,7 @@ from ..archive import (
 from ..errors import DeepfieldError
 from ..page import new_uuid
 from ..scan import scan_field
+from .review import settle_gone
 from .supersede import release, relink
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ def archive_page(fld: Field, ref: str) -> ArchiveResult:
     gone = {n: uuids[n] for n, where in zip(names, result.archived, strict=False) if where}
     result.unsuperseded, warnings = release(fld, gone)
     result.warnings += warnings
+    result.settled = settle_gone(fld)
     return result
 
 

@@ -8,20 +8,24 @@ Cycles (A supersedes B supersedes A) are refused before anything is written.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any
 
+from ..archive import part_names, read_page, split_parts
 from ..errors import InvalidPageError, PageNotFoundError, SupersessionCycleError
 from ..fsutil import atomic_write, field_lock
 from ..listing import refresh_listing
-from ..page import Page
+from ..page import SPECIAL_FILES, Page
 from ..page_text import TextLayout, decode_page_file
 from ..scan import source_files
+from ..writer import refuse_special
 
 if TYPE_CHECKING:
     from ..field import Field
+    from ..index import FieldIndex
 
 SUPERSEDES = "supersedes"
 SUPERSEDED_BY = "superseded_by"
@@ -31,6 +35,16 @@ def is_superseded(frontmatter: dict[str, Any] | None) -> bool:
     """A page another page replaced: ``superseded_by`` names something (search, context and
     the researcher's planner all leave such pages out)."""
     return bool(refs((frontmatter or {}).get(SUPERSEDED_BY)))
+
+
+def hidden_pages(docs: Iterable[Any]) -> set[str]:
+    """The filenames of ``docs`` (index rows: filename, uuid, frontmatter) that a page among
+    them supersedes: a ``superseded_by`` naming no page (its successor deleted by hand) hides
+    nothing, as in search (manage.activation.orphaned)."""
+    rows = list(docs)
+    names = {n for d in rows for n in (d.filename, d.filename[:-3], d.uuid) if n}
+    return {d.filename for d in rows
+            if any(r in names for r in refs((d.frontmatter or {}).get(SUPERSEDED_BY)))}
 
 
 def refs(value: Any) -> list[str]:
@@ -110,7 +124,16 @@ def resolve_refs(fld: Field, values: Iterable[str]) -> tuple[list[str], list[str
     warnings: list[str] = []
     for ref in values:
         try:
-            found.append(fld.resolve(ref))
+            name = fld.resolve(ref)
+            number, parts = parts_of(fld, name)
+            if name in SPECIAL_FILES:  # the introduction or the catalogue: never a page
+                warnings.append(f"supersedes {ref!r}: {name} is not a page (left as written)")
+            elif number > 1 and parts:
+                warnings.append(f"supersedes {ref!r}: {name} is part {number} of the split "
+                                f"page {parts[0]}, which is superseded whole")
+                found.append(parts[0])
+            else:
+                found.append(name)
         except PageNotFoundError:
             warnings.append(f"supersedes {ref!r}: no such page in {fld.name} (left as written)")
     return found, warnings
@@ -154,15 +177,74 @@ def rewrite_keys(fld: Field, filename: str, changes: dict[str, Any]) -> bool:
     return True
 
 
+def take_over(fld: Field, old: str, new: str) -> tuple[list[str], list[str]]:
+    """Before ``new`` supersedes ``old``: an earlier successor of ``old`` stops claiming it
+    (its ``supersedes`` loses ``old``), so the files never tell two stories. Returns (pages
+    changed, warnings saying what happened)."""
+    doc = fld.index_handle().doc_by_filename(old)
+    earlier = refs((doc.frontmatter or {}).get(SUPERSEDED_BY)) if doc else []
+    names = {old, old[:-3]} | ({doc.uuid} if doc and doc.uuid else set())
+    changed: list[str] = []
+    warnings: list[str] = []
+    for ref in earlier:
+        try:
+            before = fld.resolve(ref)
+        except PageNotFoundError:
+            continue  # gone: nothing claims it any more
+        if before == new:
+            continue
+        try:
+            claimed = refs(_rewritable(fld, before)[2].get(SUPERSEDES))
+            left = [r for r in claimed if r not in names]
+            value: Any = None if not left else left[0] if len(left) == 1 else left
+            if left != claimed and rewrite_keys(fld, before, {SUPERSEDES: value}):
+                changed.append(before)
+        except (InvalidPageError, OSError) as exc:
+            why = exc.message if isinstance(exc, InvalidPageError) else str(exc)
+            warnings.append(f"{before} still says it supersedes {old}: {why}")
+        warnings.append(f"{old} was superseded by {before}; it is now superseded by {new} "
+                        f"({old} was removed from {before}'s supersedes)")
+    return changed, warnings
+
+
+def parts_of(fld: Field, filename: str) -> tuple[int, list[str]]:
+    """(this file's part number, every live part of its page, the first first) for a part of
+    a split page; (1, [filename]) for a whole page."""
+    page = read_page(fld.path / filename)
+    names = part_names(page, filename) if page is not None else None
+    if page is None or names is None:
+        return 1, [filename]
+    number = page.get("part")
+    siblings = split_parts(fld.path, filename)  # live, same ``split_from``
+    return (number if isinstance(number, int) else 1), [n for n in names if n in siblings]
+
+
+def refuse_part(fld: Field, filename: str, role: str) -> None:
+    """InvalidPageError for a later part of a split page: superseding it hid the middle of a
+    document from search while the rest stayed found (``rm``/``forget`` take pages whole)."""
+    number, names = parts_of(fld, filename)
+    if number > 1 and names:
+        raise InvalidPageError(
+            f"{filename} is part {number} of the split page {names[0]}; a split page is "
+            "superseded whole",
+            f"name the page itself as {role}: {names[0][:-3]}")
+
+
 def link(fld: Field, new: str, olds: Iterable[str]) -> list[str]:
-    """Set ``superseded_by: new`` on each old page; returns the pages changed."""
-    return [old for old in olds if rewrite_keys(fld, old, {SUPERSEDED_BY: new})]
+    """Set ``superseded_by: new`` on each old page, and on every part of a split one (a page
+    is hidden whole); returns the pages changed."""
+    return [part for old in olds for part in parts_of(fld, old)[1] or [old]
+            if rewrite_keys(fld, part, {SUPERSEDED_BY: new})]
 
 
 def supersede(fld: Field, old_ref: str, new_ref: str) -> SupersedeResult:
     """Mark page ``new_ref`` as superseding ``old_ref`` (both pages kept)."""
     fld.ensure_synced(embed=False)
     old, new = fld.resolve(old_ref), fld.resolve(new_ref)
+    for name in (old, new):  # frontmatter in the generated catalogue froze it for good
+        refuse_special(name, "supersede pages: list them with `deepfield ls FIELD`")
+    refuse_part(fld, old, "OLD")
+    new = parts_of(fld, new)[1][0]  # a split page is named by its first part
     check_cycle(fld, new, [old])
     _rewritable(fld, old)  # both pages change or neither: refuse before the new one is written
     result = SupersedeResult(fld.name, new, [old])
@@ -174,7 +256,8 @@ def supersede(fld: Field, old_ref: str, new_ref: str) -> SupersedeResult:
         value: Any = old if not current else [*current, old]
         if rewrite_keys(fld, new, {SUPERSEDES: value}):
             result.changed.append(new)
-    result.changed += link(fld, new, [old])
+    changed, result.warnings = take_over(fld, old, new)
+    result.changed += changed + link(fld, new, [old])
     return result
 
 
@@ -228,6 +311,50 @@ def relink(fld: Field, filename: str, page: Page) -> tuple[list[str], list[str]]
             warnings.append(f"{old} was not marked superseded by {filename} again "
                             f"({exc.message})")
     return changed, warnings
+
+
+def link_warnings(index: FieldIndex) -> list[str]:
+    """``status``/``index`` warnings for supersede links that no longer hold: a
+    ``superseded_by`` naming no page (its successor deleted by hand; search shows the page
+    again) and a ``supersedes`` the older page does not confirm (it names another successor)."""
+    rows = index.conn.execute(
+        "SELECT filename, uuid, json_extract(frontmatter, '$.supersedes'), "
+        "json_extract(frontmatter, '$.superseded_by') FROM df_docs WHERE "
+        "json_extract(frontmatter, '$.supersedes') IS NOT NULL OR "
+        "json_extract(frontmatter, '$.superseded_by') IS NOT NULL").fetchall()
+    if not rows:
+        return []
+    named: dict[str, str] = {}
+    for filename, uuid in index.conn.execute("SELECT filename, uuid FROM df_docs"):
+        named[filename] = named[filename[:-3]] = filename
+        if uuid:
+            named[uuid] = filename
+    newer_of: dict[str, set[str]] = {}
+    out: list[str] = []
+    for filename, _uuid, _older, newer in rows:
+        found = refs(_json(newer))
+        newer_of[filename] = {named[r] for r in found if r in named}
+        if found and not newer_of[filename]:
+            out.append(f"{filename}: superseded_by {', '.join(found)}, which is gone (the page "
+                       "is shown in search again); remove the key, or restore the successor")
+    for filename, _uuid, older, _newer in rows:
+        for ref in refs(_json(older)):
+            old = named.get(ref)
+            if old and old != filename and newer_of.get(old) and filename not in newer_of[old]:
+                out.append(f"{filename}: supersedes {old}, but {old} is superseded by "
+                           f"{', '.join(sorted(newer_of[old]))}; remove {old} from its "
+                           "`supersedes`")
+    return out
+
+
+def _json(value: Any) -> Any:
+    """A ``json_extract`` result: a list comes back as JSON text."""
+    if isinstance(value, str) and value.startswith("["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
 
 
 def superseded_note(page: Page) -> str | None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..field import Field
 from ..index import FieldIndex
+from ..manage.activation import orphaned
 from ..manage.supersede import is_superseded
 from ..page import load_frontmatter_json
 
@@ -35,14 +36,18 @@ def _matches(field: Field, index: FieldIndex, needle: str, seen: set[tuple[str, 
              limit: int) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     if needle.isascii():
-        rows = index.conn.execute(
-            "SELECT filename, title, summary, frontmatter, uuid FROM df_docs WHERE "
-            "instr(lower(filename || char(10) || title || char(10) || coalesce(summary, '')),"
-            " ?) > 0 AND coalesce(CASE WHEN json_valid(frontmatter) THEN "
-            "json_extract(frontmatter, '$.superseded_by') END, '') "
-            "IN ('', '[]') ORDER BY filename LIMIT ?",
-            (needle, limit + len(seen)),
-        ).fetchall()
+        match = ("SELECT filename, title, summary, frontmatter, uuid FROM df_docs WHERE "
+                 "instr(lower(filename || char(10) || title || char(10) || "
+                 "coalesce(summary, '')), ?) > 0 AND "
+                 "coalesce(CASE WHEN json_valid(frontmatter) THEN json_extract(frontmatter, "
+                 "'$.superseded_by') END, '') {} IN ('', '[]') "
+                 "ORDER BY filename LIMIT ?")
+        rows = index.conn.execute(match.format(""), (needle, limit + len(seen))).fetchall()
+        # A superseded page whose successor is gone (deleted by hand) is shown, as in search.
+        hidden = index.conn.execute(match.format("NOT"), (needle, limit + len(seen))).fetchall()
+        if hidden:
+            shown = orphaned(index, [r[0] for r in hidden])
+            rows = sorted(rows + [r for r in hidden if r[0] in shown], key=lambda r: r[0])
         candidates = [(r[0], r[1], r[2], load_frontmatter_json(r[3]) if r[3] else None, r[4])
                       for r in rows]
     else:
@@ -54,7 +59,8 @@ def _matches(field: Field, index: FieldIndex, needle: str, seen: set[tuple[str, 
                 candidates.append((entry.filename, entry.title, entry.summary,
                                    doc.frontmatter if doc else None, doc.uuid if doc else None))
     for filename, title, summary, frontmatter, uuid in candidates:
-        if (field.name, filename) in seen or is_superseded(frontmatter):
+        if (field.name, filename) in seen or (is_superseded(frontmatter)
+                                               and not orphaned(index, [filename])):
             continue  # superseded: hidden here as in every default search (one rule)
         found.append({
             "filename": filename, "frontmatter": frontmatter, "score": 0.0,
