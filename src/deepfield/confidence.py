@@ -67,6 +67,9 @@ line lacking)."""
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'’ .-]{0,40}?)\s*(?:\([^)]{0,30}\))?\s*:\s")
 """A transcript turn's label ("Caroline (D2:3): "). Not a list item's: "- InSAR: radar
 interferometry" defines a term, nobody says it."""
+NOT_SPEAKERS = frozenset({"when", "who", "topic", "project", "related"})
+"""Labels of the context paragraph the memorizer writes ("When: unknown. Who: Ana and Ben.
+Topic: …"): nobody called "When" speaks there."""
 _OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
 """Search operators a user may type ("stake AND melt"): capitalised, but no names."""
 _POSSESSIVE = re.compile(r"['’]s$")
@@ -171,7 +174,8 @@ def _undated(title: str) -> str:
 
 def _speaker(line: str) -> str:
     match = _SPEAKER.match(line)
-    return match.group(1).strip().lower() if match else ""
+    who = match.group(1).strip().lower() if match else ""
+    return "" if who in NOT_SPEAKERS else who
 
 
 def question_terms(question: str) -> tuple[list[str], list[str]]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from .confidence import NOT_SPEAKERS
 from .embed.base import LatentTerms
 from .errors import EmbeddingError
 from .hits import Hit
@@ -84,7 +85,8 @@ def speaker(line: str) -> str | None:
     match = _LABEL.match(line)
     if match is None:
         return None
-    return match.group(1).split("(", 1)[0].rstrip(": ").strip() or None
+    said_by = match.group(1).split("(", 1)[0].rstrip(": ").strip()
+    return said_by if said_by and said_by.lower() not in NOT_SPEAKERS else None
 
 
 def label_and_text(line: str) -> tuple[str, str]:

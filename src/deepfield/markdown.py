@@ -56,6 +56,12 @@ _NAVIGATION = frozenset({
 _FOOTER = re.compile(r"^part \d+ of \d+$", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+")
 _COMMENT = re.compile(r"^<!--.*-->$")
+_SESSION_CONTEXT = re.compile(
+    r"^When: [^\n]*?\. Who: [^\n]*?\.(?: (?:Topic|Project|Related): [^\n]*)?$")
+"""The context paragraph the memorizer writes under a session page's title ("When: unknown.
+Who: Ana and Ben. Topic: …. Related: [Kitchen planning](….md)."): generated from the
+frontmatter, it says nothing the session does, and read as a line it was a turn said by
+"When" and matched questions through the titles it links to."""
 
 
 _PARTS_FOOTER = re.compile(
@@ -73,15 +79,16 @@ def is_parts_footer(text: str) -> bool:
 def says_something(text: str, code: bool = False) -> bool:
     """Whether a page line says something, rather than being scaffolding: a heading, a
     frontmatter delimiter or thematic break (``---``), a table rule, an HTML comment, the
-    "Part 2 of 3" footer split.py writes, or navigation made of links alone ("← [Back to the
-    index](index.md)"). ``code``: a line of fenced code, where "# keep the valve shut" is a
-    comment, not a heading."""
+    "Part 2 of 3" footer split.py writes, navigation made of links alone ("← [Back to the
+    index](index.md)"), or the "When: …. Who: …." context paragraph the memorizer writes
+    (memorize.py; the frontmatter holds the same). ``code``: a line of fenced code, where
+    "# keep the valve shut" is a comment, not a heading."""
     line = text.strip()
     if not _WORD.search(line) or (line.startswith("#") and not code) or _COMMENT.match(line):
         return False  # blank, a rule or delimiter, a heading, an HTML comment
     if _FENCE.match(line):
         return False  # "```python" opens code, it says nothing
-    if _FOOTER.match(line):
+    if _FOOTER.match(line) or (not code and _SESSION_CONTEXT.match(line)):
         return False
     rest = _LINK.sub(" ", line)
     if rest == line:

@@ -1,0 +1,25 @@
+"""Research over remembered sessions: the memorizer's page scaffolding, bold speaker labels,
+questions without content words, and page dates (walk-through findings)."""
+
+from __future__ import annotations
+
+import deepfield
+from deepfield.memorize import remember
+from deepfield.research import research
+
+NOTES = ("Ana: We should migrate the database to Postgres 16 next month.\n"
+         "Ben: Agreed. Last week the MySQL replica fell behind by 3 hours.\n"
+         "Ana: I will write the migration plan by Friday.\n"
+         "Ben: I'll benchmark pgbouncer tomorrow.\n")
+
+
+def test_the_memorizer_context_paragraph_is_no_speaker_and_no_evidence(
+        field: deepfield.Field) -> None:
+    filed = remember(field, "notes.txt", text=NOTES)
+    body = (field.path / filed.filename).read_text(encoding="utf-8")
+    assert "When: unknown. Who: Ana and Ben." in body
+    result = research([field], "What did Ben benchmark?", record=False)
+    assert result.evidence and all(not e.text.startswith("When:") for e in result.evidence)
+    assert "Ben: I'll benchmark pgbouncer tomorrow." in [e.text for e in result.evidence]
+    assert result.confidence.level != "none", result.confidence.reason
+    assert "When" not in result.confidence.reason
