@@ -23,3 +23,20 @@ def test_the_memorizer_context_paragraph_is_no_speaker_and_no_evidence(
     assert "Ben: I'll benchmark pgbouncer tomorrow." in [e.text for e in result.evidence]
     assert result.confidence.level != "none", result.confidence.reason
     assert "When" not in result.confidence.reason
+
+
+MEETING = ("# Standup 2024-03-05\n\n"
+           "**Ana:** The deploy pipeline broke yesterday because the Docker cache filled the"
+           " disk.\n"
+           "**Ben:** I cleaned it up and added a weekly prune job.\n"
+           "**Ana:** Great. Carla starts on the frontend team next Monday.\n")
+
+
+def test_bold_speaker_labels_are_turns_of_their_own(field: deepfield.Field) -> None:
+    filed = remember(field, "meeting.md", text=MEETING)
+    lines = (field.path / filed.filename).read_text(encoding="utf-8").splitlines()
+    number = lines.index("**Ana:** Great. Carla starts on the frontend team next Monday.") + 1
+    result = research([field], "Who is Carla and when does she start?", record=False)
+    cited = [(e.line, e.text) for e in result.evidence if e.line == number]
+    # One span for the turn, its speaker kept (it was cut into sentences, cited twice).
+    assert cited == [(number, lines[number - 1])]

@@ -64,9 +64,10 @@ controller *use*?", "what did Caroline *say* about …") rather than name its co
 that answers seldom repeats them, so they are not content words (support would call such a
 line lacking)."""
 
-_SPEAKER = re.compile(r"^\s*([A-Z][\w'’ .-]{0,40}?)\s*(?:\([^)]{0,30}\))?\s*:\s")
-"""A transcript turn's label ("Caroline (D2:3): "). Not a list item's: "- InSAR: radar
-interferometry" defines a term, nobody says it."""
+_SPEAKER = re.compile(
+    r"^\s*(?:\*\*|__)?([A-Z][\w'’ .-]{0,40}?)(?:\*\*|__)?\s*(?:\([^)]{0,30}\))?\s*:(?:\*\*|__)?\s")
+"""A transcript turn's label ("Caroline (D2:3): ", "**Ana:** " in Markdown). Not a list
+item's: "- InSAR: radar interferometry" defines a term, nobody says it."""
 NOT_SPEAKERS = frozenset({"when", "who", "topic", "project", "related"})
 """Labels of the context paragraph the memorizer writes ("When: unknown. Who: Ana and Ben.
 Topic: …"): nobody called "When" speaks there."""

@@ -60,8 +60,8 @@ their lines. The best lines lie in the best windows: reading every candidate did
 LoCoMo dev's recall, and cost a search over prose chunks (whose bonuses rarely let a line
 stop the reading early) five times the rows."""
 
-_LABEL = re.compile(r"^([^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s)(.*)$")
-"""A transcript line's label: ``Speaker (D1:3): `` or ``Speaker: ``."""
+_LABEL = re.compile(r"^((?:\*\*|__)?[^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:(?:\*\*|__)?\s)(.*)$")
+"""A transcript line's label: ``Speaker (D1:3): ``, ``Speaker: `` or ``**Speaker:** ``."""
 
 Weigh = Callable[[str], float]
 LineKey = tuple[int, int, int]
@@ -85,7 +85,7 @@ def speaker(line: str) -> str | None:
     match = _LABEL.match(line)
     if match is None:
         return None
-    said_by = match.group(1).split("(", 1)[0].rstrip(": ").strip()
+    said_by = match.group(1).split("(", 1)[0].rstrip(": *_").strip().lstrip("*_")
     return said_by if said_by and said_by.lower() not in NOT_SPEAKERS else None
 
 

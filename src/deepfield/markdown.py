@@ -17,13 +17,17 @@ _ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _RECORD = re.compile(
-    r"^\s*(?:[-*+]\s|\d{1,3}[.)]\s|\||>|\[[^\]]{1,40}\]\s|[^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s)"
+    r"^\s*(?:[-*+]\s|\d{1,3}[.)]\s|\||>|\[[^\]]{1,40}\]\s|[^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s"
+    # "**Ana:** Great." / "__Ana:__ Great.": a Markdown transcript's bold speaker label
+    # (sessions._SPEAKER_LINE takes it as one too).
+    r"|(\*\*|__)[^\s*_:|][^*_:|]{0,40}:\1\s)"
 )
 
 
 def is_record_line(line: str) -> bool:
     """Whether ``line`` opens a record of its own: a list item, table row, quote, ``[tag]``
-    entry or ``Speaker:`` line (never the continuation of a hard-wrapped paragraph)."""
+    entry or ``Speaker:`` line (``**Speaker:**`` too; never the continuation of a hard-wrapped
+    paragraph)."""
     return bool(_RECORD.match(line))
 
 
