@@ -3,7 +3,11 @@ questions without content words, and page dates (walk-through findings)."""
 
 from __future__ import annotations
 
+import pytest
+
 import deepfield
+from deepfield.context import build_context
+from deepfield.errors import DeepfieldError
 from deepfield.memorize import remember
 from deepfield.research import research
 
@@ -40,3 +44,14 @@ def test_bold_speaker_labels_are_turns_of_their_own(field: deepfield.Field) -> N
     cited = [(e.line, e.text) for e in result.evidence if e.line == number]
     # One span for the turn, its speaker kept (it was cut into sentences, cited twice).
     assert cited == [(number, lines[number - 1])]
+
+
+@pytest.mark.parametrize("question", ["the of and", "What is it?", "and"])
+def test_a_question_of_stop_words_is_refused(field: deepfield.Field, question: str) -> None:
+    remember(field, "notes.txt", text=NOTES)
+    with pytest.raises(DeepfieldError, match="no word to search for") as refused:
+        research([field], question, record=False)
+    assert refused.value.hint
+    # A task of stop words alone is built without research, not refused.
+    built = build_context(field, "do it", level="deep", budget=400)
+    assert built.research is None

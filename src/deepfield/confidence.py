@@ -24,10 +24,10 @@ every word may match. So: ``none`` when nothing was found, a name of the questio
 line, the subject share is under ``none_share``, or no line about the subject the question
 names holds any of two or more content words (one word alone may be said otherwise: "when did
 we *pick* LiFePO4" is answered by "the team *chose*");
-``low`` when the question has no word to check the lines against ("???"), or names nobody and
-no line holds any of its content words: the lines are then only as much about the question as
-the search made them, and a vector hit may say it in other words ("espresso machine
-descaling" for "coffee maker maintenance");
+``none`` too when the question has no word to check the lines against ("???", "the of and");
+``low`` when the question names nobody and no line holds any of its content words: the lines
+are then only as much about the question as the search made them, and a vector hit may say it
+in other words ("espresso machine descaling" for "coffee maker maintenance");
 ``high`` when the subject share reaches ``high_share`` and a line about the subject holds
 ``high_support`` of the content words; ``low`` otherwise. The reason says which. The score
 margin (best over runner-up) is reported too; it did not separate answerable from unanswerable
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .index.cjk import cjk_query_terms, has_cjk
-from .index.keyword import query_terms
+from .index.keyword import STOP_WORDS, query_terms
 from .markdown import below_title
 from .salience import names
 
@@ -189,8 +189,10 @@ def question_terms(question: str) -> tuple[list[str], list[str]]:
     entities = [" ".join(w for w in e.split() if w not in _OPERATORS) for e in entities]
     entities = [e for e in dict.fromkeys(entities) if e]
     entity_words = {w for e in entities for w in query_terms(e)}
-    words = [w for w in query_terms(question)
-             if w not in entity_words and len(w) > 1 and w not in FRAME_VERBS]
+    # Stop words are no content words even when nothing else is left ("the of and"):
+    # query_terms keeps them then, for search's sake.
+    words = [w for w in query_terms(question) if w not in entity_words and len(w) > 1
+             and w not in FRAME_VERBS and w not in STOP_WORDS]
     # Chinese and Japanese have no spaces: their words are the bigrams search uses (cjk.py).
     return entities, words + cjk_query_terms(question)
 
@@ -254,7 +256,8 @@ def classify(found: Signals, thresholds: Thresholds = DEFAULT) -> tuple[str, str
     if not found.lines:
         return "none", "nothing was found"
     if not found.entities and not found.words:
-        return "low", "the question has no word to check the results against"
+        # Nothing says the lines are about the question: they matched stop words at most.
+        return "none", "the question has no word to check the results against"
     if found.entities_missing:
         return "none", f"no result mentions {_join(found.entities_missing)}"
     subject = _join(found.subject)
