@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import deepfield
+from deepfield.confidence import question_terms
 from deepfield.context import build_context
 from deepfield.errors import DeepfieldError
 from deepfield.memorize import remember
@@ -55,3 +56,17 @@ def test_a_question_of_stop_words_is_refused(field: deepfield.Field, question: s
     # A task of stop words alone is built without research, not refused.
     built = build_context(field, "do it", level="deep", budget=400)
     assert built.research is None
+
+
+GARDEN = ("Lena: Last Saturday I planted three apple trees in the garden.\n"
+          "Lena: Next week I will prune the roses and dig the vegetable beds.\n")
+
+
+def test_a_verb_that_opens_a_task_is_no_part_of_a_name(field: deepfield.Field) -> None:
+    remember(field, "garden.txt", text=GARDEN)
+    result = research([field], "Plan Lena's garden work", record=False)
+    assert result.confidence.signals.entities == ("Lena",)
+    assert "Plan Lena" not in result.confidence.reason  # was: no result mentions Plan Lena
+    # A name that opens the question keeps its first word.
+    assert question_terms("New York trip plans?")[0] == ["New York"]
+    assert question_terms("Summarize what Lena did") == (["Lena"], [])

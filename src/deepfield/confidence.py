@@ -179,10 +179,37 @@ def _speaker(line: str) -> str:
     return "" if who in NOT_SPEAKERS else who
 
 
+OPENING_VERBS = frozenset({
+    "plan", "tell", "summarize", "summarise", "describe", "list", "explain", "show", "give",
+    "find", "write", "draft", "remind", "check", "compare", "prepare", "review", "recall",
+    "outline", "help", "make", "book", "schedule", "update", "create", "get", "name", "note",
+    "ask", "email", "call", "send", "fix", "answer", "look", "search", "see", "read", "let",
+    "remember", "suggest", "recommend", "organize", "organise", "say", "brief", "catch",
+})
+"""Verbs that open a task or request ("Plan Lena's garden work", "Tell Ben …"): capitalised
+only because they start the sentence, they are no part of the name after them ("Plan Lena"
+is Lena). "New York", "San Diego" keep their first word: it is no such verb."""
+
+
+def _without_opening_verb(name: str, question: str) -> str:
+    """``name`` without a sentence-opening verb glued to it (see OPENING_VERBS)."""
+    first, _, rest = name.partition(" ")
+    if not rest or first.lower() not in OPENING_VERBS:
+        return name
+    opens = re.search(rf"(?:^|[.!?:]\s+){re.escape(first)}\s", question)
+    return rest if opens else name
+
+
 def question_terms(question: str) -> tuple[list[str], list[str]]:
     """(entities, content words) of a question."""
     entities = []
-    for name in names(question):  # the whole word: names() stops at digits ("LiFePO4")
+    # The verb that opens a task frames it, as FRAME_VERBS do ("Summarize what Lena did").
+    opening = re.match(r"\s*([A-Za-z]+)", question)
+    framing = {opening.group(1).lower()} & OPENING_VERBS if opening else set()
+    for found in names(question):  # the whole word: names() stops at digits ("LiFePO4")
+        name = _without_opening_verb(found, question)
+        if name != found:
+            framing.add(found.split()[0].lower())
         whole = re.search(rf"{re.escape(name)}[\w-]*", question)
         entities.append(_LEADING_LOWER.sub("", _POSSESSIVE.sub("", whole.group(0) if whole
                                                                  else name)))
@@ -192,7 +219,7 @@ def question_terms(question: str) -> tuple[list[str], list[str]]:
     # Stop words are no content words even when nothing else is left ("the of and"):
     # query_terms keeps them then, for search's sake.
     words = [w for w in query_terms(question) if w not in entity_words and len(w) > 1
-             and w not in FRAME_VERBS and w not in STOP_WORDS]
+             and w not in FRAME_VERBS and w not in STOP_WORDS and w not in framing]
     # Chinese and Japanese have no spaces: their words are the bigrams search uses (cjk.py).
     return entities, words + cjk_query_terms(question)
 
