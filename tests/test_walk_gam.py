@@ -3,6 +3,8 @@ questions without content words, and page dates (walk-through findings)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import deepfield
@@ -70,3 +72,15 @@ def test_a_verb_that_opens_a_task_is_no_part_of_a_name(field: deepfield.Field) -
     # A name that opens the question keeps its first word.
     assert question_terms("New York trip plans?")[0] == ["New York"]
     assert question_terms("Summarize what Lena did") == (["Lena"], [])
+
+
+def test_an_undated_page_shows_no_filing_time_as_its_date(field: deepfield.Field) -> None:
+    filed = remember(field, "notes.txt", text=NOTES)
+    result = research([field], "What will Ben do tomorrow?", record=False)
+    ours = [e for e in result.evidence if e.filename == filed.filename]
+    assert ours and all(e.date is None for e in ours)
+    assert f"[{field.name}/{filed.filename}] " in result.context  # no "· 2026-…T…Z"
+    dated = remember(field, "garden.json", text=json.dumps({
+        "date": "2023-07-03", "messages": [{"role": "user", "content": GARDEN}]}))
+    found = research([field], "When did Lena plant the apple trees?", record=False)
+    assert {e.date for e in found.evidence if e.filename == dated.filename} == {"2023-07-03"}

@@ -84,8 +84,11 @@ def split_origin(frontmatter: dict[str, Any] | None) -> str:
 
 
 def page_date(hit: Hit) -> str | None:
+    """When the page's events happened (``session_date`` or ``date``), as relative_dates
+    reads it; None for an undated page. Not ``created``: that says when the page was filed,
+    and shown as the page's date it had "tomorrow" read against the filing day."""
     fm = hit.frontmatter or {}
-    for key in ("session_date", "date", "created"):
+    for key in ("session_date", "date"):
         value = fm.get(key)
         if value:
             return str(value)
