@@ -13,6 +13,7 @@ from deepfield.context import build_context
 from deepfield.errors import DeepfieldError
 from deepfield.memorize import remember
 from deepfield.research import research
+from deepfield.research.excerpts import line_weight
 
 NOTES = ("Ana: We should migrate the database to Postgres 16 next month.\n"
          "Ben: Agreed. Last week the MySQL replica fell behind by 3 hours.\n"
@@ -84,3 +85,15 @@ def test_an_undated_page_shows_no_filing_time_as_its_date(field: deepfield.Field
         "date": "2023-07-03", "messages": [{"role": "user", "content": GARDEN}]}))
     found = research([field], "When did Lena plant the apple trees?", record=False)
     assert {e.date for e in found.evidence if e.filename == dated.filename} == {"2023-07-03"}
+
+
+def test_link_text_is_not_what_a_line_says(field: deepfield.Field) -> None:
+    field.write(name="kitchen.md", content="---\ntitle: Kitchen planning\ndate: 2024-05-04\n---\n"
+                "# Kitchen planning\n\n- Ana: Yesterday we measured the kitchen.\n")
+    field.write(name="lisbon.md", content="---\ntitle: Lisbon flights\n---\n# Lisbon flights\n\n"
+                "Ana booked the flights to Lisbon. Related: [When we measured the kitchen]"
+                "(kitchen.md).\n")
+    result = research([field], "When was the kitchen measured?", record=False)
+    best = max(result.evidence, key=lambda e: e.score)
+    assert best.filename == "kitchen.md", [(e.filename, e.score) for e in result.evidence]
+    assert line_weight("see [Kitchen planning](kitchen.md)", {"kitchen"}, []) == 0.0

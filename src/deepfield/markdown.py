@@ -80,6 +80,13 @@ def is_parts_footer(text: str) -> bool:
     return len(lines) == 1 and bool(_PARTS_FOOTER.match(lines[0]))
 
 
+def without_links(text: str) -> str:
+    """``text`` with its Markdown and wiki links (``[Title](x.md)``, ``[[page]]``) taken out:
+    what the line itself says. A link's text is the title of another page, which is searched
+    in its own right."""
+    return _LINK.sub(" ", text) if "[" in text else text
+
+
 def says_something(text: str, code: bool = False) -> bool:
     """Whether a page line says something, rather than being scaffolding: a heading, a
     frontmatter delimiter or thematic break (``---``), a table rule, an HTML comment, the

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ..index.keyword import query_terms
 from ..line_rank import Weigh, label_and_text, stem
-from ..markdown import split_sentences
+from ..markdown import split_sentences, without_links
 from ..salience import sentence_score
 from ..tokens import count_tokens
 
@@ -20,7 +20,9 @@ from ..tokens import count_tokens
 def line_weight(text: str, terms: set[str], entities: Sequence[str],
                 weigh: Weigh | None = None) -> float:
     """How well one line matches: query terms it contains (stemmed), entities counted double;
-    each weighed by ``weigh`` (TermWeights) when given, else 1."""
+    each weighed by ``weigh`` (TermWeights) when given, else 1. Link text is left out: "Related:
+    [Kitchen planning](….md)" is not about the kitchen, and outranked the line that was."""
+    text = without_links(text)
     words = {stem(w) for w in query_terms(text)}
     if not words:
         return 0.0
