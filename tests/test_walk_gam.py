@@ -10,7 +10,7 @@ import pytest
 import deepfield
 from deepfield.confidence import question_terms
 from deepfield.context import build_context
-from deepfield.errors import DeepfieldError
+from deepfield.errors import BudgetError, DeepfieldError
 from deepfield.memorize import remember
 from deepfield.research import research
 from deepfield.research.excerpts import line_weight
@@ -97,3 +97,25 @@ def test_link_text_is_not_what_a_line_says(field: deepfield.Field) -> None:
     best = max(result.evidence, key=lambda e: e.score)
     assert best.filename == "kitchen.md", [(e.filename, e.score) for e in result.evidence]
     assert line_weight("see [Kitchen planning](kitchen.md)", {"kitchen"}, []) == 0.0
+
+
+def test_a_huge_session_on_one_line_is_quoted_by_windows_around_its_matches(
+        field: deepfield.Field) -> None:
+    filler = " ".join(f"word{i % 97} pump pressure" for i in range(600))
+    remember(field, "huge.txt", text=f"Ana: {filler} The secret code is ZEBRA-42.\n")
+    result = research([field], "What is the secret code?", record=False)  # default budget
+    quote = next(e for e in result.evidence if e.text.endswith("The secret code is ZEBRA-42."))
+    assert len(quote.text) < 400, quote.text
+    page = (field.path / quote.filename).read_text(encoding="utf-8").splitlines()
+    assert quote.text in page[quote.line - 1]  # verbatim
+
+
+def test_a_budget_too_small_for_the_best_line_names_the_budget_that_fits(
+        field: deepfield.Field) -> None:
+    sentence = " ".join(["the valve gasket held at ninety degrees"] * 12) + "."
+    field.write(name="gasket.md", content=f"# Gasket\n\n{sentence}\n")
+    with pytest.raises(BudgetError) as refused:
+        research([field], "valve gasket degrees", budget=60, record=False)
+    least = int(refused.value.hint.split("to ")[1].split()[0])
+    assert 60 < least <= 200, refused.value.hint
+    assert research([field], "valve gasket degrees", budget=least, record=False).evidence

@@ -23,10 +23,10 @@ from ..markdown import split_sentences
 from ..relative_dates import event_day, resolved
 from ..search import Hit
 from ..tokens import count_tokens
-from .excerpts import excerpt, line_weight
+from .excerpts import excerpt, line_weight, word_windows
 from .pagelines import SOURCES_WEIGHT as SOURCES_WEIGHT
 from .pagelines import PageLines
-from .reading import Span
+from .reading import MAX_SENTENCE_TOKENS, Span
 
 LINE_BASE = 0.3
 """Score of a line of a hit chunk before its own word matches are counted."""
@@ -187,8 +187,12 @@ def lines_of_hit(
     for span in pages.spans(hit.field, hit.filename, hit.line_start, hit.line_end):
         number, text, last = span.line, span.text, span.last
         if count_tokens(text) > LONG_LINE_TOKENS:
-            sentences = [s for s in split_sentences(text)
-                         if line_weight(s, terms, entities, weigh) > 0]
+            pieces, windowed = _quotable(text)
+            sentences = [s for s in pieces if line_weight(s, terms, entities, weigh) > 0]
+            if windowed and len(sentences) > 3:
+                # Windows of a sea of words: the three that match best, in page order.
+                best = sorted(sentences, key=lambda s: -line_weight(s, terms, entities, weigh))
+                sentences = [s for s in sentences if s in best[:3]]
             if sentences:
                 # Consecutive matching sentences stay one quote; each is verbatim in the line.
                 for sentence in sentences[:3]:
@@ -201,6 +205,21 @@ def lines_of_hit(
         found.append(Quote(number, text, short if short != text else None,
                            line_weight(text, terms, entities, weigh), last, span.table_header))
     return found
+
+
+def _quotable(text: str) -> tuple[list[str], bool]:
+    """The sentences of a long line, a sentence too long to quote (a session pasted on one line
+    has no sentence end in thousands of words) cut into windows of words (verbatim slices);
+    and whether any was cut so."""
+    pieces: list[str] = []
+    windowed = False
+    for sentence in split_sentences(text):
+        if count_tokens(sentence) > MAX_SENTENCE_TOKENS:
+            pieces += word_windows(sentence)
+            windowed = True
+        else:
+            pieces.append(sentence)
+    return pieces, windowed
 
 
 def pointed_span(hit: Hit, pages: PageLines, terms: set[str], entities: Sequence[str],

@@ -8,6 +8,7 @@ candidate; research/packing.py quotes all but the best few by it).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..index.keyword import query_terms
@@ -75,3 +76,17 @@ def excerpt(line: str, terms: set[str], entities: Sequence[str], keep_sentences:
             quoted += " " if index == keep[position - 1][1] + 1 else ELISION
         quoted += sentence
     return label + quoted + ("" if keep[-1][1] == len(sentences) - 1 else " …")
+
+
+WINDOW_WORDS = 30
+"""Words in each window of a sentence too long to quote whole (:func:`word_windows`)."""
+_WORD_SPAN = re.compile(r"\S+")
+
+
+def word_windows(text: str, size: int = WINDOW_WORDS) -> list[str]:
+    """``text`` cut into windows of ``size`` words, each verbatim (a slice of ``text``): how a
+    sentence with no sentence end in it — a pasted session on one line, thousands of words —
+    is quoted by the windows that match, where quoting it whole took the entire budget."""
+    spans = [m.span() for m in _WORD_SPAN.finditer(text)]
+    return [text[spans[i][0]:spans[min(i + size, len(spans)) - 1][1]]
+            for i in range(0, len(spans), size)]
