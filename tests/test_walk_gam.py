@@ -119,3 +119,11 @@ def test_a_budget_too_small_for_the_best_line_names_the_budget_that_fits(
     least = int(refused.value.hint.split("to ")[1].split()[0])
     assert 60 < least <= 200, refused.value.hint
     assert research([field], "valve gasket degrees", budget=least, record=False).evidence
+
+
+def test_a_prose_chunk_is_one_hit_at_its_line_that_says_the_query(
+        field: deepfield.Field) -> None:
+    field.add("P", "Intro line.\n\nSecond paragraph mentions tapir here.\n")
+    for mode in ("bm25", "hybrid"):
+        hits = field.search("tapir", unit="chunk", mode=mode).results
+        assert [h.snippet for h in hits] == ["Second paragraph mentions tapir here."], mode
