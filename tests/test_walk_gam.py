@@ -127,3 +127,13 @@ def test_a_prose_chunk_is_one_hit_at_its_line_that_says_the_query(
     for mode in ("bm25", "hybrid"):
         hits = field.search("tapir", unit="chunk", mode=mode).results
         assert [h.snippet for h in hits] == ["Second paragraph mentions tapir here."], mode
+
+
+def test_spans_that_share_a_line_keep_page_order(field: deepfield.Field) -> None:
+    field.add("Heat test", "We met on Monday and talked about the new lab at some length.\n"
+              "Nothing else came up. The gasket failed at ninety degrees during the heat\n"
+              "test last week.\n")
+    result = research([field], "When did the gasket fail in the heat test?", record=False)
+    texts = [e.text for e in result.evidence if e.filename == "heat-test.md"]
+    assert texts.index("Nothing else came up.") < texts.index(
+        "The gasket failed at ninety degrees during the heat test last week."), texts

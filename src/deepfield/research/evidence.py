@@ -58,6 +58,8 @@ class Evidence:
     when: str | None = None
     """The day the page's events happened (its ``session_date`` or ``date``), against which
     the line's relative dates are resolved (deepfield.relative_dates); None: not resolved."""
+    part: int = 0
+    """Its place among the quotes that start on its line, in page order (Quote.part)."""
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -161,6 +163,8 @@ class Quote(NamedTuple):
     """Last line of a sentence wrapped over several lines (``line`` or 0: on one line)."""
     table_header: tuple[int, str] | None = None
     """(line, text) of the header row of the table a row is in."""
+    part: int = 0
+    """Its place among the quotes that start on its line (0: the first in the page)."""
 
 
 def lines_of_hit(
@@ -204,6 +208,12 @@ def lines_of_hit(
             short = excerpt(text, terms, entities, keep_sentences, weigh)
         found.append(Quote(number, text, short if short != text else None,
                            line_weight(text, terms, entities, weigh), last, span.table_header))
+    # Spans that share a line ("**Ana:** Great." and the sentence after it) are shown in
+    # page order by this (reading.reading_order), not by score.
+    parts: dict[int, int] = {}
+    for position, quote in enumerate(found):
+        found[position] = quote._replace(part=parts.get(quote.line, 0))
+        parts[quote.line] = parts.get(quote.line, 0) + 1
     return found
 
 
@@ -287,7 +297,7 @@ class EvidencePool:
             def held(number: int, text: str, hit: Hit = hit) -> bool:
                 return (hit.field, hit.filename, number, text) in self.items
 
-            for number, text, short, relevance, last, table_header in lines_of_hit(
+            for number, text, short, relevance, last, table_header, part in lines_of_hit(
                     hit, self.pages, terms, entities, self.excerpt_sentences,
                     self.weights.get(hit.field), quoted=held):
                 # Lines that share no word with the query stay: in a conversation the answer
@@ -305,6 +315,7 @@ class EvidencePool:
                         hit.field, hit.filename, number, text, hit.heading, hit.title,
                         page_date(hit), score, round_number, [query], short, last,
                         table_header, split_origin(hit.frontmatter), event_day(hit.frontmatter),
+                        part,
                     )
                     new += 1
                 else:
@@ -333,7 +344,7 @@ class EvidencePool:
             ranks[place] = len(ranks)
             if place in voted:
                 continue
-            for number, text, short, _relevance, last, table_header in pointed_lines(
+            for number, text, short, _relevance, last, table_header, part in pointed_lines(
                     hit, self.pages, terms, entities, self.excerpt_sentences,
                     self.weights.get(hit.field)):
                 key = (hit.field, hit.filename, number, text)
@@ -342,7 +353,7 @@ class EvidencePool:
                 self.unvoted[key] = Evidence(
                     hit.field, hit.filename, number, text, hit.heading, hit.title,
                     page_date(hit), 0.0, round_number, [query], short, last, table_header,
-                    split_origin(hit.frontmatter), event_day(hit.frontmatter))
+                    split_origin(hit.frontmatter), event_day(hit.frontmatter), part)
                 new += 1
         return new
 
