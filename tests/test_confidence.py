@@ -96,9 +96,10 @@ def test_a_glossary_item_is_no_speaker_and_operators_are_no_names() -> None:
 
 def test_a_question_with_nothing_to_check_is_not_high() -> None:
     lines = [Line("<!-- What never to do -->", 1.0, "Preferences")]
-    found = assess("???", lines)
-    assert (found.level, found.reason) == (
-        "low", "the question has no word to check the results against")
+    for question in ("???", "the of and", "What is it?"):  # stop words check nothing either
+        found = assess(question, [*lines, Line("It is the end of it.", 0.5, "Notes")])
+        assert (found.level, found.reason) == (
+            "none", "the question has no word to check the results against"), question
     # Chinese has no spaces: its words are bigrams, and a line about something else lacks them.
     mars = assess("火星上的天气", [Line("原来的外壳厂商涨价百分之十五。", 1.0, "供应商")])
     assert mars.level == "low" and "天气" in mars.signals.words, mars.reason

@@ -38,7 +38,8 @@ _CITED = re.compile(r"^\[([^/\]]+)/([^\] ]+\.md)|^L(\d+)(?:-\d+)?: ", re.MULTILI
     ("- [Decision: LiFePO4 battery](decision.md)", False),
     ("See also [[battery-history]]", False),
     ("On 14 March 2026 the team chose LiFePO4.", True),
-    ("When: 2026-05-12. Who: Priya. Related: [The team](team.md).", True),
+    # The memorizer's context paragraph repeats the frontmatter: no evidence.
+    ("When: 2026-05-12. Who: Priya. Related: [The team](team.md).", False),
     ("See [the decision](decision.md) for why we chose LiFePO4 over NMC.", True),
     ("| Battery | 11.00 | 20.00 |", True), ("2026-03-14", True),
     ("Part of the kit since the heat test.", True),
@@ -343,7 +344,7 @@ def test_a_table_row_is_shown_under_its_header_row(keyword_store: deepfield.Stor
     for item in result.evidence:
         assert lines[item.line - 1].strip() == item.text
     # Tighter budgets drop rows, never the header row of a row they show.
-    for budget in (40, 50, 60):
+    for budget in (30, 40, 50):
         tight = [e.text for e in result.repack(budget).evidence]
         assert tight and tight[0] == "| Measure | Aurora plots | Control plots |", tight
         assert tight.count(tight[0]) == 1 and len(tight) < len(texts)

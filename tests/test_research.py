@@ -175,7 +175,7 @@ def test_model_research_errors_are_clear(keyword_store: deepfield.Store,
     field.add("A", "text")
     openai_server.enqueue(CHAT, status=503)
     with pytest.raises(LLMServiceError, match=r"reader.*--offline"):
-        research([field], "anything?", llm=_researcher(openai_server))
+        research([field], "anything on the boiler?", llm=_researcher(openai_server))
 
 
 def test_a_model_that_fails_mid_research_keeps_what_was_found(

@@ -230,7 +230,7 @@ def evidence_lines(hits: Sequence[Hit], pages: PageLines, question: str, weigh: 
             found.sort(key=lambda item: item.line != hit.snippet_line)  # the pointed line first
         else:
             found = pointed_lines(hit, pages, terms, entities, keep, weigh)
-        for number, text, short, _weight, last, table_header in found:
+        for number, text, short, _weight, last, table_header, part in found:
             key = (hit.field, hit.filename, number, text)
             if key in seen:
                 continue
@@ -238,7 +238,7 @@ def evidence_lines(hits: Sequence[Hit], pages: PageLines, question: str, weigh: 
             ranked.append(Evidence(hit.field, hit.filename, number, text, hit.heading,
                                    hit.title, page_date(hit), 1.0 / (len(ranked) + 1),
                                    short=short, last=last, table_header=table_header,
-                                   when=event_day(hit.frontmatter)))
+                                   when=event_day(hit.frontmatter), part=part))
     return _Lines(ranked, spread)
 
 

@@ -24,10 +24,10 @@ every word may match. So: ``none`` when nothing was found, a name of the questio
 line, the subject share is under ``none_share``, or no line about the subject the question
 names holds any of two or more content words (one word alone may be said otherwise: "when did
 we *pick* LiFePO4" is answered by "the team *chose*");
-``low`` when the question has no word to check the lines against ("???"), or names nobody and
-no line holds any of its content words: the lines are then only as much about the question as
-the search made them, and a vector hit may say it in other words ("espresso machine
-descaling" for "coffee maker maintenance");
+``none`` too when the question has no word to check the lines against ("???", "the of and");
+``low`` when the question names nobody and no line holds any of its content words: the lines
+are then only as much about the question as the search made them, and a vector hit may say it
+in other words ("espresso machine descaling" for "coffee maker maintenance");
 ``high`` when the subject share reaches ``high_share`` and a line about the subject holds
 ``high_support`` of the content words; ``low`` otherwise. The reason says which. The score
 margin (best over runner-up) is reported too; it did not separate answerable from unanswerable
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .index.cjk import cjk_query_terms, has_cjk
-from .index.keyword import query_terms
+from .index.keyword import STOP_WORDS, query_terms
 from .markdown import below_title
 from .salience import names
 
@@ -64,9 +64,13 @@ controller *use*?", "what did Caroline *say* about …") rather than name its co
 that answers seldom repeats them, so they are not content words (support would call such a
 line lacking)."""
 
-_SPEAKER = re.compile(r"^\s*([A-Z][\w'’ .-]{0,40}?)\s*(?:\([^)]{0,30}\))?\s*:\s")
-"""A transcript turn's label ("Caroline (D2:3): "). Not a list item's: "- InSAR: radar
-interferometry" defines a term, nobody says it."""
+_SPEAKER = re.compile(
+    r"^\s*(?:\*\*|__)?([A-Z][\w'’ .-]{0,40}?)(?:\*\*|__)?\s*(?:\([^)]{0,30}\))?\s*:(?:\*\*|__)?\s")
+"""A transcript turn's label ("Caroline (D2:3): ", "**Ana:** " in Markdown). Not a list
+item's: "- InSAR: radar interferometry" defines a term, nobody says it."""
+NOT_SPEAKERS = frozenset({"when", "who", "topic", "project", "related"})
+"""Labels of the context paragraph the memorizer writes ("When: unknown. Who: Ana and Ben.
+Topic: …"): nobody called "When" speaks there."""
 _OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
 """Search operators a user may type ("stake AND melt"): capitalised, but no names."""
 _POSSESSIVE = re.compile(r"['’]s$")
@@ -171,21 +175,51 @@ def _undated(title: str) -> str:
 
 def _speaker(line: str) -> str:
     match = _SPEAKER.match(line)
-    return match.group(1).strip().lower() if match else ""
+    who = match.group(1).strip().lower() if match else ""
+    return "" if who in NOT_SPEAKERS else who
+
+
+OPENING_VERBS = frozenset({
+    "plan", "tell", "summarize", "summarise", "describe", "list", "explain", "show", "give",
+    "find", "write", "draft", "remind", "check", "compare", "prepare", "review", "recall",
+    "outline", "help", "make", "book", "schedule", "update", "create", "get", "name", "note",
+    "ask", "email", "call", "send", "fix", "answer", "look", "search", "see", "read", "let",
+    "remember", "suggest", "recommend", "organize", "organise", "say", "brief", "catch",
+})
+"""Verbs that open a task or request ("Plan Lena's garden work", "Tell Ben …"): capitalised
+only because they start the sentence, they are no part of the name after them ("Plan Lena"
+is Lena). "New York", "San Diego" keep their first word: it is no such verb."""
+
+
+def _without_opening_verb(name: str, question: str) -> str:
+    """``name`` without a sentence-opening verb glued to it (see OPENING_VERBS)."""
+    first, _, rest = name.partition(" ")
+    if not rest or first.lower() not in OPENING_VERBS:
+        return name
+    opens = re.search(rf"(?:^|[.!?:]\s+){re.escape(first)}\s", question)
+    return rest if opens else name
 
 
 def question_terms(question: str) -> tuple[list[str], list[str]]:
     """(entities, content words) of a question."""
     entities = []
-    for name in names(question):  # the whole word: names() stops at digits ("LiFePO4")
+    # The verb that opens a task frames it, as FRAME_VERBS do ("Summarize what Lena did").
+    opening = re.match(r"\s*([A-Za-z]+)", question)
+    framing = {opening.group(1).lower()} & OPENING_VERBS if opening else set()
+    for found in names(question):  # the whole word: names() stops at digits ("LiFePO4")
+        name = _without_opening_verb(found, question)
+        if name != found:
+            framing.add(found.split()[0].lower())
         whole = re.search(rf"{re.escape(name)}[\w-]*", question)
         entities.append(_LEADING_LOWER.sub("", _POSSESSIVE.sub("", whole.group(0) if whole
                                                                  else name)))
     entities = [" ".join(w for w in e.split() if w not in _OPERATORS) for e in entities]
     entities = [e for e in dict.fromkeys(entities) if e]
     entity_words = {w for e in entities for w in query_terms(e)}
-    words = [w for w in query_terms(question)
-             if w not in entity_words and len(w) > 1 and w not in FRAME_VERBS]
+    # Stop words are no content words even when nothing else is left ("the of and"):
+    # query_terms keeps them then, for search's sake.
+    words = [w for w in query_terms(question) if w not in entity_words and len(w) > 1
+             and w not in FRAME_VERBS and w not in STOP_WORDS and w not in framing]
     # Chinese and Japanese have no spaces: their words are the bigrams search uses (cjk.py).
     return entities, words + cjk_query_terms(question)
 
@@ -249,7 +283,8 @@ def classify(found: Signals, thresholds: Thresholds = DEFAULT) -> tuple[str, str
     if not found.lines:
         return "none", "nothing was found"
     if not found.entities and not found.words:
-        return "low", "the question has no word to check the results against"
+        # Nothing says the lines are about the question: they matched stop words at most.
+        return "none", "the question has no word to check the results against"
     if found.entities_missing:
         return "none", f"no result mentions {_join(found.entities_missing)}"
     subject = _join(found.subject)

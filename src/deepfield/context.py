@@ -31,6 +31,7 @@ from .domains.levels import (
 from .errors import BudgetError, DeepfieldError
 from .fence import fence, notice
 from .field import Field
+from .index.keyword import content_terms
 from .llm.base import ChatModel
 from .manage.supersede import is_superseded
 from .page import INTRO_FILE
@@ -93,7 +94,8 @@ def build_context(
     task = " ".join(task.split())
     opening = notice([field.name])  # fence.py: the same notice and fence on every surface
     left = budget - count_tokens(opening) - 2
-    want_research = bool(task) and level == LEVELS[-1]
+    # A task of stop words alone ("do it") has nothing to research (research refuses it).
+    want_research = bool(task and content_terms(task)) and level == LEVELS[-1]
     blocks, related = _by_task(_fixed_blocks(field, level), field, task)
     # Required blocks (human preferences) are packed against the whole budget; research gets
     # its share of what is left after them.

@@ -19,8 +19,9 @@ on it. Here each line of the candidate windows is scored on its own:
 Measured on LoCoMo dev (bench/locomo.py, hybrid, a hit credited with the turn its line
 shows): turn R@10 and multi-hop all@10 against one hit per window, and the
 leave-one-conversation-out figure of each weight, are in docs/DESIGN.md ("Chunks and hybrid
-fusion"). A prose chunk counts as one line, its line with the most query words
-(pointed_line), scored the same way. Vector search keeps one hit per window (search.py).
+fusion"). A prose chunk's lines are scored the same way, those that say a query word (else
+its line with the most query words, pointed_line): a line that says none is no hit of its own.
+Vector search keeps one hit per window (search.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from .confidence import NOT_SPEAKERS
 from .embed.base import LatentTerms
 from .errors import EmbeddingError
 from .hits import Hit
@@ -59,8 +61,8 @@ their lines. The best lines lie in the best windows: reading every candidate did
 LoCoMo dev's recall, and cost a search over prose chunks (whose bonuses rarely let a line
 stop the reading early) five times the rows."""
 
-_LABEL = re.compile(r"^([^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s)(.*)$")
-"""A transcript line's label: ``Speaker (D1:3): `` or ``Speaker: ``."""
+_LABEL = re.compile(r"^((?:\*\*|__)?[^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:(?:\*\*|__)?\s)(.*)$")
+"""A transcript line's label: ``Speaker (D1:3): ``, ``Speaker: `` or ``**Speaker:** ``."""
 
 Weigh = Callable[[str], float]
 LineKey = tuple[int, int, int]
@@ -84,7 +86,8 @@ def speaker(line: str) -> str | None:
     match = _LABEL.match(line)
     if match is None:
         return None
-    return match.group(1).split("(", 1)[0].rstrip(": ").strip() or None
+    said_by = match.group(1).split("(", 1)[0].rstrip(": *_").strip().lstrip("*_")
+    return said_by if said_by and said_by.lower() not in NOT_SPEAKERS else None
 
 
 def label_and_text(line: str) -> tuple[str, str]:
@@ -299,6 +302,7 @@ def line_hits(
     A hit shows the best window holding its line; ``matches`` counts the windows that do."""
     terms = query_terms(query) or re.findall(r"\w+", query.lower())
     rows: dict[tuple[int, int], Any] = {}
+    stems = {stem(t) for t in terms}
 
     def windows() -> Iterator[tuple[WindowKey, float, list[tuple[LineKey, str]]]]:
         # Read in batches: line ranking stops early, most candidates are never opened.
@@ -321,6 +325,16 @@ def line_hits(
                     # line alone would hide.
                     said = [((key[0], row.doc.id, row.line_start + i), text)
                             for i, text in enumerate(body_lines) if says_something(text)]
+                    if row.kind == "prose":
+                        # A prose line with no query word is no hit of its own: it inherited
+                        # the chunk's score from a paragraph below it, and was the same chunk
+                        # again at a line that says nothing asked (a record line stays: the
+                        # answer to a turn is often the next turn).
+                        wanted = [(k, t) for k, t in said if stems & {stem(w) for w in
+                                                                       text_words(t)}]
+                        said = wanted or [((key[0], row.doc.id, line), text) for text, line in [
+                            pointed_line(row.body, row.kind, row.line_start, row.line_end,
+                                         terms)]]
                     if said:  # a table rule is no hit of its own
                         yield key, score, said
                 else:

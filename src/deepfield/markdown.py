@@ -17,13 +17,17 @@ _ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _RECORD = re.compile(
-    r"^\s*(?:[-*+]\s|\d{1,3}[.)]\s|\||>|\[[^\]]{1,40}\]\s|[^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s)"
+    r"^\s*(?:[-*+]\s|\d{1,3}[.)]\s|\||>|\[[^\]]{1,40}\]\s|[^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s"
+    # "**Ana:** Great." / "__Ana:__ Great.": a Markdown transcript's bold speaker label
+    # (sessions._SPEAKER_LINE takes it as one too).
+    r"|(\*\*|__)[^\s*_:|][^*_:|]{0,40}:\1\s)"
 )
 
 
 def is_record_line(line: str) -> bool:
     """Whether ``line`` opens a record of its own: a list item, table row, quote, ``[tag]``
-    entry or ``Speaker:`` line (never the continuation of a hard-wrapped paragraph)."""
+    entry or ``Speaker:`` line (``**Speaker:**`` too; never the continuation of a hard-wrapped
+    paragraph)."""
     return bool(_RECORD.match(line))
 
 
@@ -56,6 +60,12 @@ _NAVIGATION = frozenset({
 _FOOTER = re.compile(r"^part \d+ of \d+$", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+")
 _COMMENT = re.compile(r"^<!--.*-->$")
+_SESSION_CONTEXT = re.compile(
+    r"^When: [^\n]*?\. Who: [^\n]*?\.(?: (?:Topic|Project|Related): [^\n]*)?$")
+"""The context paragraph the memorizer writes under a session page's title ("When: unknown.
+Who: Ana and Ben. Topic: …. Related: [Kitchen planning](….md)."): generated from the
+frontmatter, it says nothing the session does, and read as a line it was a turn said by
+"When" and matched questions through the titles it links to."""
 
 
 _PARTS_FOOTER = re.compile(
@@ -70,18 +80,26 @@ def is_parts_footer(text: str) -> bool:
     return len(lines) == 1 and bool(_PARTS_FOOTER.match(lines[0]))
 
 
+def without_links(text: str) -> str:
+    """``text`` with its Markdown and wiki links (``[Title](x.md)``, ``[[page]]``) taken out:
+    what the line itself says. A link's text is the title of another page, which is searched
+    in its own right."""
+    return _LINK.sub(" ", text) if "[" in text else text
+
+
 def says_something(text: str, code: bool = False) -> bool:
     """Whether a page line says something, rather than being scaffolding: a heading, a
     frontmatter delimiter or thematic break (``---``), a table rule, an HTML comment, the
-    "Part 2 of 3" footer split.py writes, or navigation made of links alone ("← [Back to the
-    index](index.md)"). ``code``: a line of fenced code, where "# keep the valve shut" is a
-    comment, not a heading."""
+    "Part 2 of 3" footer split.py writes, navigation made of links alone ("← [Back to the
+    index](index.md)"), or the "When: …. Who: …." context paragraph the memorizer writes
+    (memorize.py; the frontmatter holds the same). ``code``: a line of fenced code, where
+    "# keep the valve shut" is a comment, not a heading."""
     line = text.strip()
     if not _WORD.search(line) or (line.startswith("#") and not code) or _COMMENT.match(line):
         return False  # blank, a rule or delimiter, a heading, an HTML comment
     if _FENCE.match(line):
         return False  # "```python" opens code, it says nothing
-    if _FOOTER.match(line):
+    if _FOOTER.match(line) or (not code and _SESSION_CONTEXT.match(line)):
         return False
     rest = _LINK.sub(" ", line)
     if rest == line:

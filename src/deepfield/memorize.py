@@ -343,6 +343,8 @@ def _session_page(
         x for x in (f"{people}: {topic}" if people and topic else (topic or people or "Session"),
                     session.when) if x
     )
+    # "When: …. Who: …." opens the paragraph: markdown.says_something knows it by that, so it
+    # is never quoted as evidence (it repeats the frontmatter).
     header = [f"When: {session.when or 'unknown'}.", f"Who: {who or 'unknown'}."]
     if topic:
         header.append(f"Topic: {topic}.")

@@ -58,6 +58,13 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(kept or words))
 
 
+def content_terms(text: str) -> list[str]:
+    """The words of ``text`` that are no stop words, and its Chinese and Japanese bigrams: what
+    a question must have for there to be something to look for ("the of and" has none)."""
+    words = [w for w in text_words(text) if not has_cjk(w) and w not in STOP_WORDS]
+    return list(dict.fromkeys(words)) + cjk_query_terms(text)
+
+
 def match_expression(text: str, terms: list[str] | None = None) -> str | None:
     """An FTS5 MATCH string for ``text`` (or for the given word ``terms``), or None when it
     has no searchable term."""

@@ -23,10 +23,10 @@ from ..markdown import split_sentences
 from ..relative_dates import event_day, resolved
 from ..search import Hit
 from ..tokens import count_tokens
-from .excerpts import excerpt, line_weight
+from .excerpts import excerpt, line_weight, word_windows
 from .pagelines import SOURCES_WEIGHT as SOURCES_WEIGHT
 from .pagelines import PageLines
-from .reading import Span
+from .reading import MAX_SENTENCE_TOKENS, Span
 
 LINE_BASE = 0.3
 """Score of a line of a hit chunk before its own word matches are counted."""
@@ -58,6 +58,8 @@ class Evidence:
     when: str | None = None
     """The day the page's events happened (its ``session_date`` or ``date``), against which
     the line's relative dates are resolved (deepfield.relative_dates); None: not resolved."""
+    part: int = 0
+    """Its place among the quotes that start on its line, in page order (Quote.part)."""
 
     @property
     def key(self) -> tuple[str, str, int, str]:
@@ -84,8 +86,11 @@ def split_origin(frontmatter: dict[str, Any] | None) -> str:
 
 
 def page_date(hit: Hit) -> str | None:
+    """When the page's events happened (``session_date`` or ``date``), as relative_dates
+    reads it; None for an undated page. Not ``created``: that says when the page was filed,
+    and shown as the page's date it had "tomorrow" read against the filing day."""
     fm = hit.frontmatter or {}
-    for key in ("session_date", "date", "created"):
+    for key in ("session_date", "date"):
         value = fm.get(key)
         if value:
             return str(value)
@@ -158,6 +163,8 @@ class Quote(NamedTuple):
     """Last line of a sentence wrapped over several lines (``line`` or 0: on one line)."""
     table_header: tuple[int, str] | None = None
     """(line, text) of the header row of the table a row is in."""
+    part: int = 0
+    """Its place among the quotes that start on its line (0: the first in the page)."""
 
 
 def lines_of_hit(
@@ -184,8 +191,12 @@ def lines_of_hit(
     for span in pages.spans(hit.field, hit.filename, hit.line_start, hit.line_end):
         number, text, last = span.line, span.text, span.last
         if count_tokens(text) > LONG_LINE_TOKENS:
-            sentences = [s for s in split_sentences(text)
-                         if line_weight(s, terms, entities, weigh) > 0]
+            pieces, windowed = _quotable(text)
+            sentences = [s for s in pieces if line_weight(s, terms, entities, weigh) > 0]
+            if windowed and len(sentences) > 3:
+                # Windows of a sea of words: the three that match best, in page order.
+                best = sorted(sentences, key=lambda s: -line_weight(s, terms, entities, weigh))
+                sentences = [s for s in sentences if s in best[:3]]
             if sentences:
                 # Consecutive matching sentences stay one quote; each is verbatim in the line.
                 for sentence in sentences[:3]:
@@ -197,7 +208,28 @@ def lines_of_hit(
             short = excerpt(text, terms, entities, keep_sentences, weigh)
         found.append(Quote(number, text, short if short != text else None,
                            line_weight(text, terms, entities, weigh), last, span.table_header))
+    # Spans that share a line ("**Ana:** Great." and the sentence after it) are shown in
+    # page order by this (reading.reading_order), not by score.
+    parts: dict[int, int] = {}
+    for position, quote in enumerate(found):
+        found[position] = quote._replace(part=parts.get(quote.line, 0))
+        parts[quote.line] = parts.get(quote.line, 0) + 1
     return found
+
+
+def _quotable(text: str) -> tuple[list[str], bool]:
+    """The sentences of a long line, a sentence too long to quote (a session pasted on one line
+    has no sentence end in thousands of words) cut into windows of words (verbatim slices);
+    and whether any was cut so."""
+    pieces: list[str] = []
+    windowed = False
+    for sentence in split_sentences(text):
+        if count_tokens(sentence) > MAX_SENTENCE_TOKENS:
+            pieces += word_windows(sentence)
+            windowed = True
+        else:
+            pieces.append(sentence)
+    return pieces, windowed
 
 
 def pointed_span(hit: Hit, pages: PageLines, terms: set[str], entities: Sequence[str],
@@ -265,7 +297,7 @@ class EvidencePool:
             def held(number: int, text: str, hit: Hit = hit) -> bool:
                 return (hit.field, hit.filename, number, text) in self.items
 
-            for number, text, short, relevance, last, table_header in lines_of_hit(
+            for number, text, short, relevance, last, table_header, part in lines_of_hit(
                     hit, self.pages, terms, entities, self.excerpt_sentences,
                     self.weights.get(hit.field), quoted=held):
                 # Lines that share no word with the query stay: in a conversation the answer
@@ -283,6 +315,7 @@ class EvidencePool:
                         hit.field, hit.filename, number, text, hit.heading, hit.title,
                         page_date(hit), score, round_number, [query], short, last,
                         table_header, split_origin(hit.frontmatter), event_day(hit.frontmatter),
+                        part,
                     )
                     new += 1
                 else:
@@ -311,7 +344,7 @@ class EvidencePool:
             ranks[place] = len(ranks)
             if place in voted:
                 continue
-            for number, text, short, _relevance, last, table_header in pointed_lines(
+            for number, text, short, _relevance, last, table_header, part in pointed_lines(
                     hit, self.pages, terms, entities, self.excerpt_sentences,
                     self.weights.get(hit.field)):
                 key = (hit.field, hit.filename, number, text)
@@ -320,7 +353,7 @@ class EvidencePool:
                 self.unvoted[key] = Evidence(
                     hit.field, hit.filename, number, text, hit.heading, hit.title,
                     page_date(hit), 0.0, round_number, [query], short, last, table_header,
-                    split_origin(hit.frontmatter), event_day(hit.frontmatter))
+                    split_origin(hit.frontmatter), event_day(hit.frontmatter), part)
                 new += 1
         return new
 

@@ -8,11 +8,12 @@ candidate; research/packing.py quotes all but the best few by it).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..index.keyword import query_terms
 from ..line_rank import Weigh, label_and_text, stem
-from ..markdown import split_sentences
+from ..markdown import split_sentences, without_links
 from ..salience import sentence_score
 from ..tokens import count_tokens
 
@@ -20,7 +21,9 @@ from ..tokens import count_tokens
 def line_weight(text: str, terms: set[str], entities: Sequence[str],
                 weigh: Weigh | None = None) -> float:
     """How well one line matches: query terms it contains (stemmed), entities counted double;
-    each weighed by ``weigh`` (TermWeights) when given, else 1."""
+    each weighed by ``weigh`` (TermWeights) when given, else 1. Link text is left out: "Related:
+    [Kitchen planning](….md)" is not about the kitchen, and outranked the line that was."""
+    text = without_links(text)
     words = {stem(w) for w in query_terms(text)}
     if not words:
         return 0.0
@@ -73,3 +76,17 @@ def excerpt(line: str, terms: set[str], entities: Sequence[str], keep_sentences:
             quoted += " " if index == keep[position - 1][1] + 1 else ELISION
         quoted += sentence
     return label + quoted + ("" if keep[-1][1] == len(sentences) - 1 else " …")
+
+
+WINDOW_WORDS = 30
+"""Words in each window of a sentence too long to quote whole (:func:`word_windows`)."""
+_WORD_SPAN = re.compile(r"\S+")
+
+
+def word_windows(text: str, size: int = WINDOW_WORDS) -> list[str]:
+    """``text`` cut into windows of ``size`` words, each verbatim (a slice of ``text``): how a
+    sentence with no sentence end in it — a pasted session on one line, thousands of words —
+    is quoted by the windows that match, where quoting it whole took the entire budget."""
+    spans = [m.span() for m in _WORD_SPAN.finditer(text)]
+    return [text[spans[i][0]:spans[min(i + size, len(spans)) - 1][1]]
+            for i in range(0, len(spans), size)]

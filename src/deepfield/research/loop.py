@@ -23,7 +23,7 @@ from ..errors import (
 )
 from ..field import Field
 from ..index.health import heals_fields
-from ..index.keyword import query_terms
+from ..index.keyword import content_terms, query_terms
 from ..llm.base import ChatModel, Usage
 from ..manage.supersede import is_superseded
 from ..search import Hit, check_query_length, search_fields
@@ -86,6 +86,11 @@ def research(
     question = " ".join(question.split())
     if not question:
         raise DeepfieldError("the question is empty", "ask something, e.g. \"when did …\"")
+    if not content_terms(question):
+        # "the of and", "What is it?": every word is a stop word, so the searches matched
+        # those alone, filled the budget with arbitrary lines and gave a reason that was false.
+        raise DeepfieldError("the question has no word to search for",
+                             "name what it is about, e.g. \"when did Ana fix the boiler?\"")
     check_query_length(question, "question")
     if not fields:
         raise DeepfieldError("no field to research", "name a field with --field")

@@ -105,7 +105,12 @@ def pack_research(ranked: Sequence[Evidence], budget: int, summary: str = "",
         first = ranked[0]
         cut = truncate_to_tokens(first.text, budget - 20)
         if not cut:
-            raise BudgetError(f"a budget of {budget} tokens is too small for the evidence found")
+            # Name the budget that would do: "a few hundred tokens" read as a contradiction
+            # when the budget was a thousand and the best line needed more.
+            least = pack_evidence([first], 1 << 30).tokens
+            raise BudgetError(f"a budget of {budget} tokens is too small for the evidence found",
+                              f"raise --budget to {least} tokens or more: the best line "
+                              "needs that many")
         packed = pack_evidence([replace(first, text=cut)], budget)
     if count_tokens(packed.text) > budget:  # cannot happen: pack_evidence counts as it goes
         raise BudgetError(f"packing exceeded the budget of {budget} tokens")

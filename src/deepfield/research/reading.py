@@ -200,7 +200,8 @@ def reading_order(items: Sequence[T],
     for lines in pages.values():  # first appearance: each page's best line, best first
         rank = {id(item): position for position, item in enumerate(lines)}
         passages: list[list[T]] = []
-        for item in sorted(lines, key=lambda e: (e.line, rank[id(e)])):
+        # Spans that start on one line keep their page order (``part``), not their rank.
+        for item in sorted(lines, key=lambda e: (e.line, getattr(e, "part", 0), rank[id(e)])):
             if passages and item.line - passages[-1][-1].line <= PASSAGE_GAP and (
                     section is None or section(item) == section(passages[-1][-1])):
                 passages[-1].append(item)
