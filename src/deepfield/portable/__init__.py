@@ -15,6 +15,8 @@ from pathlib import Path
 
 from ..errors import DeepfieldError, InvalidNameError
 from ..field import Field
+from ..listing import LISTING_MARKER, render_listing
+from ..page import LISTING_FILE
 from ..store import Store, check_field_name
 from .archive import (
     PackResult,
@@ -34,8 +36,22 @@ def pack(
     """Write ``field`` as ``out`` (default ``./<field>.memoryfield.zip``); see archive.py."""
     report = field.ensure_synced(embed=False)  # listing.md must describe the pages packed
     index_path = field.index_handle().path if with_index else None
+
+    def listing(pages: list[str]) -> bytes | None:
+        # The field's listing.md lists every page it indexes, those pack leaves out too.
+        path = field.path / LISTING_FILE
+        try:
+            if not path.read_text("utf-8").startswith(LISTING_MARKER):
+                return None  # a person's own catalogue travels as they wrote it
+        except (OSError, UnicodeDecodeError):
+            return None
+        packed = set(pages)
+        entries = [e for e in field.index_handle().catalogue() if e.filename in packed]
+        return render_listing(field.name, entries).encode("utf-8")
+
     result = pack_folder(
-        field.path, out or Path(default_zip_name(field.name)), index_path=index_path, force=force
+        field.path, out or Path(default_zip_name(field.name)), index_path=index_path,
+        listing=listing, force=force,
     )
     result.warnings = report.warnings + result.warnings
     if with_index:

@@ -22,8 +22,8 @@ import contextlib
 import datetime as dt
 import os
 import shutil
-import sqlite3
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,8 +37,9 @@ from ..errors import (
 )
 from ..fsutil import TEMP_SUFFIX
 from ..manage.activation_log import ACTIVATION_DIR
-from ..page import is_debris, is_valid_name, slugify
+from ..page import LISTING_FILE, is_debris, is_valid_name, slugify
 from ..scan import OWN_SUBDIRS
+from .snapshot import snapshot_index
 from .zipsafe import (
     DEFAULT_LIMITS,
     ZIP_SUFFIX,
@@ -176,18 +177,25 @@ def _zip_info(arcname: str, mtime: float) -> zipfile.ZipInfo:
     return info
 
 
-def snapshot_index(index_path: Path, target: Path) -> None:
-    """A consistent, self-contained copy of a live SQLite index (WAL folded in)."""
-    source = sqlite3.connect(f"file:{index_path}?mode=ro", uri=True)
-    try:
-        copy = sqlite3.connect(target)
-        try:
-            source.backup(copy)
-            copy.execute("PRAGMA journal_mode=DELETE")
-        finally:
-            copy.close()
-    finally:
-        source.close()
+def _utf8_members(
+    members: list[tuple[str, Path]], warnings: list[str]
+) -> list[tuple[str, Path]]:
+    """``members`` less root ``.md`` files that are not UTF-8 (read here, before anything is
+    written, so the listing and the index can be cut down to the pages that remain)."""
+    kept: list[tuple[str, Path]] = []
+    for arcname, path in members:
+        if arcname.endswith(".md") and "/" not in arcname and not _is_utf8(path.read_bytes()):
+            warnings.append(f"{arcname}: not valid UTF-8, left out (memoryfield pages "
+                            "are UTF-8 text; re-save it as UTF-8)")
+            continue
+        kept.append((arcname, path))
+    return kept
+
+
+def _nothing_to_pack(folder: Path, warnings: list[str]) -> NothingToPackError:
+    # Without the reasons, "no pages" is a riddle for a folder full of .md files.
+    hint = "; ".join(warnings) if warnings else "add a page first"
+    return NothingToPackError(f"{folder.name} has no pages to pack", hint)
 
 
 def pack_folder(
@@ -195,44 +203,55 @@ def pack_folder(
     out: Path,
     *,
     index_path: Path | None = None,
+    listing: Callable[[list[str]], bytes | None] | None = None,
     force: bool = False,
     level: int = 6,
 ) -> PackResult:
-    """Write ``folder`` as a memoryfield zip at ``out`` (atomically); see the module docstring."""
+    """Write ``folder`` as a memoryfield zip at ``out`` (atomically); see the module docstring.
+
+    ``listing(pages)`` gives the bytes of the zip's ``listing.md`` for the pages packed (None:
+    the file as it is); ``index_path`` is snapshotted holding those pages only (snapshot.py)."""
     # A zip inside the field would replace a page (--force over team.md) or be packed into
     # the next zip; resolve() follows symbolic links, so a link into the field counts too.
     resolved, field_dir = out.resolve(), folder.resolve()
     if resolved == field_dir or field_dir in resolved.parents:
         raise ExportTargetError(f"{out} is inside the field {folder.name}",
                                 "write the zip outside the field's folder (-o PATH)")
+    if out.is_dir():  # else os.replace fails naming the temporary file
+        raise ArchiveError(f"{out} is a folder", "give a file path for -o, e.g. -o "
+                           f"{out / default_zip_name(folder.name)}")
     if out.exists() and not force:
         raise ArchiveError(f"{out} already exists", "choose another -o NAME or pass --force")
     members, warnings = pack_members(folder)
-    if not any(is_page_member(name) for name, _ in members):
-        raise NothingToPackError(f"{folder.name} has no pages to pack")
+    members = _utf8_members(members, warnings)
+    pages = [name for name, _ in members if is_page_member(name)]
+    if not pages:
+        raise _nothing_to_pack(folder, warnings)
+    overrides: dict[str, bytes] = {}
+    if listing is not None and (text := listing(pages)) is not None:
+        overrides[LISTING_FILE] = text
     out.parent.mkdir(parents=True, exist_ok=True)
     clean(out.parent)  # what a killed pack left beside its output
     # Held until fd is closed (debris.py): work in progress, its index snapshot with it.
     fd, temp = new_temp_file(out.parent, TEMP_SUFFIX)
     snapshot: Path | None = None
-    packed: list[str] = []
     try:
+        entries = [(name, path, path.stat().st_mtime) for name, path in members]
+        if index_path is not None and index_path.is_file():
+            snapshot = temp.with_suffix(".sqlite3")
+            snapshot_index(index_path, snapshot, pages)
+            # The live file's mtime moves with every sync; the pages' newest time does not.
+            packed = set(pages)
+            newest = max(mtime for name, _, mtime in entries if name in packed)
+            entries.append((index_path.name, snapshot, newest))
+            entries.sort(key=lambda e: e[0])  # the spec's order: by name, the index too
         with zipfile.ZipFile(temp, "w", compresslevel=level) as archive:
-            for arcname, path in members:
-                data = path.read_bytes()
-                if arcname.endswith(".md") and "/" not in arcname and not _is_utf8(data):
-                    warnings.append(f"{arcname}: not valid UTF-8, left out (memoryfield pages "
-                                    "are UTF-8 text; re-save it as UTF-8)")
+            for arcname, path, mtime in entries:
+                info = _zip_info(arcname, mtime)
+                if arcname in overrides:
+                    archive.writestr(info, overrides[arcname])
                     continue
-                archive.writestr(_zip_info(arcname, path.stat().st_mtime), data)
-                packed.append(arcname)
-            if not any(is_page_member(name) for name in packed):
-                raise NothingToPackError(f"{folder.name} has no UTF-8 pages to pack")
-            if index_path is not None and index_path.is_file():
-                snapshot = temp.with_suffix(".sqlite3")
-                snapshot_index(index_path, snapshot)
-                info = _zip_info(index_path.name, index_path.stat().st_mtime)
-                with snapshot.open("rb") as source, archive.open(info, "w") as sink:
+                with path.open("rb") as source, archive.open(info, "w") as sink:
                     shutil.copyfileobj(source, sink, 1 << 20)
         with temp.open("rb") as handle:
             os.fsync(handle.fileno())
@@ -244,10 +263,9 @@ def pack_folder(
                 with contextlib.suppress(OSError):
                     leftover.unlink()
         os.close(fd)
-    pages = sum(1 for name in packed if is_page_member(name))
     return PackResult(
-        path=out, sha256=sha256_file(out), files=len(packed) + (snapshot is not None),
-        pages=pages, bytes=out.stat().st_size,
+        path=out, sha256=sha256_file(out), files=len(entries), pages=len(pages),
+        bytes=out.stat().st_size,
         index=index_path.name if snapshot is not None and index_path else None,
         warnings=warnings,
     )

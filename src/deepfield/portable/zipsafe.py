@@ -333,7 +333,7 @@ def entry_mtime(info: zipfile.ZipInfo) -> float:
         tag, size = struct.unpack_from("<HH", extra, offset)
         body = extra[offset + 4 : offset + 4 + size]
         if tag == UT_EXTRA_ID and len(body) >= 5 and body[0] & 1:
-            return float(struct.unpack_from("<I", body, 1)[0])
+            return float(struct.unpack_from("<i", body, 1)[0])  # signed: before 1970 too
         offset += 4 + size
     try:
         return time.mktime((*info.date_time, 0, 0, -1))
@@ -343,4 +343,5 @@ def entry_mtime(info: zipfile.ZipInfo) -> float:
 
 def ut_extra(mtime: float) -> bytes:
     """The extended-timestamp extra field for ``mtime`` (what ``entry_mtime`` reads back)."""
-    return struct.pack("<HHBI", UT_EXTRA_ID, 5, 1, int(mtime) & 0xFFFFFFFF)
+    # Info-ZIP's field is a signed 32-bit count: 1901 to 2038 exactly, clamped beyond.
+    return struct.pack("<HHBi", UT_EXTRA_ID, 5, 1, max(-(2**31), min(int(mtime), 2**31 - 1)))
