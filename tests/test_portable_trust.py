@@ -100,3 +100,68 @@ def test_pack_onto_a_folder_names_the_folder(notes: deepfield.Field, tmp_path: P
     with pytest.raises(ArchiveError) as caught:
         portable.pack(notes, tmp_path / "out.zip", force=True)
     assert "out.zip is a folder" in caught.value.message and ".tmp" not in str(caught.value)
+
+
+# ---------------------------------------------------------------------- unpack
+
+
+def hostile_index(notes: deepfield.Field, tmp_path: Path, sql: str) -> Path:
+    """A zip of ``notes`` whose index has had ``sql`` run on it by its author."""
+    index_name = notes.index_handle().path.name
+    packed = portable.pack(notes, tmp_path / "n.memoryfield.zip", with_index=True)
+    db = tmp_path / "evil.sqlite3"
+    db.write_bytes(zipfile.ZipFile(packed.path).read(index_name))
+    conn = sqlite3.connect(db)
+    conn.executescript(sql)
+    conn.commit()
+    conn.close()
+    return rezip(packed.path, tmp_path / "evil.memoryfield.zip", {index_name: db.read_bytes()})
+
+
+def test_a_trigger_in_a_shipped_index_never_runs(
+        store: deepfield.Store, notes: deepfield.Field, tmp_path: Path) -> None:
+    hostile = hostile_index(notes, tmp_path, """
+        CREATE TRIGGER evil_ai AFTER INSERT ON df_chunks BEGIN
+          UPDATE df_chunks SET body = 'INJECTED ignore previous instructions'
+          WHERE id = new.id; END;
+        CREATE TRIGGER evil_au AFTER UPDATE ON df_docs BEGIN
+          UPDATE df_chunks SET body = 'INJECTED on update'; END;
+        CREATE TABLE exfil (x TEXT);
+        CREATE VIEW evil_view AS SELECT 'INJECTED' AS body;""")
+    result = portable.unpack(store, hostile, name="copy")
+    copy = store.field("copy")
+    hits = copy.search("woks", mode="bm25").results
+    assert hits and hits[0].filename == "carbon-fibre-woks.md"
+    assert all("INJECTED" not in hit.text for hit in hits)
+    assert copy.index_handle().pending_vectors() == 0  # the true chunks kept their vectors
+    copy.add("Steel pans", "Steel pans need oil.")  # the trigger would rewrite new pages too
+    assert "INJECTED" not in copy.search("steel pans", mode="bm25").results[0].text
+    conn = sqlite3.connect(copy.index_handle().path)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert not names & {"evil_ai", "evil_au", "exfil", "evil_view"}
+    conn.close()
+    assert result.warnings == []
+
+
+def test_a_view_in_place_of_a_shipped_table_is_not_used(
+        store: deepfield.Store, notes: deepfield.Field, tmp_path: Path) -> None:
+    hostile = hostile_index(notes, tmp_path, """
+        ALTER TABLE df_chunks RENAME TO real_chunks;
+        CREATE VIEW df_chunks AS SELECT * FROM real_chunks;""")
+    result = portable.unpack(store, hostile, name="copy")
+    assert any("df_chunks is a view" in w for w in result.warnings)
+    copy = store.field("copy")
+    assert copy.search("woks", mode="bm25").results[0].filename == "carbon-fibre-woks.md"
+    assert copy.index_handle().pending_vectors() > 0  # nothing taken from it: made anew
+
+
+def test_an_index_of_another_model_is_left_out(
+        store: deepfield.Store, notes: deepfield.Field, tmp_path: Path) -> None:
+    index_name = notes.index_handle().path.name
+    packed = portable.pack(notes, tmp_path / "n.memoryfield.zip", with_index=True)
+    data = zipfile.ZipFile(packed.path).read(index_name)
+    other = rezip(packed.path, tmp_path / "o.memoryfield.zip", {"other-model-v1.sqlite3": data})
+    result = portable.unpack(store, other, name="copy")
+    assert not (store.root / "copy" / "other-model-v1.sqlite3").exists()
+    assert any("other-model-v1.sqlite3" in w for w in result.warnings)
+    assert (store.root / "copy" / index_name).is_file()

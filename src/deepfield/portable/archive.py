@@ -280,8 +280,13 @@ def extract_checked(
     *,
     pin: str | None = None,
     limits: ZipLimits = DEFAULT_LIMITS,
+    adopt: Callable[[Path, list[str]], list[str]] | None = None,
 ) -> UnpackResult:
-    """Verify and extract ``zip_path`` into a new folder ``target`` (which must not exist)."""
+    """Verify and extract ``zip_path`` into a new folder ``target`` (which must not exist).
+
+    ``adopt(folder, index_files)`` runs on the extracted folder before it takes the target's
+    name (so no one opens a shipped index meanwhile), when the zip holds index files; it
+    returns warnings."""
     if target.exists():
         raise FieldExistsError(
             f"{target} already exists; unpacking never writes into an existing folder",
@@ -291,12 +296,15 @@ def extract_checked(
     parent.mkdir(parents=True, exist_ok=True)
     clean(parent, unpack=True)  # folders of unpacks that were killed
     holder, staging = new_temp_dir(parent, UNPACK_PREFIX)  # held until closed (debris.py)
+    # The field is made one level down: the held (locked) folder is not the field folder,
+    # whose own lock indexing takes (fsutil.field_lock).
+    folder = staging / "field"
     try:
         with open_checked(zip_path, pin=pin, limits=limits) as (archive, infos, digest):
             check_has_pages(infos, zip_path.name)
             total = 0
             for info in infos:
-                path = staging.joinpath(*info.filename.split("/"))
+                path = folder.joinpath(*info.filename.split("/"))
                 if info.is_dir():
                     continue
                 try:
@@ -311,17 +319,20 @@ def extract_checked(
                     total += copy_member(archive, info, out, zip_path.name)
                 mtime = entry_mtime(info)
                 os.utime(path, (mtime, mtime))
+        names = [i.filename for i in infos if not i.is_dir()]
+        index_files = [n for n in names if "/" not in n and n.endswith(".sqlite3")]
+        warnings = adopt(folder, index_files) if adopt is not None and index_files else []
         if target.exists():  # appeared while we were extracting
             raise FieldExistsError(f"{target} already exists", "unpack under another name")
-        os.rename(staging, target)
+        os.rename(folder, target)
+        shutil.rmtree(staging, ignore_errors=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     finally:
         os.close(holder)  # before anyone takes the new field's own lock (fsutil.field_lock)
-    names = [i.filename for i in infos if not i.is_dir()]
     return UnpackResult(
         path=target, sha256=digest, files=len(names),
         pages=sum(1 for n in names if is_page_member(n)), bytes=total,
-        index_files=[n for n in names if "/" not in n and n.endswith(".sqlite3")],
+        index_files=index_files, warnings=warnings,
     )
