@@ -39,12 +39,13 @@ from ..fsutil import TEMP_SUFFIX
 from ..manage.activation_log import ACTIVATION_DIR
 from ..page import LISTING_FILE, is_debris, is_valid_name, slugify
 from ..scan import OWN_SUBDIRS
+from .entries import is_utf8, kept_entries
 from .snapshot import snapshot_index
 from .zipsafe import (
     DEFAULT_LIMITS,
+    INDEX_SUFFIXES,
     ZIP_SUFFIX,
     ZipLimits,
-    check_has_pages,
     copy_member,
     entry_mtime,
     is_page_member,
@@ -53,7 +54,6 @@ from .zipsafe import (
     ut_extra,
 )
 
-INDEX_SUFFIXES = (".sqlite3", ".sqlite3-wal", ".sqlite3-shm", ".sqlite3-journal")
 FILE_MODE = 0o100644 << 16
 DOS_EPOCH = dt.datetime(1980, 1, 2, tzinfo=dt.UTC).timestamp()
 
@@ -122,14 +122,6 @@ def _holds_md(folder: Path) -> bool:
     return False
 
 
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
 def pack_members(folder: Path) -> tuple[list[tuple[str, Path]], list[str]]:
     """(arcname, path) of every file a zip of ``folder`` holds, sorted; plus warnings."""
     members: list[tuple[str, Path]] = []
@@ -184,7 +176,7 @@ def _utf8_members(
     written, so the listing and the index can be cut down to the pages that remain)."""
     kept: list[tuple[str, Path]] = []
     for arcname, path in members:
-        if arcname.endswith(".md") and "/" not in arcname and not _is_utf8(path.read_bytes()):
+        if arcname.endswith(".md") and "/" not in arcname and not is_utf8(path.read_bytes()):
             warnings.append(f"{arcname}: not valid UTF-8, left out (memoryfield pages "
                             "are UTF-8 text; re-save it as UTF-8)")
             continue
@@ -274,6 +266,17 @@ def pack_folder(
 # ---------------------------------------------------------------------- unpack
 
 
+def _check_pages_left(infos: list[zipfile.ZipInfo], label: str, warnings: list[str],
+                      names: list[str] | None = None) -> None:
+    """ArchiveError unless a page is left (of ``names`` once extracted): a memoryfield holds
+    at least one; the hint says why the zip's other .md files were left out."""
+    if names is None:
+        names = [i.filename for i in infos if not i.is_dir()]
+    if not any(is_page_member(n) for n in names):
+        raise ArchiveError(f"{label} holds no pages", "; ".join(warnings) if warnings else
+                           "a memoryfield zip holds at least one .md page at its root")
+
+
 def extract_checked(
     zip_path: Path,
     target: Path,
@@ -299,9 +302,11 @@ def extract_checked(
     # The field is made one level down: the held (locked) folder is not the field folder,
     # whose own lock indexing takes (fsutil.field_lock).
     folder = staging / "field"
+    names: list[str] = []
     try:
-        with open_checked(zip_path, pin=pin, limits=limits) as (archive, infos, digest):
-            check_has_pages(infos, zip_path.name)
+        with open_checked(zip_path, pin=pin, limits=limits) as (archive, checked, digest):
+            infos, warnings = kept_entries(checked)
+            _check_pages_left(infos, zip_path.name, warnings)
             total = 0
             for info in infos:
                 path = folder.joinpath(*info.filename.split("/"))
@@ -317,11 +322,17 @@ def extract_checked(
                     ) from None
                 with out:
                     total += copy_member(archive, info, out, zip_path.name)
+                if is_page_member(info.filename) and not is_utf8(path.read_bytes()):
+                    path.unlink()  # the spec's pages are UTF-8; pack would leave it out too
+                    warnings.append(f"{info.filename}: not valid UTF-8, left out")
+                    continue
+                names.append(info.filename)
                 mtime = entry_mtime(info)
                 os.utime(path, (mtime, mtime))
-        names = [i.filename for i in infos if not i.is_dir()]
+            _check_pages_left(infos, zip_path.name, warnings, names)
         index_files = [n for n in names if "/" not in n and n.endswith(".sqlite3")]
-        warnings = adopt(folder, index_files) if adopt is not None and index_files else []
+        if adopt is not None and index_files:
+            warnings += adopt(folder, index_files)
         if target.exists():  # appeared while we were extracting
             raise FieldExistsError(f"{target} already exists", "unpack under another name")
         os.rename(folder, target)

@@ -39,7 +39,14 @@ from ..embed.base import Embedder
 from ..errors import RemoteUnavailableError, RemoteUnreachableError, TransportError
 from ..field import Field
 from ..fsutil import atomic_write, field_lock
-from ..page import INTRO_FILE, LISTING_FILE, is_debris, iso_from_timestamp
+from ..page import (
+    INTRO_FILE,
+    LISTING_FILE,
+    SPECIAL_FILES,
+    is_debris,
+    is_valid_name,
+    iso_from_timestamp,
+)
 from .transports import RemoteFile, Transport, create_transport, find_transport
 from .transports.base import MissingRemoteFileError
 from .zipsafe import DEFAULT_LIMITS
@@ -150,6 +157,12 @@ def refresh_mirror(transport: Transport, folder: Path, state_path: Path) -> Refr
     report = RefreshReport(transport.label, transport.name)
     known = _load_state(state_path)
     listed = [f for f in transport.list_files() if _wanted(f.name)]
+    # The spec's page names only, as pack and unpack keep: Upper_Case.md is no page.
+    for file in listed:
+        if file.name not in SPECIAL_FILES and not is_valid_name(file.name[:-3]):
+            report.warnings.append(f"{file.name}: not a spec page name (lowercase letters, "
+                                   "digits and hyphens); not mirrored")
+    listed = [f for f in listed if f.name in SPECIAL_FILES or is_valid_name(f.name[:-3])]
     if len(listed) > DEFAULT_LIMITS.max_entries:
         raise RemoteUnavailableError(
             f"{transport.label} lists {len(listed)} pages (limit {DEFAULT_LIMITS.max_entries})",

@@ -32,6 +32,9 @@ ZIP_SUFFIX = ".memoryfield.zip"
 UT_EXTRA_ID = 0x5455
 """Info-ZIP "extended timestamp" extra field: the exact UTC mtime (DOS times are local, 2 s)."""
 _READ_BLOCK = 1 << 20
+SIDECAR_SUFFIXES = (".sqlite3-wal", ".sqlite3-shm", ".sqlite3-journal")
+INDEX_SUFFIXES = (".sqlite3", *SIDECAR_SUFFIXES)
+"""An index file and the files SQLite keeps beside it while it is open."""
 MAX_NAME_BYTES = 255
 """Longest file or folder name common file systems hold (ext4, APFS, NTFS)."""
 
@@ -150,6 +153,11 @@ def check_name(name: str, *, flat: bool = True) -> str | None:
         return f"a name with a component over {MAX_NAME_BYTES} bytes"
     if flat and len(parts) > 1 and parts[-1].endswith(".md") and not name.endswith("/"):
         return "a .md page inside a sub-folder (memoryfields are flat: pages at the zip's root)"
+    if flat and (len(parts) > 1 or name.endswith("/")) and parts[0].endswith((".md",
+                                                                              *INDEX_SUFFIXES)):
+        # A folder listing.md or <model>.sqlite3 takes the place of the field's own file:
+        # every command would then fail on it ("Is a directory").
+        return "inside a folder named like a page or an index file"
     return None
 
 
@@ -190,6 +198,7 @@ def checked_members(
     if len(infos) > limits.max_entries:
         raise UnsafeArchiveError(f"{label}: {len(infos)} entries (limit {limits.max_entries})")
     seen: set[str] = set()
+    folded: set[str] = set()
     total = 0
     files: list[zipfile.ZipInfo] = []
     for info in infos:
@@ -203,9 +212,14 @@ def checked_members(
             problem = "an encrypted entry"
         if problem is None and name in seen:
             problem = "a duplicate entry"
+        if problem is None and not info.is_dir() and name.casefold() in folded:
+            # p.md and P.md: two files on Linux, a clash on macOS and Windows
+            problem = "the name of another entry in another case"
         if problem is not None:
             raise UnsafeArchiveError(f"{label}: entry {name!r} is {problem}")
         seen.add(name)
+        if not info.is_dir():
+            folded.add(name.casefold())
         if info.is_dir():
             continue
         if info.file_size > limits.max_entry_bytes:
