@@ -64,6 +64,8 @@ def unpack_cmd(ctx: click.Context, zip_path: Path, name: str | None, pin: str | 
     if as_json:
         print_json(result.to_json())
         return
+    for warning in result.warnings:  # what was left out, and why (as pack says it)
+        warn(warning)
     click.echo(f"unpacked {result.pages} pages ({result.files} files, {result.bytes:,} bytes "
                f"unzipped) into {result.path}")
     click.echo(f"sha256 {result.sha256}" + (" (matches the pin)" if pin else ""))

@@ -49,7 +49,7 @@ from ..page import (
 )
 from .transports import RemoteFile, Transport, create_transport, find_transport
 from .transports.base import MissingRemoteFileError
-from .zipsafe import DEFAULT_LIMITS
+from .zipsafe import DEFAULT_LIMITS, normalize_pin
 
 STATE_FILE = "state.json"
 PIN_FRAGMENT = "sha256="
@@ -240,7 +240,7 @@ def _cached_report(transport: Transport, mirror: Path, state_path: Path, pin: st
         raise error from None
     if not mirror.is_dir() or not isinstance(state, dict) or not state.get("files"):
         raise error
-    if pin is not None and str(state.get("sha256") or "").lower() != pin.lower():
+    if pin is not None and str(state.get("sha256") or "").lower() != normalize_pin(pin):
         raise error
     report = RefreshReport(transport.label, transport.name, sha256=state.get("sha256"),
                            unchanged=len(state["files"]), stale=True)
@@ -292,6 +292,8 @@ def open_remote(
     source, fragment_pin = split_pin(source)
     source = _absolute(source)
     pin = pin or fragment_pin
+    if pin is not None:  # once, here: every use below (the offline fallback too) sees HEX
+        pin = normalize_pin(pin)
     probe = create_transport(source, Path(tempfile.gettempdir()), pin)
     try:
         name = probe.field_name()
