@@ -10,6 +10,7 @@ import pytest
 
 import deepfield
 from deepfield import portable
+from deepfield.errors import FieldExistsError
 
 from .test_portable_archive import run_main
 from .test_transports import _QuietHandler, serve
@@ -60,3 +61,12 @@ def test_unpack_prints_its_warnings(capsys: pytest.CaptureFixture[str], store: d
     code, stdout, stderr = run_main(capsys, "--store", str(store.root), "unpack", str(zip_path))
     assert code == 0 and "unpacked 1 pages" in stdout
     assert "warning: Upper_Case.md: not a spec page name" in stderr
+
+
+def test_unpack_onto_a_file_says_it_is_a_file(store: deepfield.Store, tmp_path: Path) -> None:
+    zip_path = tmp_path / "f.memoryfield.zip"
+    with zipfile.ZipFile(zip_path, "w") as archive:
+        archive.writestr("p.md", b"# P\nhello wok\n")
+    (store.root / "afile").write_text("x")
+    with pytest.raises(FieldExistsError, match="existing file"):
+        portable.unpack(store, zip_path, name="afile")

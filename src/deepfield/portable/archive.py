@@ -291,8 +291,9 @@ def extract_checked(
     name (so no one opens a shipped index meanwhile), when the zip holds index files; it
     returns warnings."""
     if target.exists():
+        kind = "folder" if target.is_dir() else "file"
         raise FieldExistsError(
-            f"{target} already exists; unpacking never writes into an existing folder",
+            f"{target} already exists; unpacking never writes over an existing {kind}",
             "unpack under another name with --as NAME",
         )
     parent = target.parent
