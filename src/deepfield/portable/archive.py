@@ -9,11 +9,13 @@ the sha256 of the same pages, and it is the sender's reading history, not the fi
 knowledge; the spec's producers leave log files out), ``.deepfield/`` and other hidden files,
 and index files, except the current model's
 ``<model-code>.sqlite3`` with ``with_index`` (copied through SQLite's backup API, so a search
-running meanwhile cannot tear it).
+running meanwhile cannot tear it, and cut down to the packed pages: snapshot.py).
 
 ``unpack`` verifies the pin and checks the whole zip (see zipsafe.py) before writing anything,
-extracts into a hidden temporary folder beside the target and renames it into place: the target
-either appears complete or not at all, and an existing folder is never written into.
+keeps only what pack could have written (entries.py), extracts into a hidden temporary folder
+beside the target, builds the index from the pages when the zip ships one (shipped.py) and
+renames the folder into place: the target either appears complete or not at all, and an
+existing folder is never written into.
 """
 
 from __future__ import annotations
