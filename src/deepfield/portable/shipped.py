@@ -51,8 +51,9 @@ def adopt_shipped(field: Field, names: list[str]) -> list[str]:
         except DeepfieldError as exc:  # e.g. the index backend: ours is built on first search
             return [*warnings, f"shipped index not used: {exc.message}"]
         warnings += report.warnings
-        if aside is not None and field.embedder is not None:  # keyword-only: no vectors
-            warnings += _copy_vectors(field.index_path(), aside)
+        # Keyword-only stores have no vectors; another index backend has no such file.
+        if aside is not None and field.embedder is not None and own.is_file():
+            warnings += _copy_vectors(own, aside)
     finally:
         field.close()
         shutil.rmtree(aside_dir, ignore_errors=True)
