@@ -4,7 +4,9 @@ A zip is checked whole before any member is used: its sha256 against a pin (when
 given), then every entry's name and size. Refused, with a clear error: path traversal (``..``),
 absolute paths, backslashes and drive letters, symbolic links, encrypted or duplicate entries,
 ``.md`` files inside sub-folders (a memoryfield is flat), names no file system can hold (a
-component over 255 bytes, a file that is also a folder), and zip bombs (too many entries, an
+component over 255 bytes, a file that is also a folder) or that only some can (two names that
+differ only in case), a root folder named like a page or an index file (``listing.md/x``: the
+field's own file would be a folder), and zip bombs (too many entries, an
 entry or a total too large, or a compression ratio no Markdown reaches, per entry or for the
 whole archive). Members are then read with running byte counts, so a header that lies about
 sizes cannot get more out than it declared (nor less: that entry is damaged).
