@@ -90,8 +90,11 @@ class Settings:
         """A field of the store by name, any memoryfield folder given as a path, or a remote
         field (``*.zip[#sha256=HEX]``, ``http(s)://``, ``s3://``, ``git+URL[#ref]``), mirrored
         by deepfield.portable into a local cache."""
-        if name.lower().endswith(".zip") or "://" in name or name.startswith("git+") or \
-                "#sha256=" in name:
+        from ..portable.remote import split_pin  # the one parse of a pin: #SHA256= too
+
+        source, pin = split_pin(name)
+        if source.lower().endswith(".zip") or "://" in name or name.startswith("git+") or \
+                pin is not None:
             from ..portable import open_remote
 
             remote = open_remote(name, embedder=self.embedder())

@@ -58,12 +58,17 @@ def unpack_cmd(ctx: click.Context, zip_path: Path, name: str | None, pin: str | 
     """Check ZIP and unpack it into the store as a new field (never over an existing one).
 
     Refused with a clear error: a wrong pin, a damaged zip, path traversal, absolute paths,
-    symbolic links, pages in sub-folders and zip bombs. Nothing is written unless all is well.
+    symbolic links, pages in sub-folders, names that differ only in case and zip bombs.
+    Nothing is written unless all is well. Left out with a warning: what pack never writes (a
+    sender's activation/ log, index journals, page names the spec forbids, pages that are not
+    UTF-8). A shipped index lends only vectors of the pages' own text; the index is rebuilt.
     """
     result = unpack(settings(ctx).store(), zip_path, name=name, sha256=pin)
     if as_json:
         print_json(result.to_json())
         return
+    for warning in result.warnings:  # what was left out, and why (as pack says it)
+        warn(warning)
     click.echo(f"unpacked {result.pages} pages ({result.files} files, {result.bytes:,} bytes "
                f"unzipped) into {result.path}")
     click.echo(f"sha256 {result.sha256}" + (" (matches the pin)" if pin else ""))

@@ -10,11 +10,12 @@ and search or read fields that live elsewhere (a zip, HTTP, S3, git) through a l
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
-from ..errors import DeepfieldError, InvalidNameError
+from ..errors import InvalidNameError
 from ..field import Field
+from ..listing import LISTING_MARKER, render_listing
+from ..page import LISTING_FILE
 from ..store import Store, check_field_name
 from .archive import (
     PackResult,
@@ -25,6 +26,7 @@ from .archive import (
     pack_folder,
 )
 from .remote import RefreshReport, RemoteField, is_remote_source, open_remote, remote_search
+from .shipped import adopt_shipped
 from .zipsafe import DEFAULT_LIMITS, ZipLimits, sha256_file, verify_pin
 
 
@@ -34,8 +36,22 @@ def pack(
     """Write ``field`` as ``out`` (default ``./<field>.memoryfield.zip``); see archive.py."""
     report = field.ensure_synced(embed=False)  # listing.md must describe the pages packed
     index_path = field.index_handle().path if with_index else None
+
+    def listing(pages: list[str]) -> bytes | None:
+        # The field's listing.md lists every page it indexes, those pack leaves out too.
+        path = field.path / LISTING_FILE
+        try:
+            if not path.read_text("utf-8").startswith(LISTING_MARKER):
+                return None  # a person's own catalogue travels as they wrote it
+        except (OSError, UnicodeDecodeError):
+            return None
+        packed = set(pages)
+        entries = [e for e in field.index_handle().catalogue() if e.filename in packed]
+        return render_listing(field.name, entries).encode("utf-8")
+
     result = pack_folder(
-        field.path, out or Path(default_zip_name(field.name)), index_path=index_path, force=force
+        field.path, out or Path(default_zip_name(field.name)), index_path=index_path,
+        listing=listing, force=force,
     )
     result.warnings = report.warnings + result.warnings
     if with_index:
@@ -64,33 +80,15 @@ def unpack(
         if name:
             raise
         raise InvalidNameError(exc.message, "unpack under another name with --as NAME") from None
-    result = extract_checked(zip_path, store.root / chosen, pin=sha256, limits=limits)
-    if result.index_files:
-        _distrust_shipped_text(store, chosen, result)
-    return result
 
+    def adopt(folder: Path, index_files: list[str]) -> list[str]:
+        # Indexed where it was extracted, before it is a field anyone can open (shipped.py).
+        field = Field(folder, store.embedder, name=chosen,
+                      index_backend=store.config.index.backend_for(chosen))
+        return adopt_shipped(field, index_files)
 
-def _distrust_shipped_text(store: Store, name: str, result: UnpackResult) -> None:
-    """Rebuild a shipped index's text rows from the pages, keeping its vectors.
-
-    A zip's index is a cache its author controls: its chunks could show text no page has.
-    Forgetting every page's hash makes the next sync re-read and re-chunk all pages from the
-    Markdown; chunks whose text is unchanged keep their vectors (index/sync.py), so the costly
-    part of the index is still reused."""
-    for index_name in result.index_files:
-        try:
-            conn = sqlite3.connect(result.path / index_name)
-            try:
-                with conn:
-                    conn.execute("UPDATE df_docs SET sha256 = x''")
-            finally:
-                conn.close()
-        except sqlite3.Error as exc:
-            result.warnings.append(f"{index_name}: not a deepfield index ({exc}); ignored")
-    try:
-        store.field(name).index(embed=False)
-    except DeepfieldError as exc:  # e.g. another model's index: ours is built on first search
-        result.warnings.append(f"shipped index not used: {exc.message}")
+    return extract_checked(zip_path, store.root / chosen, pin=sha256, limits=limits,
+                           adopt=adopt)
 
 
 __all__ = [

@@ -9,11 +9,13 @@ the sha256 of the same pages, and it is the sender's reading history, not the fi
 knowledge; the spec's producers leave log files out), ``.deepfield/`` and other hidden files,
 and index files, except the current model's
 ``<model-code>.sqlite3`` with ``with_index`` (copied through SQLite's backup API, so a search
-running meanwhile cannot tear it).
+running meanwhile cannot tear it, and cut down to the packed pages: snapshot.py).
 
 ``unpack`` verifies the pin and checks the whole zip (see zipsafe.py) before writing anything,
-extracts into a hidden temporary folder beside the target and renames it into place: the target
-either appears complete or not at all, and an existing folder is never written into.
+keeps only what pack could have written (entries.py), extracts into a hidden temporary folder
+beside the target, builds the index from the pages when the zip ships one (shipped.py) and
+renames the folder into place: the target either appears complete or not at all, and an
+existing folder is never written into.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import contextlib
 import datetime as dt
 import os
 import shutil
-import sqlite3
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,13 +39,15 @@ from ..errors import (
 )
 from ..fsutil import TEMP_SUFFIX
 from ..manage.activation_log import ACTIVATION_DIR
-from ..page import is_debris, is_valid_name, slugify
+from ..page import LISTING_FILE, is_debris, is_valid_name, slugify
 from ..scan import OWN_SUBDIRS
+from .entries import is_utf8, kept_entries
+from .snapshot import snapshot_index
 from .zipsafe import (
     DEFAULT_LIMITS,
+    INDEX_SUFFIXES,
     ZIP_SUFFIX,
     ZipLimits,
-    check_has_pages,
     copy_member,
     entry_mtime,
     is_page_member,
@@ -52,7 +56,6 @@ from .zipsafe import (
     ut_extra,
 )
 
-INDEX_SUFFIXES = (".sqlite3", ".sqlite3-wal", ".sqlite3-shm", ".sqlite3-journal")
 FILE_MODE = 0o100644 << 16
 DOS_EPOCH = dt.datetime(1980, 1, 2, tzinfo=dt.UTC).timestamp()
 
@@ -121,14 +124,6 @@ def _holds_md(folder: Path) -> bool:
     return False
 
 
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
 def pack_members(folder: Path) -> tuple[list[tuple[str, Path]], list[str]]:
     """(arcname, path) of every file a zip of ``folder`` holds, sorted; plus warnings."""
     members: list[tuple[str, Path]] = []
@@ -176,18 +171,25 @@ def _zip_info(arcname: str, mtime: float) -> zipfile.ZipInfo:
     return info
 
 
-def snapshot_index(index_path: Path, target: Path) -> None:
-    """A consistent, self-contained copy of a live SQLite index (WAL folded in)."""
-    source = sqlite3.connect(f"file:{index_path}?mode=ro", uri=True)
-    try:
-        copy = sqlite3.connect(target)
-        try:
-            source.backup(copy)
-            copy.execute("PRAGMA journal_mode=DELETE")
-        finally:
-            copy.close()
-    finally:
-        source.close()
+def _utf8_members(
+    members: list[tuple[str, Path]], warnings: list[str]
+) -> list[tuple[str, Path]]:
+    """``members`` less root ``.md`` files that are not UTF-8 (read here, before anything is
+    written, so the listing and the index can be cut down to the pages that remain)."""
+    kept: list[tuple[str, Path]] = []
+    for arcname, path in members:
+        if arcname.endswith(".md") and "/" not in arcname and not is_utf8(path.read_bytes()):
+            warnings.append(f"{arcname}: not valid UTF-8, left out (memoryfield pages "
+                            "are UTF-8 text; re-save it as UTF-8)")
+            continue
+        kept.append((arcname, path))
+    return kept
+
+
+def _nothing_to_pack(folder: Path, warnings: list[str]) -> NothingToPackError:
+    # Without the reasons, "no pages" is a riddle for a folder full of .md files.
+    hint = "; ".join(warnings) if warnings else "add a page first"
+    return NothingToPackError(f"{folder.name} has no pages to pack", hint)
 
 
 def pack_folder(
@@ -195,44 +197,55 @@ def pack_folder(
     out: Path,
     *,
     index_path: Path | None = None,
+    listing: Callable[[list[str]], bytes | None] | None = None,
     force: bool = False,
     level: int = 6,
 ) -> PackResult:
-    """Write ``folder`` as a memoryfield zip at ``out`` (atomically); see the module docstring."""
+    """Write ``folder`` as a memoryfield zip at ``out`` (atomically); see the module docstring.
+
+    ``listing(pages)`` gives the bytes of the zip's ``listing.md`` for the pages packed (None:
+    the file as it is); ``index_path`` is snapshotted holding those pages only (snapshot.py)."""
     # A zip inside the field would replace a page (--force over team.md) or be packed into
     # the next zip; resolve() follows symbolic links, so a link into the field counts too.
     resolved, field_dir = out.resolve(), folder.resolve()
     if resolved == field_dir or field_dir in resolved.parents:
         raise ExportTargetError(f"{out} is inside the field {folder.name}",
                                 "write the zip outside the field's folder (-o PATH)")
+    if out.is_dir():  # else os.replace fails naming the temporary file
+        raise ArchiveError(f"{out} is a folder", "give a file path for -o, e.g. -o "
+                           f"{out / default_zip_name(folder.name)}")
     if out.exists() and not force:
         raise ArchiveError(f"{out} already exists", "choose another -o NAME or pass --force")
     members, warnings = pack_members(folder)
-    if not any(is_page_member(name) for name, _ in members):
-        raise NothingToPackError(f"{folder.name} has no pages to pack")
+    members = _utf8_members(members, warnings)
+    pages = [name for name, _ in members if is_page_member(name)]
+    if not pages:
+        raise _nothing_to_pack(folder, warnings)
+    overrides: dict[str, bytes] = {}
+    if listing is not None and (text := listing(pages)) is not None:
+        overrides[LISTING_FILE] = text
     out.parent.mkdir(parents=True, exist_ok=True)
     clean(out.parent)  # what a killed pack left beside its output
     # Held until fd is closed (debris.py): work in progress, its index snapshot with it.
     fd, temp = new_temp_file(out.parent, TEMP_SUFFIX)
     snapshot: Path | None = None
-    packed: list[str] = []
     try:
+        entries = [(name, path, path.stat().st_mtime) for name, path in members]
+        if index_path is not None and index_path.is_file():
+            snapshot = temp.with_suffix(".sqlite3")
+            snapshot_index(index_path, snapshot, pages)
+            # The live file's mtime moves with every sync; the pages' newest time does not.
+            packed = set(pages)
+            newest = max(mtime for name, _, mtime in entries if name in packed)
+            entries.append((index_path.name, snapshot, newest))
+            entries.sort(key=lambda e: e[0])  # the spec's order: by name, the index too
         with zipfile.ZipFile(temp, "w", compresslevel=level) as archive:
-            for arcname, path in members:
-                data = path.read_bytes()
-                if arcname.endswith(".md") and "/" not in arcname and not _is_utf8(data):
-                    warnings.append(f"{arcname}: not valid UTF-8, left out (memoryfield pages "
-                                    "are UTF-8 text; re-save it as UTF-8)")
+            for arcname, path, mtime in entries:
+                info = _zip_info(arcname, mtime)
+                if arcname in overrides:
+                    archive.writestr(info, overrides[arcname])
                     continue
-                archive.writestr(_zip_info(arcname, path.stat().st_mtime), data)
-                packed.append(arcname)
-            if not any(is_page_member(name) for name in packed):
-                raise NothingToPackError(f"{folder.name} has no UTF-8 pages to pack")
-            if index_path is not None and index_path.is_file():
-                snapshot = temp.with_suffix(".sqlite3")
-                snapshot_index(index_path, snapshot)
-                info = _zip_info(index_path.name, index_path.stat().st_mtime)
-                with snapshot.open("rb") as source, archive.open(info, "w") as sink:
+                with path.open("rb") as source, archive.open(info, "w") as sink:
                     shutil.copyfileobj(source, sink, 1 << 20)
         with temp.open("rb") as handle:
             os.fsync(handle.fileno())
@@ -244,10 +257,9 @@ def pack_folder(
                 with contextlib.suppress(OSError):
                     leftover.unlink()
         os.close(fd)
-    pages = sum(1 for name in packed if is_page_member(name))
     return PackResult(
-        path=out, sha256=sha256_file(out), files=len(packed) + (snapshot is not None),
-        pages=pages, bytes=out.stat().st_size,
+        path=out, sha256=sha256_file(out), files=len(entries), pages=len(pages),
+        bytes=out.stat().st_size,
         index=index_path.name if snapshot is not None and index_path else None,
         warnings=warnings,
     )
@@ -256,29 +268,51 @@ def pack_folder(
 # ---------------------------------------------------------------------- unpack
 
 
+def _check_pages_left(infos: list[zipfile.ZipInfo], label: str, warnings: list[str],
+                      names: list[str] | None = None) -> None:
+    """ArchiveError unless a page is left (of ``names`` once extracted): a memoryfield holds
+    at least one; the hint says why the zip's other .md files were left out."""
+    if names is None:
+        names = [i.filename for i in infos if not i.is_dir()]
+    if not any(is_page_member(n) for n in names):
+        raise ArchiveError(f"{label} holds no pages", "; ".join(warnings) if warnings else
+                           "a memoryfield zip holds at least one .md page at its root")
+
+
 def extract_checked(
     zip_path: Path,
     target: Path,
     *,
     pin: str | None = None,
     limits: ZipLimits = DEFAULT_LIMITS,
+    adopt: Callable[[Path, list[str]], list[str]] | None = None,
 ) -> UnpackResult:
-    """Verify and extract ``zip_path`` into a new folder ``target`` (which must not exist)."""
+    """Verify and extract ``zip_path`` into a new folder ``target`` (which must not exist).
+
+    ``adopt(folder, index_files)`` runs on the extracted folder before it takes the target's
+    name (so no one opens a shipped index meanwhile), when the zip holds index files; it
+    returns warnings."""
     if target.exists():
+        kind = "folder" if target.is_dir() else "file"
         raise FieldExistsError(
-            f"{target} already exists; unpacking never writes into an existing folder",
+            f"{target} already exists; unpacking never writes over an existing {kind}",
             "unpack under another name with --as NAME",
         )
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
     clean(parent, unpack=True)  # folders of unpacks that were killed
     holder, staging = new_temp_dir(parent, UNPACK_PREFIX)  # held until closed (debris.py)
+    # The field is made one level down: the held (locked) folder is not the field folder,
+    # whose own lock indexing takes (fsutil.field_lock).
+    folder = staging / "field"
+    names: list[str] = []
     try:
-        with open_checked(zip_path, pin=pin, limits=limits) as (archive, infos, digest):
-            check_has_pages(infos, zip_path.name)
+        with open_checked(zip_path, pin=pin, limits=limits) as (archive, checked, digest):
+            infos, warnings = kept_entries(checked)
+            _check_pages_left(infos, zip_path.name, warnings)
             total = 0
             for info in infos:
-                path = staging.joinpath(*info.filename.split("/"))
+                path = folder.joinpath(*info.filename.split("/"))
                 if info.is_dir():
                     continue
                 try:
@@ -291,19 +325,28 @@ def extract_checked(
                     ) from None
                 with out:
                     total += copy_member(archive, info, out, zip_path.name)
+                if is_page_member(info.filename) and not is_utf8(path.read_bytes()):
+                    path.unlink()  # the spec's pages are UTF-8; pack would leave it out too
+                    warnings.append(f"{info.filename}: not valid UTF-8, left out")
+                    continue
+                names.append(info.filename)
                 mtime = entry_mtime(info)
                 os.utime(path, (mtime, mtime))
+            _check_pages_left(infos, zip_path.name, warnings, names)
+        index_files = [n for n in names if "/" not in n and n.endswith(".sqlite3")]
+        if adopt is not None and index_files:
+            warnings += adopt(folder, index_files)
         if target.exists():  # appeared while we were extracting
             raise FieldExistsError(f"{target} already exists", "unpack under another name")
-        os.rename(staging, target)
+        os.rename(folder, target)
+        shutil.rmtree(staging, ignore_errors=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     finally:
         os.close(holder)  # before anyone takes the new field's own lock (fsutil.field_lock)
-    names = [i.filename for i in infos if not i.is_dir()]
     return UnpackResult(
         path=target, sha256=digest, files=len(names),
         pages=sum(1 for n in names if is_page_member(n)), bytes=total,
-        index_files=[n for n in names if "/" not in n and n.endswith(".sqlite3")],
+        index_files=index_files, warnings=warnings,
     )

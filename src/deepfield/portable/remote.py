@@ -39,10 +39,17 @@ from ..embed.base import Embedder
 from ..errors import RemoteUnavailableError, RemoteUnreachableError, TransportError
 from ..field import Field
 from ..fsutil import atomic_write, field_lock
-from ..page import INTRO_FILE, LISTING_FILE, is_debris, iso_from_timestamp
+from ..page import (
+    INTRO_FILE,
+    LISTING_FILE,
+    SPECIAL_FILES,
+    is_debris,
+    is_valid_name,
+    iso_from_timestamp,
+)
 from .transports import RemoteFile, Transport, create_transport, find_transport
 from .transports.base import MissingRemoteFileError
-from .zipsafe import DEFAULT_LIMITS
+from .zipsafe import DEFAULT_LIMITS, normalize_pin
 
 STATE_FILE = "state.json"
 PIN_FRAGMENT = "sha256="
@@ -150,6 +157,12 @@ def refresh_mirror(transport: Transport, folder: Path, state_path: Path) -> Refr
     report = RefreshReport(transport.label, transport.name)
     known = _load_state(state_path)
     listed = [f for f in transport.list_files() if _wanted(f.name)]
+    # The spec's page names only, as pack and unpack keep: Upper_Case.md is no page.
+    for file in listed:
+        if file.name not in SPECIAL_FILES and not is_valid_name(file.name[:-3]):
+            report.warnings.append(f"{file.name}: not a spec page name (lowercase letters, "
+                                   "digits and hyphens); not mirrored")
+    listed = [f for f in listed if f.name in SPECIAL_FILES or is_valid_name(f.name[:-3])]
     if len(listed) > DEFAULT_LIMITS.max_entries:
         raise RemoteUnavailableError(
             f"{transport.label} lists {len(listed)} pages (limit {DEFAULT_LIMITS.max_entries})",
@@ -227,7 +240,7 @@ def _cached_report(transport: Transport, mirror: Path, state_path: Path, pin: st
         raise error from None
     if not mirror.is_dir() or not isinstance(state, dict) or not state.get("files"):
         raise error
-    if pin is not None and str(state.get("sha256") or "").lower() != pin.lower():
+    if pin is not None and str(state.get("sha256") or "").lower() != normalize_pin(pin):
         raise error
     report = RefreshReport(transport.label, transport.name, sha256=state.get("sha256"),
                            unchanged=len(state["files"]), stale=True)
@@ -279,6 +292,8 @@ def open_remote(
     source, fragment_pin = split_pin(source)
     source = _absolute(source)
     pin = pin or fragment_pin
+    if pin is not None:  # once, here: every use below (the offline fallback too) sees HEX
+        pin = normalize_pin(pin)
     probe = create_transport(source, Path(tempfile.gettempdir()), pin)
     try:
         name = probe.field_name()

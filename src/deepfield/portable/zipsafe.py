@@ -4,7 +4,9 @@ A zip is checked whole before any member is used: its sha256 against a pin (when
 given), then every entry's name and size. Refused, with a clear error: path traversal (``..``),
 absolute paths, backslashes and drive letters, symbolic links, encrypted or duplicate entries,
 ``.md`` files inside sub-folders (a memoryfield is flat), names no file system can hold (a
-component over 255 bytes, a file that is also a folder), and zip bombs (too many entries, an
+component over 255 bytes, a file that is also a folder) or that only some can (two names that
+differ only in case), a root folder named like a page or an index file (``listing.md/x``: the
+field's own file would be a folder), and zip bombs (too many entries, an
 entry or a total too large, or a compression ratio no Markdown reaches, per entry or for the
 whole archive). Members are then read with running byte counts, so a header that lies about
 sizes cannot get more out than it declared (nor less: that entry is damaged).
@@ -32,6 +34,9 @@ ZIP_SUFFIX = ".memoryfield.zip"
 UT_EXTRA_ID = 0x5455
 """Info-ZIP "extended timestamp" extra field: the exact UTC mtime (DOS times are local, 2 s)."""
 _READ_BLOCK = 1 << 20
+SIDECAR_SUFFIXES = (".sqlite3-wal", ".sqlite3-shm", ".sqlite3-journal")
+INDEX_SUFFIXES = (".sqlite3", *SIDECAR_SUFFIXES)
+"""An index file and the files SQLite keeps beside it while it is open."""
 MAX_NAME_BYTES = 255
 """Longest file or folder name common file systems hold (ext4, APFS, NTFS)."""
 
@@ -150,6 +155,11 @@ def check_name(name: str, *, flat: bool = True) -> str | None:
         return f"a name with a component over {MAX_NAME_BYTES} bytes"
     if flat and len(parts) > 1 and parts[-1].endswith(".md") and not name.endswith("/"):
         return "a .md page inside a sub-folder (memoryfields are flat: pages at the zip's root)"
+    if flat and (len(parts) > 1 or name.endswith("/")) and parts[0].endswith((".md",
+                                                                              *INDEX_SUFFIXES)):
+        # A folder listing.md or <model>.sqlite3 takes the place of the field's own file:
+        # every command would then fail on it ("Is a directory").
+        return "inside a folder named like a page or an index file"
     return None
 
 
@@ -190,6 +200,7 @@ def checked_members(
     if len(infos) > limits.max_entries:
         raise UnsafeArchiveError(f"{label}: {len(infos)} entries (limit {limits.max_entries})")
     seen: set[str] = set()
+    folded: set[str] = set()
     total = 0
     files: list[zipfile.ZipInfo] = []
     for info in infos:
@@ -203,9 +214,14 @@ def checked_members(
             problem = "an encrypted entry"
         if problem is None and name in seen:
             problem = "a duplicate entry"
+        if problem is None and not info.is_dir() and name.casefold() in folded:
+            # p.md and P.md: two files on Linux, a clash on macOS and Windows
+            problem = "the name of another entry in another case"
         if problem is not None:
             raise UnsafeArchiveError(f"{label}: entry {name!r} is {problem}")
         seen.add(name)
+        if not info.is_dir():
+            folded.add(name.casefold())
         if info.is_dir():
             continue
         if info.file_size > limits.max_entry_bytes:
@@ -333,7 +349,7 @@ def entry_mtime(info: zipfile.ZipInfo) -> float:
         tag, size = struct.unpack_from("<HH", extra, offset)
         body = extra[offset + 4 : offset + 4 + size]
         if tag == UT_EXTRA_ID and len(body) >= 5 and body[0] & 1:
-            return float(struct.unpack_from("<I", body, 1)[0])
+            return float(struct.unpack_from("<i", body, 1)[0])  # signed: before 1970 too
         offset += 4 + size
     try:
         return time.mktime((*info.date_time, 0, 0, -1))
@@ -343,4 +359,5 @@ def entry_mtime(info: zipfile.ZipInfo) -> float:
 
 def ut_extra(mtime: float) -> bytes:
     """The extended-timestamp extra field for ``mtime`` (what ``entry_mtime`` reads back)."""
-    return struct.pack("<HHBI", UT_EXTRA_ID, 5, 1, int(mtime) & 0xFFFFFFFF)
+    # Info-ZIP's field is a signed 32-bit count: 1901 to 2038 exactly, clamped beyond.
+    return struct.pack("<HHBi", UT_EXTRA_ID, 5, 1, max(-(2**31), min(int(mtime), 2**31 - 1)))
