@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ..archive import ARCHIVE_DIR, Shelf
 from ..errors import (
     InvalidPageError,
+    NotIndexerError,
     PageNotFoundError,
     RemoteUnavailableError,
     WriteConflictError,
@@ -253,7 +254,19 @@ class BucketField(Field):
         return BackendContext(
             self.name, self.index_handle, self.embedder,
             f"s3://{self.bucket.name}/{self.bucket.prefix}{self.prefix}.deepfield",
-            writes=self.store.may_write_index, storage_options=storage_options_from_env())
+            writes=self.store.may_write_index, storage_options=storage_options_from_env(),
+            indexer=self.store.indexer_name)
+
+    def clear_index(self) -> None:
+        """Drop the working copy's catalogue and, on the ``lancedb`` backend, the shared
+        dataset: only in the process holding the indexer lease (checked before anything is
+        dropped). Any other process would delete the index every replica searches."""
+        if self.index_backend != SqliteBackend.name and not self.store.may_write_index():
+            raise NotIndexerError(
+                f"field {self.name}: its LanceDB index in the bucket is rebuilt only by "
+                f"{self.store.indexer_name()}; this process does not hold the lease, so "
+                "nothing was dropped")
+        super().clear_index()
 
     # ------------------------------------------------------------------ writing
 

@@ -132,6 +132,17 @@ class BucketStore(Store):
         with self._guard:
             return self.lease.acquire()
 
+    def indexer_name(self) -> str:
+        """Who writes the store's shared indexes, for messages: this process, or the lease
+        holder as the lease object names it (host:pid:…)."""
+        if self.lease.held:
+            return f"this process ({self.lease.holder})"
+        try:
+            holder = self.lease.state().holder
+        except RemoteUnavailableError:
+            holder = None
+        return "the replica holding the indexer lease" + (f" ({holder})" if holder else "")
+
     # ------------------------------------------------------------------ fields
 
     def field_names(self) -> list[str]:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import IndexCorruptError
+from ..errors import IndexCorruptError, NotIndexerError
 from .backend import (
     BackendContext,
     Candidates,
@@ -200,9 +200,21 @@ class LanceBackend(IndexBackend):
             self.sync(embed_budget=None)
 
     def clear(self) -> None:
+        # A shared dataset has one writer: dropping it from any other process would leave
+        # every replica without an index until the writer notices (docs/SCALE.md).
+        if not self.context.writes():
+            raise NotIndexerError(
+                f"the LanceDB index of field {self.context.field_name} ({self.uri}) is "
+                f"written by {self.writer_name()}, not by this process; it was left as it is")
         with self._writing():
             self.dataset.drop()
         self._clean = None
+
+    def writer_name(self) -> str:
+        """Who writes the dataset, for messages (this process, or the lease holder)."""
+        if self.context.writes():
+            return "this process"
+        return self.context.indexer() or "the process holding the indexer lease"
 
     def close(self) -> None:
         self.hits.facts.clear()
