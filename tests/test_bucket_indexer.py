@@ -4,6 +4,7 @@ holder instead of sending operators to commands that do nothing there (moto on 1
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -57,3 +58,56 @@ def test_reindex_outside_the_lease_holder_leaves_the_shared_dataset(
     notes = indexer.field("notes")
     notes.reindex()
     assert notes.search("carbon fibre woks").results[0].filename == "wok.md"
+
+
+@pytest.fixture
+def served(s3: Any) -> Any:  # noqa: F811
+    """A served replica (its searches read its own copy of the dataset) holding the lease."""
+    client, bucket = s3
+    client.put_object(Bucket=bucket, Key="team/deepfield.toml", Body=HELD_CONFIG)
+    store = open_bucket_store(f"s3://{bucket}/team", embedder=FakeEmbedder())
+    notes = store.create_field("notes")
+    notes.add("Valve", "Alice: the valve stuck open\nBob: grit in the seat\n")
+    notes.add("Wok", "Carbon fibre woks heat unevenly.")
+    poller = BucketPoller(store)
+    store.background_indexing = True  # as start() does, without its thread: rounds by hand
+    poller.round()
+    yield store, poller, client, bucket
+    poller.close()
+    store.close()
+
+
+def _found(field: Any, query: str, mode: str) -> str:
+    return str(field.search(query, mode=mode).results[0].filename)
+
+
+def test_a_copy_follows_a_rebuilt_dataset_with_the_same_version_names(served: Any) -> None:
+    store, poller, client, bucket = served
+    view = store.field("notes")
+    for mode in ("bm25", "vector", "hybrid"):
+        assert _found(view, "carbon fibre woks", mode) == "wok.md"
+    manifests = {str(o["Key"]): (o["Size"], o["ETag"]) for o in client.list_objects_v2(
+        Bucket=bucket, Prefix=DATASET)["Contents"] if "/_versions/" in str(o["Key"])}
+    writer = poller._writers["notes"]
+    writer.clear()  # the holder rebuilds the dataset: versions start again
+    poller.round()
+    rebuilt = {str(o["Key"]): (o["Size"], o["ETag"]) for o in client.list_objects_v2(
+        Bucket=bucket, Prefix=DATASET)["Contents"] if "/_versions/" in str(o["Key"])}
+    assert set(rebuilt) & set(manifests)  # the same names: sizes alone cannot tell
+    for mode in ("bm25", "vector", "hybrid"):
+        assert _found(view, "carbon fibre woks", mode) == "wok.md"
+        assert _found(view, "valve grit", mode) == "valve.md"
+
+
+def test_a_copy_missing_files_is_fetched_again_by_the_search_that_finds_it(
+        served: Any) -> None:
+    store, _, _, _ = served
+    view = store.field("notes")
+    copy = view.search_backend()
+    data = [p for p in Path(copy.uri).rglob("*") if p.is_file() and "/data/" in p.as_posix()]
+    assert data
+    for path in data:
+        path.unlink()
+    copy.dataset.forget()
+    for mode in ("bm25", "vector"):
+        assert _found(view, "carbon fibre woks", mode) == "wok.md"

@@ -241,9 +241,12 @@ class BucketField(Field):
         copy of it (kept current by the poller: bucket/dataset_cache.py); elsewhere the
         dataset in the bucket itself."""
         if self.store.background_indexing:
+            from .dataset_cache import sync_field_copy
+
             return BackendContext(self.name, self.index_handle, self.embedder,
                                   os.fspath(self.store.root / ".lancedb" / self.name),
-                                  writes=lambda: False)
+                                  writes=lambda: False, indexer=self.store.indexer_name,
+                                  resync=lambda: sync_field_copy(self))
         return self.shared_backend_context()
 
     def shared_backend_context(self) -> BackendContext:

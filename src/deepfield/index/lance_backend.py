@@ -100,11 +100,13 @@ class LanceBackend(IndexBackend):
         self._clean: tuple[str, int] | None = None
         """(catalogue instance, generation) the dataset was last found complete for."""
         self.hits = HitReader(context.catalogue, _QUERY_ERRORS)
-        self._pending: tuple[int, int] = (-1, 0)
-        self._waiting_keys: tuple[int, set[int]] = (-1, set())
-        self._superseded: tuple[int, bool] = (-1, False)
-        self._overlay: tuple[tuple[str, int, int], Overlay] = (("", -1, -1), Overlay())
-        self._states: tuple[int, dict[str, tuple[str, bool]]] = (-2, {})
+        # Caches keyed by (dataset generation, table version): see LanceDataset.generation.
+        self._pending: tuple[tuple[int, int], int] = ((-1, -1), 0)
+        self._waiting_keys: tuple[tuple[int, int], set[int]] = ((-1, -1), set())
+        self._superseded: tuple[tuple[int, int], bool] = ((-1, -1), False)
+        self._overlay: tuple[tuple[str, int, tuple[int, int]], Overlay] = (
+            ("", -1, (-1, -1)), Overlay())
+        self._states: tuple[tuple[int, int], dict[str, tuple[str, bool]]] = ((-1, -2), {})
         """The dataset's page states, by version of its pages table (lance_overlay.py)."""
         self.last_push: PushReport | None = None
 
@@ -232,17 +234,29 @@ class LanceBackend(IndexBackend):
             return self._candidates(query, query_vector, limit, mode, parallel)
         except _QUERY_ERRORS as exc:
             if not self.context.writes():
-                raise IndexCorruptError(
-                    f"the LanceDB index of field {self.context.field_name} cannot be read "
-                    f"({str(exc).splitlines()[0][:200]})",
-                    "the replica that holds the indexer lease rebuilds it; retry shortly",
-                ) from None
+                return self._read_again(query, query_vector, limit, mode, parallel)
             self.dataset.forget()
             if isinstance(exc, DatasetDamagedError) or self.dataset.table(CHUNKS) is None \
                     or _unreadable(exc):
                 self._rebuild(exc)
             self.sync(embed_budget=0.0)
             return self._candidates(query, query_vector, limit, mode, parallel)
+
+    def _read_again(self, query: str, query_vector: Vectors | None, limit: int, mode: str,
+                    parallel: bool) -> Candidates:
+        """A reader's dataset failed (a copy swapped or missing files, a dataset rebuilt):
+        open it again, after bringing a local copy in line, and search once more."""
+        self.dataset.forget()
+        if self.context.resync is not None:
+            with contextlib.suppress(Exception):  # the bucket may be down: try what we have
+                self.context.resync()
+        try:
+            return self._candidates(query, query_vector, limit, mode, parallel)
+        except _QUERY_ERRORS as exc:
+            raise IndexCorruptError(
+                f"the LanceDB index of field {self.context.field_name} cannot be read "
+                f"({str(exc).splitlines()[0][:200]})",
+                f"{self.writer_name()} rebuilds it; retry shortly") from None
 
     def _candidates(self, query: str, query_vector: Vectors | None, limit: int, mode: str,
                     parallel: bool) -> Candidates:
@@ -307,7 +321,7 @@ class LanceBackend(IndexBackend):
             return Overlay()
         catalogue = self.context.catalogue()
         pages = self.dataset.table(PAGES)
-        version = pages.version if pages is not None else -1
+        version = (self.dataset.generation, pages.version if pages is not None else -1)
         stamp = (get_meta(catalogue.conn, "instance") or "", catalogue.generation(), version)
         if stamp != self._overlay[0]:
             if version != self._states[0]:
@@ -347,7 +361,7 @@ class LanceBackend(IndexBackend):
         """Keys of chunks written before their vector (zeros until then) or whose text the
         model could not encode, once per version: left out of the dense candidates."""
         with contextlib.suppress(*_QUERY_ERRORS):
-            version = table.version
+            version = (self.dataset.generation, table.version)
             if version != self._waiting_keys[0]:
                 rows = table.search().where("NOT embedded").select(["key"]).limit(None) \
                     .to_arrow()
@@ -366,7 +380,7 @@ class LanceBackend(IndexBackend):
         if table is None:
             return False
         with contextlib.suppress(*_QUERY_ERRORS):
-            version = table.version
+            version = (self.dataset.generation, table.version)
             if version != self._superseded[0]:
                 self._superseded = (version, table.count_rows("superseded") > 0)
         return self._superseded[1] or self.overlay().superseded
@@ -403,7 +417,7 @@ class LanceBackend(IndexBackend):
         if table is None:
             return fresh
         with contextlib.suppress(*_QUERY_ERRORS):
-            version = table.version
+            version = (self.dataset.generation, table.version)
             if version != self._pending[0]:
                 rows = table.search().where("NOT complete").select(["chunks"]).limit(None) \
                     .to_arrow()

@@ -166,6 +166,10 @@ class LanceDataset:
         self._lock = threading.RLock()
         self.writing = threading.RLock()
         """Held by a sync for its whole diff-and-write (lance_backend.LanceBackend)."""
+        self.generation = 0
+        """Bumped by :meth:`forget`: a dataset opened again (rebuilt, or a copy swapped for a
+        fresh one) may number its versions as the old one did, so caches keyed by a table's
+        version key by this too."""
         self.rebuilt = 0
         self.optimized_at = 0.0
         """time.monotonic() of this handle's last ``optimize`` (0: never)."""
@@ -209,6 +213,7 @@ class LanceDataset:
         with self._lock:
             self._tables.clear()
             self._db = None
+            self.generation += 1
 
     def drop(self) -> None:
         """Delete the whole dataset (it is derived data)."""
