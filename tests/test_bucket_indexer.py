@@ -111,3 +111,22 @@ def test_a_copy_missing_files_is_fetched_again_by_the_search_that_finds_it(
     copy.dataset.forget()
     for mode in ("bm25", "vector"):
         assert _found(view, "carbon fibre woks", mode) == "wok.md"
+
+
+def test_index_and_search_hints_outside_the_holder_name_it(
+        held: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    indexer, _, _, bucket = held
+    url = f"s3://{bucket}/team"
+    code, out, err = run_main(capsys, "--store", url, "index")
+    assert code == 0 and out.startswith("notes: ")
+    assert "not the indexer" in err and indexer.lease.holder in err
+    other = open_bucket_store(url, embedder=FakeEmbedder())
+    try:
+        notes = other.field("notes")
+        notes.add("Kettle", "Copper kettles need a lemon scrub.")  # no indexer round yet
+        for mode in ("hybrid", "vector"):
+            warnings = " ".join(notes.search("copper kettles", mode=mode).warnings)
+            assert "have no vector yet" in warnings and indexer.lease.holder in warnings
+            assert "run `deepfield index`" not in warnings
+    finally:
+        other.close()

@@ -214,7 +214,19 @@ class BucketField(Field):
 
     def index(self, **options: Any) -> SyncReport:
         self.refresh_from_bucket()
-        return super().index(**options)
+        report = super().index(**options)
+        if self.index_backend != SqliteBackend.name and not self.store.may_write_index():
+            # `deepfield index` here embeds nothing: say so rather than exit as if it had.
+            report.warnings.append(
+                f"not the indexer: the shared LanceDB index is written (and its vectors "
+                f"computed) by {self.store.indexer_name()}; this process embedded nothing")
+        return report
+
+    def vectors_hint(self) -> str:
+        if self.index_backend == SqliteBackend.name:
+            return super().vectors_hint()
+        return (f"{self.store.indexer_name(ask=False)} computes them (`deepfield index` "
+                "elsewhere embeds nothing)")
 
     def embed(self, *, budget: float | None = None, deadline: Deadline | None = None,
               pages: bool = True, latent: bool | None = None, threads: int | None = None,

@@ -132,15 +132,16 @@ class BucketStore(Store):
         with self._guard:
             return self.lease.acquire()
 
-    def indexer_name(self) -> str:
+    def indexer_name(self, *, ask: bool = True) -> str:
         """Who writes the store's shared indexes, for messages: this process, or the lease
-        holder as the lease object names it (host:pid:…)."""
+        holder as the lease object names it (host:pid:…); ``ask=False``: as last seen, with
+        no request (a search's warning must not wait on the bucket)."""
         if self.lease.held:
             return f"this process ({self.lease.holder})"
-        try:
-            holder = self.lease.state().holder
-        except RemoteUnavailableError:
-            holder = None
+        holder = self.lease.seen
+        if ask:
+            with contextlib.suppress(RemoteUnavailableError):
+                holder = self.lease.state().holder
         return "the replica holding the indexer lease" + (f" ({holder})" if holder else "")
 
     # ------------------------------------------------------------------ fields

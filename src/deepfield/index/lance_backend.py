@@ -182,7 +182,9 @@ class LanceBackend(IndexBackend):
         if dataset.rebuilt >= self.MAX_REBUILDS:
             raise IndexCorruptError(
                 f"the LanceDB index at {self.uri} cannot be rebuilt: {exc}",
-                "check the disk or bucket it lives on, then run `deepfield reindex`") from None
+                "check the disk it lives on, then run `deepfield reindex`" if dataset.local
+                else "check the bucket and its credentials; the indexer rebuilds it by itself "
+                "once it can write there") from None
         dataset.drop()
         self._clean = None
 
