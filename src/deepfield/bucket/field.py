@@ -47,7 +47,7 @@ from ..page import INTRO_FILE, LISTING_FILE, Page, is_debris
 from ..scan import SourceFile
 from ..writer import WriteResult, refuse_special
 from .archive import BucketShelf, archive_object, archived_names, put_archived
-from .objects import Got, ObjectConflictError
+from .objects import STALLED_S, Got, ObjectConflictError
 from .store import stale_copy
 
 if TYPE_CHECKING:
@@ -210,6 +210,10 @@ class BucketField(Field):
 
     def copy_warnings(self) -> list[str]:
         problem = self.store.unreachable
+        waited = self.bucket.stalled_s()
+        if problem is None and waited >= STALLED_S:  # a hanging bucket fails only later
+            problem = (f"the bucket of {self.store.url} has not answered for {waited:.0f} s; "
+                       "answering from this process's copy of the pages")
         return [] if problem is None else [problem]
 
     def index(self, **options: Any) -> SyncReport:
