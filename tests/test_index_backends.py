@@ -1,8 +1,10 @@
 """Index backends: today's SQLite index and LanceDB on local disk, from the same pages.
 
 Both are built from the same Markdown with the same chunking and fused the same way, so a
-search gives the same JSON shape (and, on this small corpus, the same ranking) whichever
-backend a field uses. The LanceDB dataset is derived: `reindex`, deleting it or damaging it
+search gives the same JSON shape whichever backend a field uses, and vector searches the
+same order and scores. BM25 is two implementations (LanceDB stems and weighs terms its own
+way): keyword and hybrid searches are checked for the same best page on these queries only,
+not for the same ranking. The LanceDB dataset is derived: `reindex`, deleting it or damaging it
 rebuilds it from the pages.
 """
 
