@@ -275,3 +275,16 @@ def test_a_chunk_the_model_cannot_encode_on_lancedb(tmp_path: Path) -> None:
     assert backend.pending_chunk_vectors() == 0
     assert field.search("valve stuck", k=3, mode="vector").results
     store.close()
+
+
+def test_a_dataset_deleted_again_and_again_is_rebuilt_each_time(pair: Any) -> None:
+    """MAX_REBUILDS bounds rebuilds in a row that do not make the dataset readable, not the
+    rebuilds of a long-running process."""
+    _, field = pair
+    backend = field.search_backend()
+    folder = Path(backend.uri)
+    assert field.search("valve stuck", k=1).results[0].filename == "meeting.md"
+    for _ in range(LanceBackend.MAX_REBUILDS + 2):
+        shutil.rmtree(folder)  # deleted by hand, now and then: the next search rebuilds it
+        assert field.search("valve stuck", k=1).results[0].filename == "meeting.md"
+    assert backend.dataset.rebuilt >= LanceBackend.MAX_REBUILDS + 2

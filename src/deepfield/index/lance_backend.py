@@ -91,7 +91,9 @@ class LanceBackend(IndexBackend):
 
     name: ClassVar[str] = "lancedb"
     MAX_REBUILDS = 3
-    """Rebuilds one handle attempts before it reports the dataset as unusable."""
+    """Rebuilds in a row, without a read that worked in between, before a handle reports the
+    dataset as unusable (a long-running indexer rebuilds a dataset deleted now and then
+    as often as it happens)."""
 
     def __init__(self, context: BackendContext) -> None:
         super().__init__(context)
@@ -179,7 +181,7 @@ class LanceBackend(IndexBackend):
 
     def _rebuild(self, exc: BaseException) -> None:
         dataset = self.dataset
-        if dataset.rebuilt >= self.MAX_REBUILDS:
+        if dataset.rebuilds_in_a_row >= self.MAX_REBUILDS:
             raise IndexCorruptError(
                 f"the LanceDB index at {self.uri} cannot be rebuilt: {exc}",
                 "check the disk it lives on, then run `deepfield reindex`" if dataset.local
@@ -198,6 +200,7 @@ class LanceBackend(IndexBackend):
             if table is not None:
                 table.search().limit(1).to_arrow()
             self.dataset.page_states()
+            self.dataset.rebuilds_in_a_row = 0
         except _QUERY_ERRORS as exc:
             with self._writing():
                 self._rebuild(exc)
@@ -233,7 +236,9 @@ class LanceBackend(IndexBackend):
     def candidates(self, query: str, query_vector: Vectors | None, limit: int, mode: str, *,
                    parallel: bool = True) -> Candidates:
         try:
-            return self._candidates(query, query_vector, limit, mode, parallel)
+            found = self._candidates(query, query_vector, limit, mode, parallel)
+            self.dataset.rebuilds_in_a_row = 0
+            return found
         except _QUERY_ERRORS as exc:
             if not self.context.writes():
                 return self._read_again(query, query_vector, limit, mode, parallel)
@@ -242,7 +247,9 @@ class LanceBackend(IndexBackend):
                     or _unreadable(exc):
                 self._rebuild(exc)
             self.sync(embed_budget=0.0)
-            return self._candidates(query, query_vector, limit, mode, parallel)
+            found = self._candidates(query, query_vector, limit, mode, parallel)
+            self.dataset.rebuilds_in_a_row = 0  # rebuilt and readable again
+            return found
 
     def _read_again(self, query: str, query_vector: Vectors | None, limit: int, mode: str,
                     parallel: bool) -> Candidates:

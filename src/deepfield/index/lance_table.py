@@ -171,6 +171,8 @@ class LanceDataset:
         fresh one) may number its versions as the old one did, so caches keyed by a table's
         version key by this too."""
         self.rebuilt = 0
+        self.rebuilds_in_a_row = 0
+        """Rebuilds since the dataset last answered a read (LanceBackend.MAX_REBUILDS)."""
         self.optimized_at = 0.0
         """time.monotonic() of this handle's last ``optimize`` (0: never)."""
         """How many times this handle found the dataset gone or damaged and started over."""
@@ -220,6 +222,7 @@ class LanceDataset:
         with self._lock:
             self.forget()
             self.rebuilt += 1
+            self.rebuilds_in_a_row += 1
             if self.local:
                 shutil.rmtree(self.uri, ignore_errors=True)
                 return
