@@ -33,7 +33,7 @@ from ..fsutil import atomic_write
 from .objects import Bucket, ObjectInfo
 
 if TYPE_CHECKING:
-    from .field import BucketField
+    from .field_indexing import SharedIndexField
 
 VERSIONS = "_versions/"
 ETAGS = ".etags.json"
@@ -179,7 +179,7 @@ def _save(folder: Path, etags: dict[str, str]) -> None:
     atomic_write(folder / ETAGS, json.dumps(etags).encode(), durable=False)
 
 
-def sync_field_copy(field: BucketField) -> CacheReport:
+def sync_field_copy(field: SharedIndexField) -> CacheReport:
     """Bring a served replica's copy of ``field``'s shared dataset in line with the bucket
     (the poller each round; a search whose copy failed), and make the process's handles of
     a copy that was swapped for a fresh one open it again."""

@@ -37,7 +37,8 @@ from .lease import Lease
 from .objects import SCHEME, Bucket, ObjectConflictError
 
 if TYPE_CHECKING:
-    from .field import BucketField, MirrorState
+    from .field import BucketField
+    from .mirror import MirrorState
 
 MAX_REPLICA_SLOTS = 64
 CONFIG_EDIT_TRIES = 8
@@ -151,7 +152,7 @@ class BucketStore(Store):
         return sorted(n for n in folders if not n.startswith((".", "_")) and is_valid_name(n))
 
     def state(self, name: str) -> MirrorState:
-        from .field import MirrorState
+        from .mirror import MirrorState
 
         with self._guard:
             state = self._states.get(name)

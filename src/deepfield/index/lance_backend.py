@@ -15,7 +15,6 @@ is rebuilt from the catalogue by the process that writes it.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -30,11 +29,14 @@ from .backend import (
     search_pool,
     superseded,
 )
-from .cjk import cjk_query_terms
 from .db import get_meta
-from .keyword import query_terms
 from .lance_hits import HitReader
 from .lance_overlay import Overlay, compare
+from .lance_query import EF as EF  # re-exported: bench/scale.py reports the settings
+from .lance_query import HYBRID_NEAREST, scored, vector_query
+from .lance_query import NPROBES as NPROBES
+from .lance_query import REFINE as REFINE
+from .lance_query import keyword_rows as keyword_rows_of
 from .lance_sync import PushReport, push
 from .lance_table import (
     CHUNKS,
@@ -43,49 +45,19 @@ from .lance_table import (
     LanceDataset,
     page_of,
     quoted,
+    shared_dataset,
 )
+from .lance_table import (
+    DATASET_FORMAT as DATASET_FORMAT,  # re-exported (tools name the dataset's format)
+)
+from .lance_table import dataset_uri as dataset_uri
 
 if TYPE_CHECKING:
     from ..embed.base import Vectors
     from . import ChunkRow
 
-NPROBES = 16
-"""IVF partitions searched per vector query: all of them up to 8M chunks
-(lance_table.ANN_PARTITION_ROWS)."""
-EF = 400
-"""HNSW search beam (bench/scale.py --ann-sweep: recall against latency)."""
-REFINE = 1
-"""Re-rank the candidates with their stored float32 vectors (the index holds 8-bit ones), so
-the cosines handed to fusion are exact."""
-HYBRID_NEAREST = 100
-"""Nearest chunks a hybrid search asks of the vector index: its keyword candidates get their
-cosines anyway (``_scored``), and a chunk past the 100th by cosine that no keyword matched
-does not reach the top results; each one more costs a refined (exact) distance."""
 _QUERY_ERRORS = (RuntimeError, OSError, ValueError, DatasetDamagedError)
 """What LanceDB raises when files of a dataset are missing or unreadable."""
-_DATASETS: dict[str, LanceDataset] = {}
-_DATASETS_LOCK = threading.Lock()
-
-
-DATASET_FORMAT = 1
-"""Bumped when the rows or keys change: a dataset of another format is left alone (derived
-data) and a new one is built beside it."""
-
-
-def dataset_uri(context: BackendContext, model_code: str) -> str:
-    return f"{context.location.rstrip('/')}/lancedb/{model_code}.v{DATASET_FORMAT}"
-
-
-def shared_dataset(uri: str, dim: int | None, options: dict[str, str]) -> LanceDataset:
-    """One handle per dataset and process: its caches (the ANN index, opened files) are
-    shared by every searcher of the field instead of loaded once per searcher."""
-    with _DATASETS_LOCK:
-        dataset = _DATASETS.get(uri)
-        if dataset is None or dataset.dim != dim:
-            dataset = _DATASETS[uri] = LanceDataset(uri, dim, options)
-        return dataset
-
-
 class LanceBackend(IndexBackend):
     """Searches a field's LanceDB dataset; keeps it current when ``context.writable``."""
 
@@ -285,10 +257,10 @@ class LanceBackend(IndexBackend):
         hybrid = want_keywords and want_vectors
         future = None
         if want_keywords and want_vectors and parallel:
-            future = search_pool().submit(self._keyword_rows, table, query, limit, hybrid)
+            future = search_pool().submit(keyword_rows_of, table, query, limit, hybrid)
         keyword_rows = None
         if want_keywords and future is None:
-            keyword_rows = self._keyword_rows(table, query, limit, hybrid)
+            keyword_rows = keyword_rows_of(table, query, limit, hybrid)
         dense: Hits = []
         waiting = self._waiting(table) if want_vectors else set()
         if want_vectors:
@@ -313,7 +285,7 @@ class LanceBackend(IndexBackend):
             if hybrid and keyword_rows.num_rows:
                 assert query_vector is not None
                 listed = {key for key, _ in dense} | waiting
-                dense += [(key, score) for key, score in self._scored(keyword_rows, query_vector)
+                dense += [(key, score) for key, score in scored(keyword_rows, query_vector)
                           if key not in listed]
         if overlay:  # pages newer here than in the dataset (lance_overlay.py)
             keyword = [pair for pair in keyword if page_of(pair[0]) not in overlay.stale]
@@ -339,32 +311,8 @@ class LanceBackend(IndexBackend):
         return self._overlay[1]
 
     def vector_query(self, table: Any, vector: Vectors, limit: int) -> Any:
-        """LanceDB's nearest-neighbour query for ``vector`` (dot product of unit vectors):
-        every partition's HNSW graph with beam EF, candidates re-ranked with the stored
-        vectors (docs/SCALE.md measures the recall against exact search)."""
-        import numpy as np
-
-        return table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector") \
-            .distance_type("dot").nprobes(NPROBES).ef(EF).refine_factor(REFINE).limit(limit)
-
-    def _keyword_rows(self, table: Any, query: str, limit: int, with_vectors: bool) -> Any:
-        from lancedb.query import MatchQuery
-
-        terms = [*query_terms(query), *cjk_query_terms(query)]
-        if not terms:
-            return None
-        columns = ["key", "_score", *(["vector"] if with_vectors else [])]
-        return table.search(MatchQuery(" ".join(terms), "text"), query_type="fts") \
-            .with_row_id(True).select(columns).limit(limit).to_arrow()
-
-    def _scored(self, rows: Any, query_vector: Vectors) -> Hits:
-        """(key, exact cosine) of ``rows`` (which hold their vectors)."""
-        import numpy as np
-
-        flat = rows["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        matrix = np.asarray(flat, dtype=np.float32).reshape(rows.num_rows, -1)
-        scores = matrix @ np.asarray(query_vector, dtype=np.float32)
-        return list(zip(rows["key"].to_pylist(), scores.tolist(), strict=True))
+        """LanceDB's nearest-neighbour query (lance_query.vector_query; bench/scale.py)."""
+        return vector_query(table, vector, limit)
 
     def _waiting(self, table: Any) -> set[int]:
         """Keys of chunks written before their vector (zeros until then) or whose text the
