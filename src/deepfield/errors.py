@@ -184,6 +184,17 @@ class IndexCorruptError(IndexStateError):
         self.damaged = damaged
 
 
+class NotIndexerError(IndexStateError):
+    """A shared index (a bucket store's LanceDB dataset) is written by another process: the
+    one holding the store's indexer lease."""
+
+    default_hint = (
+        "the lease holder rebuilds a deleted or damaged dataset by itself; to force a "
+        "rebuild, stop the serving replicas (or wait for the lease to expire), then run "
+        "`deepfield reindex` again"
+    )
+
+
 class EmbeddingError(DeepfieldError):
     pass
 

@@ -50,6 +50,10 @@ class FieldBackends(IndexHolder):
         if self.index_backend != SqliteBackend.name:
             self.search_backend().refresh(embed_budget=embed_budget)
 
+    def vectors_hint(self) -> str:
+        """What a search tells people about chunks that have no vector yet."""
+        return "run `deepfield index` to embed them"
+
     def _clear_backend(self) -> None:
         if self.index_backend != SqliteBackend.name:
             self.search_backend().clear()

@@ -153,6 +153,7 @@ def search_fields(
     deadline = Deadline.for_search(time.monotonic() if started is None else started)
     warnings: list[str] = []
     pending = 0
+    hints: list[str] = []
     indexes = []
     for fld in fields:
         if sync:
@@ -169,7 +170,10 @@ def search_fields(
                 f"field {fld.name!r} has no embedding model, so {mode} search is impossible",
                 "use --mode bm25, or configure an embedder and run `deepfield reindex`",
             )
-        pending += index.pending_chunk_vectors() if mode != "bm25" else 0
+        waiting = index.pending_chunk_vectors() if mode != "bm25" else 0
+        if waiting and fld.vectors_hint() not in hints:
+            hints.append(fld.vectors_hint())  # where vectors come from depends on the field
+        pending += waiting
         indexes.append((fld, index))
     codes = {index.model_code for _, index in indexes}
     if mode != "bm25" and len(codes) > 1:
@@ -181,12 +185,12 @@ def search_fields(
     if pending and mode == "vector":
         warnings.append(
             f"{pending} chunks have no vector yet, so a vector search cannot find them; "
-            "run `deepfield index` to embed them, or search with --mode hybrid"
+            f"{'; '.join(hints)}, or search with --mode hybrid"
         )
     elif pending and mode != "bm25":
         warnings.append(
             f"{pending} chunks have no vector yet and are found by keywords only; "
-            "run `deepfield index` to embed them"
+            f"{'; '.join(hints)}"
         )
     candidates = max(CANDIDATES, 5 * k)
     keyword: list[tuple[tuple[int, int], float]] = []

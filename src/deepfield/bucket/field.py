@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
-import threading
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -36,17 +34,15 @@ from ..errors import (
     RemoteUnavailableError,
     WriteConflictError,
 )
-from ..field import Field
-from ..field_backends import backend_budget
 from ..fsutil import atomic_write, check_expected
-from ..index.backend import BackendContext, SqliteBackend
 from ..index.budget import Deadline
-from ..index.vectors import EmbedReport
 from ..page import INTRO_FILE, LISTING_FILE, Page, is_debris
 from ..scan import SourceFile
 from ..writer import WriteResult, refuse_special
 from .archive import BucketShelf, archive_object, archived_names, put_archived
-from .objects import Got, ObjectConflictError
+from .field_indexing import SharedIndexField
+from .mirror import MirrorState
+from .objects import STALLED_S, Got, ObjectConflictError
 from .store import stale_copy
 
 if TYPE_CHECKING:
@@ -65,30 +61,9 @@ def _mirrored(name: str) -> bool:
         and not is_debris(name) and "/" not in name
 
 
-class MirrorState:
-    """What this process knows of one field's objects: name -> (ETag, size, mtime_ns) of
-    the copy in the working folder. Shared by the process's handles of the field."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.lock = threading.RLock()
-        self.refreshed = 0.0
-        self.files: dict[str, tuple[str, int, int]] = {}
-        with contextlib.suppress(OSError, ValueError, TypeError):
-            self.files = {k: (str(v[0]), int(v[1]), int(v[2]))
-                          for k, v in json.loads(path.read_text("utf-8")).items()}
-
-    def etag(self, name: str) -> str | None:
-        entry = self.files.get(name)
-        return entry[0] if entry else None
-
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.path, json.dumps(self.files).encode(), durable=False)
-
-
-class BucketField(Field):
-    """A field of a :class:`~deepfield.bucket.store.BucketStore`."""
+class BucketField(SharedIndexField):
+    """A field of a :class:`~deepfield.bucket.store.BucketStore` (its index backend's side:
+    bucket/field_indexing.py)."""
 
     def __init__(self, store: BucketStore, name: str, embedder: Embedder | None,
                  index_backend: str, state: MirrorState) -> None:
@@ -209,51 +184,15 @@ class BucketField(Field):
 
     def copy_warnings(self) -> list[str]:
         problem = self.store.unreachable
+        waited = self.bucket.stalled_s()
+        if problem is None and waited >= STALLED_S:  # a hanging bucket fails only later
+            problem = (f"the bucket of {self.store.url} has not answered for {waited:.0f} s; "
+                       "answering from this process's copy of the pages")
         return [] if problem is None else [problem]
 
     def index(self, **options: Any) -> SyncReport:
         self.refresh_from_bucket()
         return super().index(**options)
-
-    def embed(self, *, budget: float | None = None, deadline: Deadline | None = None,
-              pages: bool = True, latent: bool | None = None, threads: int | None = None,
-              progress: Callable[[int], None] | None = None) -> EmbedReport:
-        """Vectors for the working copy's own index, which only a field on the SQLite backend
-        searches; a ``lancedb`` field's vectors are computed once, by the indexer (this
-        process, if it holds the lease: the shared dataset is then brought up to date)."""
-        if self.index_backend != SqliteBackend.name:
-            self._refresh_backend(backend_budget(budget, deadline))
-            return EmbedReport()
-        return super().embed(budget=budget, deadline=deadline, pages=pages, latent=latent,
-                             threads=threads, progress=progress)
-
-    def _refresh_backend(self, embed_budget: float | None) -> None:
-        """On a server the shared LanceDB dataset is written by the poller of the replica
-        holding the lease (bucket/poller.py), in one commit for every page written meanwhile,
-        not by each request; elsewhere (the CLI, a script) by this process if no other one
-        holds the lease."""
-        if not self.store.background_indexing:
-            super()._refresh_backend(embed_budget)
-
-    def backend_context(self) -> BackendContext:
-        """Where searches read the field's LanceDB dataset: on a server, the replica's own
-        copy of it (kept current by the poller: bucket/dataset_cache.py); elsewhere the
-        dataset in the bucket itself."""
-        if self.store.background_indexing:
-            return BackendContext(self.name, self.index_handle, self.embedder,
-                                  os.fspath(self.store.root / ".lancedb" / self.name),
-                                  writes=lambda: False)
-        return self.shared_backend_context()
-
-    def shared_backend_context(self) -> BackendContext:
-        """The field's LanceDB dataset in the bucket, beside its pages: the process holding
-        the store's indexer lease writes it, every other one only reads."""
-        from ..index.lance_table import storage_options_from_env
-
-        return BackendContext(
-            self.name, self.index_handle, self.embedder,
-            f"s3://{self.bucket.name}/{self.bucket.prefix}{self.prefix}.deepfield",
-            writes=self.store.may_write_index, storage_options=storage_options_from_env())
 
     # ------------------------------------------------------------------ writing
 

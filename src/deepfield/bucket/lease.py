@@ -48,6 +48,8 @@ class Lease:
         self._etag: str | None = None
         self._renewed = 0.0
         self._refused = -1e9
+        self.seen: str | None = None
+        """The holder the bucket named when this process last asked (for messages)."""
 
     @property
     def held(self) -> bool:
@@ -67,6 +69,7 @@ class Lease:
             holder = str(json.loads(got.data).get("holder"))
         except (ValueError, AttributeError):
             holder = "?"
+        self.seen = holder
         return LeaseState(holder, holder == self.holder, got.etag,
                           max(0.0, got.server_time - got.modified))
 

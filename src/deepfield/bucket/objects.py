@@ -11,8 +11,12 @@ endpoint come from boto3's usual places (``AWS_ACCESS_KEY_ID``, ``AWS_PROFILE``,
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import os
+import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,18 @@ from typing import Any
 from ..errors import RemoteUnavailableError, TransportError
 
 SCHEME = "s3://"
+READ_TIMEOUT_S = 4.0
+READ_RETRIES = 1
+"""Lists and page GETs (searches' refreshes, page reads, the poller): a bucket that accepts
+connections and never answers fails them within ~2 x 4 s, and reads go on from the working
+copy with a warning, rather than hanging 4 x 30 s as before."""
+WRITE_TIMEOUT_S = 10.0
+WRITE_RETRIES = 1
+"""Writes and dataset downloads (larger bodies): at most ~25 s including connecting, below
+the minute HTTP clients commonly wait, so a write fails while its client still listens."""
+CONNECT_TIMEOUT_S = 3.0
+STALLED_S = 3.0
+"""A list or GET waiting this long makes searches warn that the bucket is not answering."""
 
 
 @dataclass(frozen=True)
@@ -79,10 +95,38 @@ class Bucket:
         self.name, self.prefix = split_url(url)
         session, config = _boto3()
         # A session of its own: boto3's default session caches credentials process-wide.
-        self.client = session.Session().client(
-            "s3", config=config.Config(connect_timeout=5, read_timeout=30,
-                                       retries={"max_attempts": 3, "mode": "standard"},
-                                       max_pool_connections=32))
+        own = session.Session()
+
+        def client(read_timeout: float, retries: int) -> Any:
+            # (botocore's ``max_attempts`` counts the retries after the first attempt.)
+            return own.client("s3", config=config.Config(
+                connect_timeout=CONNECT_TIMEOUT_S, read_timeout=read_timeout,
+                retries={"max_attempts": retries, "mode": "standard"},
+                max_pool_connections=32))
+
+        self.client = client(WRITE_TIMEOUT_S, WRITE_RETRIES)
+        self.reader = client(READ_TIMEOUT_S, READ_RETRIES)
+        """The client of lists and GETs: short timeouts (READ_TIMEOUT_S)."""
+        self._waiting: dict[int, float] = {}
+        self._waiting_lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def _request(self) -> Iterator[None]:
+        """Around a list or GET: how long the oldest one has waited (:meth:`stalled_s`)."""
+        token = object()
+        with self._waiting_lock:
+            self._waiting[id(token)] = time.monotonic()
+        try:
+            yield
+        finally:
+            with self._waiting_lock:
+                self._waiting.pop(id(token), None)
+
+    def stalled_s(self) -> float:
+        """Seconds the oldest list or GET in flight has waited for the bucket (0: none)."""
+        with self._waiting_lock:
+            oldest = min(self._waiting.values(), default=None)
+        return 0.0 if oldest is None else time.monotonic() - oldest
 
     def key(self, name: str) -> str:
         return self.prefix + name
@@ -125,8 +169,9 @@ class Bucket:
         objects: list[ObjectInfo] = []
         folders: list[str] = []
         try:
-            pages = self.client.get_paginator("list_objects_v2").paginate(
-                Bucket=self.name, Prefix=start, **({} if deep else {"Delimiter": "/"}))
+            with self._request():
+                pages = list(self.reader.get_paginator("list_objects_v2").paginate(
+                    Bucket=self.name, Prefix=start, **({} if deep else {"Delimiter": "/"})))
             for page in pages:
                 for item in page.get("Contents", []):
                     name = str(item["Key"])[len(start):]
@@ -158,9 +203,10 @@ class Bucket:
         import botocore.exceptions as errors
 
         try:
-            reply = self.client.get_object(Bucket=self.name, Key=self.key(name))
-            data: bytes = reply["Body"].read()
-            reply["Body"].close()
+            with self._request():
+                reply = self.reader.get_object(Bucket=self.name, Key=self.key(name))
+                data: bytes = reply["Body"].read()
+                reply["Body"].close()
         except errors.ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
                 return None
@@ -209,6 +255,7 @@ class Bucket:
 
     def close(self) -> None:
         self.client.close()
+        self.reader.close()
 
 
 def _lost(exc: Any) -> bool:
@@ -227,6 +274,4 @@ def _server_time(reply: dict[str, Any]) -> float:
             return email.utils.parsedate_to_datetime(date).timestamp()
         except (TypeError, ValueError):
             pass
-    import time
-
     return time.time()

@@ -15,11 +15,10 @@ import contextlib
 import logging
 import threading
 import time
-from pathlib import Path
 
 from ..index.backend import IndexBackend, SqliteBackend, close_quietly, create_index_backend
 from ..index.lance_backend import LanceBackend
-from .dataset_cache import refresh_dataset_copy
+from .dataset_cache import sync_field_copy
 from .field import BucketField
 from .store import BucketStore
 
@@ -133,11 +132,7 @@ class BucketPoller:
             stage("dataset")
         if isinstance(writer, LanceBackend) and self.store.background_indexing:
             # Every replica (the indexer too) searches its own copy of the dataset.
-            copy = handle.search_backend()
-            assert isinstance(copy, LanceBackend)
-            shared = writer.uri.removeprefix(f"s3://{self.store.bucket.name}/"
-                                             f"{self.store.bucket.prefix}")
-            refresh_dataset_copy(self.store.bucket, shared.rstrip("/") + "/", Path(copy.uri))
+            sync_field_copy(handle)
             stage("copy")
         log.debug("field %s round %d: %s", name, self.rounds,
                   ", ".join(f"{label} {seconds:.2f} s" for label, seconds in took.items()))

@@ -37,7 +37,8 @@ from .lease import Lease
 from .objects import SCHEME, Bucket, ObjectConflictError
 
 if TYPE_CHECKING:
-    from .field import BucketField, MirrorState
+    from .field import BucketField
+    from .mirror import MirrorState
 
 MAX_REPLICA_SLOTS = 64
 CONFIG_EDIT_TRIES = 8
@@ -132,6 +133,18 @@ class BucketStore(Store):
         with self._guard:
             return self.lease.acquire()
 
+    def indexer_name(self, *, ask: bool = True) -> str:
+        """Who writes the store's shared indexes, for messages: this process, or the lease
+        holder as the lease object names it (host:pid:…); ``ask=False``: as last seen, with
+        no request (a search's warning must not wait on the bucket)."""
+        if self.lease.held:
+            return f"this process ({self.lease.holder})"
+        holder = self.lease.seen
+        if ask:
+            with contextlib.suppress(RemoteUnavailableError):
+                holder = self.lease.state().holder
+        return "the replica holding the indexer lease" + (f" ({holder})" if holder else "")
+
     # ------------------------------------------------------------------ fields
 
     def field_names(self) -> list[str]:
@@ -139,7 +152,7 @@ class BucketStore(Store):
         return sorted(n for n in folders if not n.startswith((".", "_")) and is_valid_name(n))
 
     def state(self, name: str) -> MirrorState:
-        from .field import MirrorState
+        from .mirror import MirrorState
 
         with self._guard:
             state = self._states.get(name)

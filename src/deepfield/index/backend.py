@@ -56,6 +56,12 @@ class BackendContext:
     e.g. the replica holding a bucket store's indexer lease)."""
     storage_options: dict[str, str] = field(default_factory=dict)
     """Object-store settings (endpoint, region, credentials) for a URI location."""
+    resync: Callable[[], object] | None = None
+    """Brings a reader's local copy of derived data in line with its source (a served
+    replica's copy of a bucket's dataset), for a search that found the copy unreadable."""
+    indexer: Callable[[], str | None] = field(default=lambda: None)
+    """Who keeps the derived data current when :attr:`writes` is False, for messages (e.g.
+    "the replica holding the indexer lease (host:pid:…)"); None: not known."""
 
 
 class IndexBackend(ABC):

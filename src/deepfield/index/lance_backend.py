@@ -15,12 +15,11 @@ is rebuilt from the catalogue by the process that writes it.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import IndexCorruptError
+from ..errors import IndexCorruptError, NotIndexerError
 from .backend import (
     BackendContext,
     Candidates,
@@ -30,11 +29,14 @@ from .backend import (
     search_pool,
     superseded,
 )
-from .cjk import cjk_query_terms
 from .db import get_meta
-from .keyword import query_terms
 from .lance_hits import HitReader
 from .lance_overlay import Overlay, compare
+from .lance_query import EF as EF  # re-exported: bench/scale.py reports the settings
+from .lance_query import HYBRID_NEAREST, scored, vector_query
+from .lance_query import NPROBES as NPROBES
+from .lance_query import REFINE as REFINE
+from .lance_query import keyword_rows as keyword_rows_of
 from .lance_sync import PushReport, push
 from .lance_table import (
     CHUNKS,
@@ -43,55 +45,27 @@ from .lance_table import (
     LanceDataset,
     page_of,
     quoted,
+    shared_dataset,
 )
+from .lance_table import (
+    DATASET_FORMAT as DATASET_FORMAT,  # re-exported (tools name the dataset's format)
+)
+from .lance_table import dataset_uri as dataset_uri
 
 if TYPE_CHECKING:
     from ..embed.base import Vectors
     from . import ChunkRow
 
-NPROBES = 16
-"""IVF partitions searched per vector query: all of them up to 8M chunks
-(lance_table.ANN_PARTITION_ROWS)."""
-EF = 400
-"""HNSW search beam (bench/scale.py --ann-sweep: recall against latency)."""
-REFINE = 1
-"""Re-rank the candidates with their stored float32 vectors (the index holds 8-bit ones), so
-the cosines handed to fusion are exact."""
-HYBRID_NEAREST = 100
-"""Nearest chunks a hybrid search asks of the vector index: its keyword candidates get their
-cosines anyway (``_scored``), and a chunk past the 100th by cosine that no keyword matched
-does not reach the top results; each one more costs a refined (exact) distance."""
 _QUERY_ERRORS = (RuntimeError, OSError, ValueError, DatasetDamagedError)
 """What LanceDB raises when files of a dataset are missing or unreadable."""
-_DATASETS: dict[str, LanceDataset] = {}
-_DATASETS_LOCK = threading.Lock()
-
-
-DATASET_FORMAT = 1
-"""Bumped when the rows or keys change: a dataset of another format is left alone (derived
-data) and a new one is built beside it."""
-
-
-def dataset_uri(context: BackendContext, model_code: str) -> str:
-    return f"{context.location.rstrip('/')}/lancedb/{model_code}.v{DATASET_FORMAT}"
-
-
-def shared_dataset(uri: str, dim: int | None, options: dict[str, str]) -> LanceDataset:
-    """One handle per dataset and process: its caches (the ANN index, opened files) are
-    shared by every searcher of the field instead of loaded once per searcher."""
-    with _DATASETS_LOCK:
-        dataset = _DATASETS.get(uri)
-        if dataset is None or dataset.dim != dim:
-            dataset = _DATASETS[uri] = LanceDataset(uri, dim, options)
-        return dataset
-
-
 class LanceBackend(IndexBackend):
     """Searches a field's LanceDB dataset; keeps it current when ``context.writable``."""
 
     name: ClassVar[str] = "lancedb"
     MAX_REBUILDS = 3
-    """Rebuilds one handle attempts before it reports the dataset as unusable."""
+    """Rebuilds in a row, without a read that worked in between, before a handle reports the
+    dataset as unusable (a long-running indexer rebuilds a dataset deleted now and then
+    as often as it happens)."""
 
     def __init__(self, context: BackendContext) -> None:
         super().__init__(context)
@@ -100,11 +74,13 @@ class LanceBackend(IndexBackend):
         self._clean: tuple[str, int] | None = None
         """(catalogue instance, generation) the dataset was last found complete for."""
         self.hits = HitReader(context.catalogue, _QUERY_ERRORS)
-        self._pending: tuple[int, int] = (-1, 0)
-        self._waiting_keys: tuple[int, set[int]] = (-1, set())
-        self._superseded: tuple[int, bool] = (-1, False)
-        self._overlay: tuple[tuple[str, int, int], Overlay] = (("", -1, -1), Overlay())
-        self._states: tuple[int, dict[str, tuple[str, bool]]] = (-2, {})
+        # Caches keyed by (dataset generation, table version): see LanceDataset.generation.
+        self._pending: tuple[tuple[int, int], int] = ((-1, -1), 0)
+        self._waiting_keys: tuple[tuple[int, int], set[int]] = ((-1, -1), set())
+        self._superseded: tuple[tuple[int, int], bool] = ((-1, -1), False)
+        self._overlay: tuple[tuple[str, int, tuple[int, int]], Overlay] = (
+            ("", -1, (-1, -1)), Overlay())
+        self._states: tuple[tuple[int, int], dict[str, tuple[str, bool]]] = ((-1, -2), {})
         """The dataset's page states, by version of its pages table (lance_overlay.py)."""
         self.last_push: PushReport | None = None
 
@@ -177,10 +153,12 @@ class LanceBackend(IndexBackend):
 
     def _rebuild(self, exc: BaseException) -> None:
         dataset = self.dataset
-        if dataset.rebuilt >= self.MAX_REBUILDS:
+        if dataset.rebuilds_in_a_row >= self.MAX_REBUILDS:
             raise IndexCorruptError(
                 f"the LanceDB index at {self.uri} cannot be rebuilt: {exc}",
-                "check the disk or bucket it lives on, then run `deepfield reindex`") from None
+                "check the disk it lives on, then run `deepfield reindex`" if dataset.local
+                else "check the bucket and its credentials; the indexer rebuilds it by itself "
+                "once it can write there") from None
         dataset.drop()
         self._clean = None
 
@@ -194,15 +172,28 @@ class LanceBackend(IndexBackend):
             if table is not None:
                 table.search().limit(1).to_arrow()
             self.dataset.page_states()
+            self.dataset.rebuilds_in_a_row = 0
         except _QUERY_ERRORS as exc:
             with self._writing():
                 self._rebuild(exc)
             self.sync(embed_budget=None)
 
     def clear(self) -> None:
+        # A shared dataset has one writer: dropping it from any other process would leave
+        # every replica without an index until the writer notices (docs/SCALE.md).
+        if not self.context.writes():
+            raise NotIndexerError(
+                f"the LanceDB index of field {self.context.field_name} ({self.uri}) is "
+                f"written by {self.writer_name()}, not by this process; it was left as it is")
         with self._writing():
             self.dataset.drop()
         self._clean = None
+
+    def writer_name(self) -> str:
+        """Who writes the dataset, for messages (this process, or the lease holder)."""
+        if self.context.writes():
+            return "this process"
+        return self.context.indexer() or "the process holding the indexer lease"
 
     def close(self) -> None:
         self.hits.facts.clear()
@@ -217,20 +208,36 @@ class LanceBackend(IndexBackend):
     def candidates(self, query: str, query_vector: Vectors | None, limit: int, mode: str, *,
                    parallel: bool = True) -> Candidates:
         try:
-            return self._candidates(query, query_vector, limit, mode, parallel)
+            found = self._candidates(query, query_vector, limit, mode, parallel)
+            self.dataset.rebuilds_in_a_row = 0
+            return found
         except _QUERY_ERRORS as exc:
             if not self.context.writes():
-                raise IndexCorruptError(
-                    f"the LanceDB index of field {self.context.field_name} cannot be read "
-                    f"({str(exc).splitlines()[0][:200]})",
-                    "the replica that holds the indexer lease rebuilds it; retry shortly",
-                ) from None
+                return self._read_again(query, query_vector, limit, mode, parallel)
             self.dataset.forget()
             if isinstance(exc, DatasetDamagedError) or self.dataset.table(CHUNKS) is None \
                     or _unreadable(exc):
                 self._rebuild(exc)
             self.sync(embed_budget=0.0)
+            found = self._candidates(query, query_vector, limit, mode, parallel)
+            self.dataset.rebuilds_in_a_row = 0  # rebuilt and readable again
+            return found
+
+    def _read_again(self, query: str, query_vector: Vectors | None, limit: int, mode: str,
+                    parallel: bool) -> Candidates:
+        """A reader's dataset failed (a copy swapped or missing files, a dataset rebuilt):
+        open it again, after bringing a local copy in line, and search once more."""
+        self.dataset.forget()
+        if self.context.resync is not None:
+            with contextlib.suppress(Exception):  # the bucket may be down: try what we have
+                self.context.resync()
+        try:
             return self._candidates(query, query_vector, limit, mode, parallel)
+        except _QUERY_ERRORS as exc:
+            raise IndexCorruptError(
+                f"the LanceDB index of field {self.context.field_name} cannot be read "
+                f"({str(exc).splitlines()[0][:200]})",
+                f"{self.writer_name()} rebuilds it; retry shortly") from None
 
     def _candidates(self, query: str, query_vector: Vectors | None, limit: int, mode: str,
                     parallel: bool) -> Candidates:
@@ -250,10 +257,10 @@ class LanceBackend(IndexBackend):
         hybrid = want_keywords and want_vectors
         future = None
         if want_keywords and want_vectors and parallel:
-            future = search_pool().submit(self._keyword_rows, table, query, limit, hybrid)
+            future = search_pool().submit(keyword_rows_of, table, query, limit, hybrid)
         keyword_rows = None
         if want_keywords and future is None:
-            keyword_rows = self._keyword_rows(table, query, limit, hybrid)
+            keyword_rows = keyword_rows_of(table, query, limit, hybrid)
         dense: Hits = []
         waiting = self._waiting(table) if want_vectors else set()
         if want_vectors:
@@ -278,7 +285,7 @@ class LanceBackend(IndexBackend):
             if hybrid and keyword_rows.num_rows:
                 assert query_vector is not None
                 listed = {key for key, _ in dense} | waiting
-                dense += [(key, score) for key, score in self._scored(keyword_rows, query_vector)
+                dense += [(key, score) for key, score in scored(keyword_rows, query_vector)
                           if key not in listed]
         if overlay:  # pages newer here than in the dataset (lance_overlay.py)
             keyword = [pair for pair in keyword if page_of(pair[0]) not in overlay.stale]
@@ -295,7 +302,7 @@ class LanceBackend(IndexBackend):
             return Overlay()
         catalogue = self.context.catalogue()
         pages = self.dataset.table(PAGES)
-        version = pages.version if pages is not None else -1
+        version = (self.dataset.generation, pages.version if pages is not None else -1)
         stamp = (get_meta(catalogue.conn, "instance") or "", catalogue.generation(), version)
         if stamp != self._overlay[0]:
             if version != self._states[0]:
@@ -304,38 +311,14 @@ class LanceBackend(IndexBackend):
         return self._overlay[1]
 
     def vector_query(self, table: Any, vector: Vectors, limit: int) -> Any:
-        """LanceDB's nearest-neighbour query for ``vector`` (dot product of unit vectors):
-        every partition's HNSW graph with beam EF, candidates re-ranked with the stored
-        vectors (docs/SCALE.md measures the recall against exact search)."""
-        import numpy as np
-
-        return table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector") \
-            .distance_type("dot").nprobes(NPROBES).ef(EF).refine_factor(REFINE).limit(limit)
-
-    def _keyword_rows(self, table: Any, query: str, limit: int, with_vectors: bool) -> Any:
-        from lancedb.query import MatchQuery
-
-        terms = [*query_terms(query), *cjk_query_terms(query)]
-        if not terms:
-            return None
-        columns = ["key", "_score", *(["vector"] if with_vectors else [])]
-        return table.search(MatchQuery(" ".join(terms), "text"), query_type="fts") \
-            .with_row_id(True).select(columns).limit(limit).to_arrow()
-
-    def _scored(self, rows: Any, query_vector: Vectors) -> Hits:
-        """(key, exact cosine) of ``rows`` (which hold their vectors)."""
-        import numpy as np
-
-        flat = rows["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        matrix = np.asarray(flat, dtype=np.float32).reshape(rows.num_rows, -1)
-        scores = matrix @ np.asarray(query_vector, dtype=np.float32)
-        return list(zip(rows["key"].to_pylist(), scores.tolist(), strict=True))
+        """LanceDB's nearest-neighbour query (lance_query.vector_query; bench/scale.py)."""
+        return vector_query(table, vector, limit)
 
     def _waiting(self, table: Any) -> set[int]:
         """Keys of chunks written before their vector (zeros until then) or whose text the
         model could not encode, once per version: left out of the dense candidates."""
         with contextlib.suppress(*_QUERY_ERRORS):
-            version = table.version
+            version = (self.dataset.generation, table.version)
             if version != self._waiting_keys[0]:
                 rows = table.search().where("NOT embedded").select(["key"]).limit(None) \
                     .to_arrow()
@@ -354,7 +337,7 @@ class LanceBackend(IndexBackend):
         if table is None:
             return False
         with contextlib.suppress(*_QUERY_ERRORS):
-            version = table.version
+            version = (self.dataset.generation, table.version)
             if version != self._superseded[0]:
                 self._superseded = (version, table.count_rows("superseded") > 0)
         return self._superseded[1] or self.overlay().superseded
@@ -391,7 +374,7 @@ class LanceBackend(IndexBackend):
         if table is None:
             return fresh
         with contextlib.suppress(*_QUERY_ERRORS):
-            version = table.version
+            version = (self.dataset.generation, table.version)
             if version != self._pending[0]:
                 rows = table.search().where("NOT complete").select(["chunks"]).limit(None) \
                     .to_arrow()

@@ -31,6 +31,8 @@ from ..errors import ConfigError
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from .backend import BackendContext
+
 CHUNKS = "chunks"
 PAGES = "pages"
 KEY_MASK = (1 << 63) - 1
@@ -47,7 +49,7 @@ SCALAR_MIN_ROWS = 5_000
 """Tables this big get B-tree indexes on ``key`` and ``filename``."""
 ANN_PARTITION_ROWS = 500_000
 """Rows per IVF partition of the vector index (1M chunks: 2 graphs, built in parallel on 2
-cores). Searches probe every partition (lance_backend.NPROBES): on these vectors k-means
+cores). Searches probe every partition (lance_query.NPROBES): on these vectors k-means
 partitions do not hold a query's neighbours (16 partitions, 8 probed: recall 0.85), so
 partitions only bound a graph's size. At 1M chunks of bench/scale.py's vectors, 2 graphs of
 500k against 4 of 250k gave recall@10 0.960 against 0.978 and a vector search of 37 ms against
@@ -166,7 +168,13 @@ class LanceDataset:
         self._lock = threading.RLock()
         self.writing = threading.RLock()
         """Held by a sync for its whole diff-and-write (lance_backend.LanceBackend)."""
+        self.generation = 0
+        """Bumped by :meth:`forget`: a dataset opened again (rebuilt, or a copy swapped for a
+        fresh one) may number its versions as the old one did, so caches keyed by a table's
+        version key by this too."""
         self.rebuilt = 0
+        self.rebuilds_in_a_row = 0
+        """Rebuilds since the dataset last answered a read (LanceBackend.MAX_REBUILDS)."""
         self.optimized_at = 0.0
         """time.monotonic() of this handle's last ``optimize`` (0: never)."""
         """How many times this handle found the dataset gone or damaged and started over."""
@@ -209,12 +217,14 @@ class LanceDataset:
         with self._lock:
             self._tables.clear()
             self._db = None
+            self.generation += 1
 
     def drop(self) -> None:
         """Delete the whole dataset (it is derived data)."""
         with self._lock:
             self.forget()
             self.rebuilt += 1
+            self.rebuilds_in_a_row += 1
             if self.local:
                 shutil.rmtree(self.uri, ignore_errors=True)
                 return
@@ -307,3 +317,27 @@ class LanceDataset:
     def optimize_due(self) -> bool:
         return time.monotonic() - self.optimized_at >= OPTIMIZE_EVERY_S if self.optimized_at \
             else True
+
+
+_DATASETS: dict[str, LanceDataset] = {}
+_DATASETS_LOCK = threading.Lock()
+
+
+DATASET_FORMAT = 1
+"""Bumped when the rows or keys change: a dataset of another format is left alone (derived
+data) and a new one is built beside it."""
+
+
+def dataset_uri(context: BackendContext, model_code: str) -> str:
+    """Where the dataset of a field (``context``) and model lives."""
+    return f"{context.location.rstrip('/')}/lancedb/{model_code}.v{DATASET_FORMAT}"
+
+
+def shared_dataset(uri: str, dim: int | None, options: dict[str, str]) -> LanceDataset:
+    """One handle per dataset and process: its caches (the ANN index, opened files) are
+    shared by every searcher of the field instead of loaded once per searcher."""
+    with _DATASETS_LOCK:
+        dataset = _DATASETS.get(uri)
+        if dataset is None or dataset.dim != dim:
+            dataset = _DATASETS[uri] = LanceDataset(uri, dim, options)
+        return dataset
