@@ -31,17 +31,25 @@ def dataset_keys(client: Any, bucket: str) -> list[str]:
 def held(s3: Any) -> Any:  # noqa: F811
     """A store whose indexer (a poller's store) holds the lease and wrote the dataset."""
     client, bucket = s3
-    client.put_object(Bucket=bucket, Key="team/deepfield.toml", Body=HELD_CONFIG)
-    indexer = open_bucket_store(f"s3://{bucket}/team", embedder=FakeEmbedder())
-    notes = indexer.create_field("notes")
-    notes.add("Valve", "Alice: the valve stuck open\nBob: grit in the seat\n")
-    notes.add("Wok", "Carbon fibre woks heat unevenly.")
-    poller = BucketPoller(indexer)
-    poller.round()
+    indexer, poller = _indexed_store(client, bucket, background=False)
     assert indexer.lease.held and dataset_keys(client, bucket)
     yield indexer, poller, client, bucket
     poller.close()
     indexer.close()
+
+
+def _indexed_store(client: Any, bucket: str, *, background: bool) -> Any:
+    """A bucket store of two pages whose poller took the lease and wrote the dataset once
+    (``background``: as a served replica's start() marks it, without its thread)."""
+    client.put_object(Bucket=bucket, Key="team/deepfield.toml", Body=HELD_CONFIG)
+    store = open_bucket_store(f"s3://{bucket}/team", embedder=FakeEmbedder())
+    notes = store.create_field("notes")
+    notes.add("Valve", "Alice: the valve stuck open\nBob: grit in the seat\n")
+    notes.add("Wok", "Carbon fibre woks heat unevenly.")
+    poller = BucketPoller(store)
+    store.background_indexing = background
+    poller.round()
+    return store, poller
 
 
 def test_reindex_outside_the_lease_holder_leaves_the_shared_dataset(
@@ -64,14 +72,7 @@ def test_reindex_outside_the_lease_holder_leaves_the_shared_dataset(
 def served(s3: Any) -> Any:  # noqa: F811
     """A served replica (its searches read its own copy of the dataset) holding the lease."""
     client, bucket = s3
-    client.put_object(Bucket=bucket, Key="team/deepfield.toml", Body=HELD_CONFIG)
-    store = open_bucket_store(f"s3://{bucket}/team", embedder=FakeEmbedder())
-    notes = store.create_field("notes")
-    notes.add("Valve", "Alice: the valve stuck open\nBob: grit in the seat\n")
-    notes.add("Wok", "Carbon fibre woks heat unevenly.")
-    poller = BucketPoller(store)
-    store.background_indexing = True  # as start() does, without its thread: rounds by hand
-    poller.round()
+    store, poller = _indexed_store(client, bucket, background=True)  # rounds by hand
     yield store, poller, client, bucket
     poller.close()
     store.close()
