@@ -314,14 +314,19 @@ SAME_PAGE_CANDIDATES = 50
 """Pages named like a new page (stem.md, stem-2.md …) compared with it before it is added."""
 
 
+def _named_like(stem: str) -> list[str]:
+    """The names a new page of ``stem`` may have been given, in the order they are taken."""
+    return [f"{stem}.md" if n == 1 else f"{stem}-{n}.md"
+            for n in range(1, SAME_PAGE_CANDIDATES + 1)]
+
+
 def identical_page(folder: Path, page: Page) -> WrittenPage | None:
     """An existing page that already holds ``page`` (a new page, without a uuid or name),
     else None: adding the same title and text twice (a retry after an error, a script run
     again) leaves one page, reported ``unchanged``, instead of making ``stem-2.md``."""
     title = derive_title(page)
     stem = _stem_for(title, page)
-    for attempt in range(1, SAME_PAGE_CANDIDATES + 1):
-        name = f"{stem}.md" if attempt == 1 else f"{stem}-{attempt}.md"
+    for name in _named_like(stem):
         path = folder / name
         try:
             current = path.read_text("utf-8")
@@ -345,8 +350,7 @@ def same_titled(folder: Path, title: str, written: str) -> list[str]:
     key = " ".join(title.split()).casefold()
     stem = _stem_for(title, Page(body="", frontmatter={}))
     found = []
-    for attempt in range(1, SAME_PAGE_CANDIDATES + 1):
-        name = f"{stem}.md" if attempt == 1 else f"{stem}-{attempt}.md"
+    for attempt, name in enumerate(_named_like(stem), 1):
         if name == written:
             continue
         try:
