@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import deepfield
 from deepfield.archive import part_names
 from deepfield.config import EmbeddingConfig
+from deepfield.index.db import connect
 from deepfield.page import Page
 
 WRITER = textwrap.dedent(
@@ -40,6 +44,19 @@ REWRITER = textwrap.dedent(
 )
 
 
+@contextmanager
+def _reaped(procs: list[subprocess.Popen[str]] | list[subprocess.Popen[bytes]]) -> Iterator[None]:
+    """Kill the workers a failed assertion left running: a still-running child is reported
+    as an unraisable ResourceWarning in whichever later test collects it."""
+    try:
+        yield
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+
+
 def _store(tmp_path: Path) -> Path:
     path = tmp_path / "store"
     deepfield.init(path, EmbeddingConfig("none"))
@@ -55,10 +72,11 @@ def test_parallel_writers_lose_nothing(tmp_path: Path) -> None:
         subprocess.Popen([sys.executable, "-c", WRITER, str(store), str(w), str(count), str(start)])
         for w in range(workers)
     ]
-    time.sleep(0.5)
-    start.touch()
-    for proc in procs:
-        assert proc.wait(timeout=120) == 0
+    with _reaped(procs):
+        time.sleep(0.5)
+        start.touch()
+        for proc in procs:
+            assert proc.wait(timeout=120) == 0
     folder = store / "shared"
     pages = sorted(p for p in folder.glob("*.md") if p.name != "listing.md")
     assert len(pages) == workers * count
@@ -124,10 +142,11 @@ def test_rm_and_restore_racing_a_split_page_write_move_whole_pages(tmp_path: Pat
                               stdout=subprocess.PIPE)
              for role in ("write", "rm", "restore")]
     counts = []
-    for proc in procs:
-        out, _ = proc.communicate(timeout=120)
-        assert proc.returncode == 0
-        counts.append(int(out))
+    with _reaped(procs):
+        for proc in procs:
+            out, _ = proc.communicate(timeout=120)
+            assert proc.returncode == 0
+            counts.append(int(out))
     assert counts[0] and counts[1]  # both writes and removals happened
     field = store / "shared"
     names = {p.name for p in field.glob("*.md")} - {"listing.md", "index.md"}
@@ -164,13 +183,39 @@ def test_parallel_remembers_of_different_sessions_file_every_one(tmp_path: Path)
     procs = [subprocess.Popen([sys.executable, "-c", REMEMBERER, str(store), str(w),
                                str(rounds), str(start)], stderr=subprocess.PIPE, text=True)
              for w in range(workers)]
-    time.sleep(0.5)
-    start.touch()
-    for proc in procs:
-        _out, err = proc.communicate(timeout=180)
-        assert proc.returncode == 0, err
+    with _reaped(procs):
+        time.sleep(0.5)
+        start.touch()
+        for proc in procs:
+            _out, err = proc.communicate(timeout=180)
+            assert proc.returncode == 0, err
     for r in range(rounds):
         pages = [p for p in (store / f"rr{r}").glob("*.md") if p.name != "listing.md"]
         bodies = {Page.parse(p.read_text()).body for p in pages}
         assert len(pages) == workers
         assert all(any(f"postgres 1{w} " in b for b in bodies) for w in range(workers))
+
+
+def _open_index(path: str, start: str) -> None:
+    while not os.path.exists(start):
+        time.sleep(0.001)
+    connect(Path(path)).execute("CREATE TABLE IF NOT EXISTS t (x)")
+
+
+def test_processes_opening_a_new_index_at_once_all_get_it(tmp_path: Path) -> None:
+    # Switching a new file to WAL needs an exclusive lock, and SQLite refused it at once
+    # ("database is locked", no busy wait) to processes opening the index together: one of
+    # four parallel `remember`s into a new field failed with an IndexCorruptError.
+    forked = multiprocessing.get_context("fork")
+    failed = 0
+    for round_ in range(30):
+        path, start = tmp_path / f"{round_}.sqlite3", tmp_path / f"go{round_}"
+        workers = [forked.Process(target=_open_index, args=(str(path), str(start)))
+                   for _ in range(6)]
+        for worker in workers:
+            worker.start()
+        start.touch()
+        for worker in workers:
+            worker.join(timeout=60)
+        failed += sum(worker.exitcode != 0 for worker in workers)
+    assert failed == 0

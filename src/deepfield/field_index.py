@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from .embed.base import Embedder
-from .errors import DeepfieldError, IndexCorruptError, UnknownFieldError
+from .errors import DeepfieldError, IndexCorruptError, IndexStateError, UnknownFieldError
 from .freshness import Freshness
 from .index import FieldIndex, SyncReport
 from .index.budget import Deadline
@@ -176,8 +176,8 @@ class IndexHolder:
         if probe or is_schema_error(exc):
             try:
                 sound = damage(self.index_handle().conn) is None
-            except IndexCorruptError as failed:
-                sound = not failed.damaged
+            except IndexStateError as failed:  # locked, or unusable: not for healing
+                sound = not (isinstance(failed, IndexCorruptError) and failed.damaged)
             if sound:
                 return False
         found = self._seen_file

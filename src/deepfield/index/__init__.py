@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..embed.base import Embedder, LatentTerms, Vectors
-from ..errors import IndexCorruptError
+from ..errors import IndexCorruptError, IndexStateError
 from ..page import load_frontmatter_json
 from ..scan import SourceFile
 from .budget import Deadline
 from .db import (
+    BUSY_TIMEOUT_MS,
     KEYWORD_ONLY_CODE,
     bump_generation,
     connect,
@@ -106,6 +107,11 @@ class FieldIndex:
         try:
             self.conn = connect(self.path)
         except sqlite3.DatabaseError as exc:
+            if "locked" in str(exc):  # still held after the busy timeout: not a damaged file
+                raise IndexStateError(
+                    f"cannot open index {self.path}: another process has held it locked "
+                    f"for {BUSY_TIMEOUT_MS // 1000} s",
+                    "try again; if a deepfield process hangs, stop it") from None
             raise IndexCorruptError(f"cannot open index {self.path}: {exc}",
                                     damaged=is_corruption(exc)) from None
         try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -206,9 +207,35 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     # scattered FTS and row pages, ~6% faster when they stay cached (only what is read is held).
     conn.execute("PRAGMA cache_size = -32768")
     if not readonly:
-        conn.execute("PRAGMA journal_mode = WAL")
+        try:
+            _switch_to_wal(conn)
+        except BaseException:
+            conn.close()
+            raise
         conn.execute("PRAGMA synchronous = NORMAL")
     return conn
+
+
+def _switch_to_wal(conn: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode = WAL``, retried while another process holds the file.
+
+    Switching the journal mode needs an exclusive lock, and SQLite answers "database is
+    locked" at once instead of calling the busy handler when processes open a new index
+    together (parallel ``remember``s into a fresh field): retried here up to the busy timeout.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    pause = 0.002
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 @contextmanager
