@@ -78,6 +78,9 @@ def test_langchain_retriever(notes: deepfield.Store) -> None:
         late.invoke("x")
     with pytest.raises(DeepfieldError, match="unknown mode"):
         DeepfieldRetriever.from_store(notes, mode="fuzzy")
+    with pytest.raises(UnknownFieldError, match="no fields given") as caught:
+        DeepfieldRetriever.from_store(notes, fields=[])  # said "the store has no fields yet"
+    assert "notes" in caught.value.hint
 
 
 @pytest.mark.parametrize("make", [

@@ -344,6 +344,25 @@ def test_model_planner_never_sees_superseded_memos(keyword_store: deepfield.Stor
     assert "New: May." in plan_prompt and "Old: March." not in plan_prompt
 
 
+def test_a_dead_successor_shows_the_old_page_to_context_and_planner(
+        keyword_store: deepfield.Store, openai_server: FakeOpenAIServer) -> None:
+    # Search shows a page again once its successor is deleted by hand; context and the
+    # model planner's memos still hid it, so the only copy of the fact was never read.
+    field = keyword_store.create_field("ops")
+    field.add("Old style", "Long answers.", name="old-style", summary="Old: long.",
+              frontmatter={"always_load": True, "superseded_by": "style.md"})
+    field.add("Boiler log", "The boiler failed on 3 June.")
+    assert "Long answers" in build_context(field, "When did the boiler fail?",
+                                           budget=600).text
+    openai_server.enqueue(CHAT, json=chat_completion(json.dumps(
+        {"keyword": "answers", "vector": [], "page_ids": []})))
+    openai_server.enqueue(CHAT, json=chat_completion(json.dumps(
+        {"summary": "Long [old-style.md]", "sources": ["old-style.md"], "enough": True})))
+    research([field], "How long are answers?", llm=_researcher(openai_server), record=False)
+    plan_prompt = openai_server.requests_to(CHAT)[0].json["messages"][1]["content"]
+    assert "Old: long." in plan_prompt
+
+
 @pytest.mark.parametrize(("question", "breadth"), [
     ("What books has Melanie read?", True),  # a list question
     ("What has Melanie painted?", True),

@@ -9,6 +9,7 @@ import pytest
 
 import deepfield
 from deepfield.manage.review import QUEUE_FILE, REVIEW_DIR, items, resolve_item
+from deepfield.manage.supersede import supersede
 
 from .conftest import Cli
 
@@ -242,3 +243,19 @@ def test_skeleton_headings_do_not_make_pages_duplicates(keyword_store: deepfield
     add_atomic(field, "Paged one", "method", text=text.format("Paged one"))
     again = add_atomic(field, "Paged two", "method", text=text.format("Paged one"))
     assert any("duplicate" in w for w in again.warnings)
+
+
+def test_a_page_whose_successor_was_deleted_counts_for_duplicates(field: deepfield.Field
+                                                                  ) -> None:
+    # Search shows a page again once its successor is deleted by hand; the duplicate finder
+    # still skipped it as superseded, so a new copy of it was never queued.
+    field.add("Deploy checklist", "Run the tests, tag the release, push the image, "
+              "announce in the channel.")
+    field.add("Deploy notes", "A newer deploy write-up about something else entirely.")
+    supersede(field, "deploy-checklist", "deploy-notes")
+    (field.path / "deploy-notes.md").unlink()
+    field.index()
+    field.add("Deploy steps", "Run the tests, tag the release, push the image, "
+              "announce in the channel.")
+    (item,) = items(field)[0]
+    assert (item.kind, item.old) == ("duplicate", "deploy-checklist.md")

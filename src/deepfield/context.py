@@ -33,7 +33,7 @@ from .fence import fence, notice
 from .field import Field
 from .index.keyword import content_terms
 from .llm.base import ChatModel
-from .manage.supersede import is_superseded
+from .manage.activation import hidden_as_superseded
 from .page import INTRO_FILE
 from .research import ResearchResult, research
 from .research.packing import pack_research
@@ -240,9 +240,11 @@ def _fixed_blocks(field: Field, level: str) -> list[LevelBlock]:
     level's domain material (no repeats, nothing superseded, template comments removed)."""
     first: list[LevelBlock] = []
     always: list[LevelBlock] = []
-    for doc in field.pages():
+    docs = field.pages()
+    hidden = hidden_as_superseded(field.index_handle(), docs)  # a dead successor: shown
+    for doc in docs:
         meta = doc.frontmatter or {}
-        if is_superseded(meta):
+        if doc.filename in hidden:
             continue
         preference = meta.get("role") == "human-preference"
         if not (preference or _truthy(meta.get("always_load"))):

@@ -20,6 +20,8 @@ def resolve_fields(store: Store, names: Sequence[str] | None) -> list[Field]:
     if missing:
         raise UnknownFieldError(f"no field {missing[0]!r} in the store at {store.root}",
                                 fields_hint(known))
+    if not chosen and names is not None:  # an empty list given: not "every field"
+        raise UnknownFieldError("no fields given", fields_hint(known))
     if not chosen:
         raise UnknownFieldError(f"the store at {store.root} has no fields yet",
                                 "create one with `deepfield new NAME`")

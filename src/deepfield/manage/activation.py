@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..index.backend import IndexBackend
+from ..index.backend import IndexBackend, superseded
 from .activation_log import (
     ACTIVATION_DIR,
     DECAY,
@@ -206,6 +206,13 @@ def _show_orphans(catalogue: FieldIndex, info: dict[int, tuple[str, str | None, 
             for cid, (name, uuid, hidden) in info.items()}
 
 
+def hidden_as_superseded(catalogue: FieldIndex, docs: Iterable[Any]) -> set[str]:
+    """Filenames of these index docs (anything with ``filename`` and ``frontmatter``) that
+    search hides as superseded: those with a live successor (see :func:`orphaned`)."""
+    flagged = {doc.filename for doc in docs if superseded(doc.frontmatter)}
+    return flagged - orphaned(catalogue, flagged) if flagged else set()
+
+
 def orphaned(catalogue: FieldIndex, names: Iterable[str]) -> set[str]:
     """Of these superseded pages, those whose ``superseded_by`` names no indexed page: a
     successor deleted by hand or by a git checkout (only ``rm``/``forget`` release its
@@ -246,6 +253,6 @@ def _doc_info(index: FieldIndex, ids: list[int]) -> dict[int, tuple[str, str | N
             f"FROM df_chunks c JOIN df_docs d ON d.id = c.doc_id WHERE c.id IN ({marks})",
             part,
         )
-        for cid, filename, uuid, superseded in rows:
-            found[cid] = (filename, uuid, bool(superseded))
+        for cid, filename, uuid, replaced in rows:
+            found[cid] = (filename, uuid, bool(replaced))
     return found

@@ -23,7 +23,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..page import Page, derive_title
+from ..index.backend import superseded
+from ..page import Page, derive_title, load_frontmatter_json
+from .activation import orphaned
 
 if TYPE_CHECKING:
     from ..field import Field
@@ -184,9 +186,14 @@ def find_conflicts(fld: Field, page: Page, *, exclude_uuid: str | None = None,
         facts = size <= FACT_CHARS + 1000 and other <= FACT_CHARS + 1000  # + frontmatter
         return facts or min(size, other) >= 0.5 * max(size, other)
 
+    # A replaced page is left out (its successor counts), unless its successor is gone:
+    # search shows such a page again, so it is live for duplicates too.
+    replaced = {row[0] for row in rows.values()
+                if superseded(load_frontmatter_json(row[2]))}
+    replaced -= orphaned(index, replaced) if replaced else set()
     candidates = [rows[d] for d in ordered if d in rows
                   and not (exclude_uuid and rows[d][1] == exclude_uuid)
-                  and '"superseded_by"' not in rows[d][2]  # replaced: its successor counts
+                  and rows[d][0] not in replaced
                   and comparable(rows[d][4])]
     # Pages about the same subject (a proper noun of the title) are compared first.
     candidates.sort(key=lambda r: not title_terms(r[3])[1] & mine.subject)

@@ -25,7 +25,7 @@ from ..field import Field
 from ..index.health import heals_fields
 from ..index.keyword import content_terms, query_terms
 from ..llm.base import ChatModel, Usage
-from ..manage.supersede import is_superseded
+from ..manage.activation import hidden_as_superseded
 from ..search import Hit, check_query_length, search_fields
 from . import gam, offline
 from . import latent as latent_tools
@@ -357,8 +357,10 @@ class _Session:
             if hit.summary:
                 seen[f"{hit.field}/{hit.filename}"] = hit.summary
         for fld in self.fields:
-            for doc in fld.index_handle().docs():
-                if doc.summary and not is_superseded(doc.frontmatter or {}):
+            docs = fld.index_handle().docs()
+            hidden = hidden_as_superseded(fld.index_handle(), docs)
+            for doc in docs:
+                if doc.summary and doc.filename not in hidden:
                     seen.setdefault(f"{fld.name}/{doc.filename}", doc.summary)
         return list(seen.items())
 
