@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -219,3 +220,33 @@ def test_processes_opening_a_new_index_at_once_all_get_it(tmp_path: Path) -> Non
             worker.join(timeout=60)
         failed += sum(worker.exitcode != 0 for worker in workers)
     assert failed == 0
+
+
+def test_threads_sharing_one_field_search_and_write_at_once(field: deepfield.Field) -> None:
+    # One SQLite connection served every thread: a search's embedding transaction met a
+    # writer's ("cannot start a transaction within a transaction") and the call failed.
+    for i in range(10):
+        field.add(f"Seed {i}", f"wok fact {i} about pans")
+    errors: list[BaseException] = []
+
+    def run(kind: str) -> None:
+        for i in range(25):
+            try:
+                if kind == "search":
+                    assert field.search("wok pans", mode="hybrid").results
+                elif kind == "write":
+                    field.add(f"{threading.current_thread().name} {i}", f"wok note {i}")
+                else:
+                    field.pages()
+            except BaseException as exc:  # collected for the assertion below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(kind,), name=f"{kind}{n}")
+               for n, kind in enumerate(["search", "search", "write", "write", "read"])]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    assert len(field.pages()) == 10 + 2 * 25
+    assert field.search("wok note 24", mode="bm25").results

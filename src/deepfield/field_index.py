@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -60,6 +61,8 @@ class IndexHolder:
         self._notices: list[str] = []
         self._next_replaced_check = 0.0
         self._seen_file: tuple[int, int] | None = None
+        self._opening = threading.Lock()
+        """Held while the index is opened: threads sharing the Field open it once."""
 
     def index_path(self) -> Path:
         """Where the field's index file is (or will be)."""
@@ -79,16 +82,23 @@ class IndexHolder:
                 if index.replaced():
                     self._drop_index()
         if self._index is None:
-            if not self.path.is_dir():  # deleted under us: never make an index elsewhere
-                raise UnknownFieldError(f"the field folder {self.path} is gone",
-                                        "list fields with `deepfield ls`")
-            path = self.index_path()
-            self._seen_file = file_id(path)
-            self._index = FieldIndex(self.path, self.embedder, path.parent)
-            self._next_replaced_check = time.monotonic() + REPLACED_CHECK_S
-        self._index.windows = self.windows
-        self._index.page_vectors = self.page_vectors
-        return self._index
+            with self._opening:
+                if self._index is None:
+                    self._open_index()
+        opened = self._index
+        assert opened is not None
+        opened.windows = self.windows
+        opened.page_vectors = self.page_vectors
+        return opened
+
+    def _open_index(self) -> None:
+        if not self.path.is_dir():  # deleted under us: never make an index elsewhere
+            raise UnknownFieldError(f"the field folder {self.path} is gone",
+                                    "list fields with `deepfield ls`")
+        path = self.index_path()
+        self._seen_file = file_id(path)
+        self._index = FieldIndex(self.path, self.embedder, path.parent)
+        self._next_replaced_check = time.monotonic() + REPLACED_CHECK_S
 
     def _drop_index(self) -> None:
         if self._index is not None:

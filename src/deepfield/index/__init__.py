@@ -1,8 +1,8 @@
 """The derived search index of one field: sync from Markdown, keyword and vector retrieval.
 
-:class:`FieldIndex` owns one SQLite connection to ``<model-code>.sqlite3`` and an in-memory
-vector matrix. It never writes Markdown. Deleting the file loses nothing: ``rebuild`` (or just
-the next sync) recreates it from the pages.
+:class:`FieldIndex` owns SQLite connections to ``<model-code>.sqlite3`` (one per thread that
+uses it) and an in-memory vector matrix. It never writes Markdown. Deleting the file loses
+nothing: ``rebuild`` (or just the next sync) recreates it from the pages.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,7 +107,7 @@ class FieldIndex:
             raise IndexCorruptError(f"cannot open index {self.path}: it is a folder, not a "
                                     "file", damaged=True)
         try:
-            self.conn = connect(self.path)
+            conn = connect(self.path)
         except sqlite3.DatabaseError as exc:
             if "locked" in str(exc):  # still held after the busy timeout: not a damaged file
                 raise IndexStateError(
@@ -115,15 +117,22 @@ class FieldIndex:
             raise IndexCorruptError(f"cannot open index {self.path}: {exc}",
                                     damaged=is_corruption(exc)) from None
         try:
-            prepare(self.conn, self.path, self.model_code, embedder.dim if embedder else None)
+            prepare(conn, self.path, self.model_code, embedder.dim if embedder else None)
         except sqlite3.DatabaseError as exc:
-            self.conn.close()
+            conn.close()
             if not is_corruption(exc):
                 raise
             raise IndexCorruptError(f"index {self.path} is damaged: {exc}", damaged=True) from None
         except BaseException:
-            self.conn.close()
+            conn.close()
             raise
+        # One connection per thread: threads sharing a Field (a web app, LangGraph branches)
+        # then serialise on SQLite's own locks as processes do. One shared connection mixed
+        # their statements ("cannot start a transaction within a transaction").
+        self._local = threading.local()
+        self._local.conn = conn
+        self._conns = [(weakref.ref(threading.current_thread()), conn)]
+        self._conns_lock = threading.Lock()
         self.windows = "lines"
         """How record windows get vectors and terms (config.IndexConfig.windows)."""
         self.page_vectors = "mean"
@@ -150,8 +159,32 @@ class FieldIndex:
     def with_vectors(self) -> bool:
         return self.embedder is not None
 
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection to the index file (opened on the thread's first use)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.path)
+            with self._conns_lock:
+                # The connections of threads that ended are closed here, so a process that
+                # runs each request on a new thread holds one per live thread, not one per
+                # request ever made.
+                kept = []
+                for thread, other in self._conns:
+                    owner = thread()
+                    if owner is None or not owner.is_alive():
+                        other.close()
+                    else:
+                        kept.append((thread, other))
+                self._conns = [*kept, (weakref.ref(threading.current_thread()), conn)]
+            self._local.conn = conn
+        return conn
+
     def close(self) -> None:
-        self.conn.close()
+        with self._conns_lock:
+            conns, self._conns = self._conns, []
+        for _thread, conn in conns:
+            conn.close()
 
     def replaced(self) -> bool:
         """Whether the file at :attr:`path` is no longer the one this index opened (moved
