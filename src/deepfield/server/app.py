@@ -112,11 +112,11 @@ async def _no_route(request: Request, exc: Exception) -> Response:
     (``a%2Fb.md`` decodes to a sub-folder) is the spec's bad filename: 400, not 404."""
     segments = [s for s in request.url.path.split("/") if s]
     if request.method in ("PUT", "DELETE") and len(segments) >= 2:
-        return error_response(400, "Bad Request",
+        return error_response(400, "BadRequest",
                               f"{request.url.path} does not name a page of a field",
                               "pages are flat: PUT /FIELD/NAME.md with a lowercase "
                               "hyphenated NAME and no '/'")
-    return error_response(404, "Not Found", f"nothing at {request.url.path}",
+    return error_response(404, "NotFound", f"nothing at {request.url.path}",
                           "GET / lists the fields; GET /openapi.json the routes")
 
 

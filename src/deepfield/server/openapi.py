@@ -24,6 +24,11 @@ def _q(name: str, description: str, schema: dict[str, Any],
             "schema": schema}
 
 
+def _int(default: int, low: int, high: int) -> dict[str, Any]:
+    """An integer query parameter's schema, with the range the server enforces (400 outside)."""
+    return {"type": "integer", "default": default, "minimum": low, "maximum": high}
+
+
 def _err(description: str) -> dict[str, Any]:
     return {"description": description, "content": _ERR}
 
@@ -96,7 +101,8 @@ def openapi_document(version: str) -> dict[str, Any]:
                    {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}),
             ],
             "responses": {"200": _json("Results.", "SearchResponse"),
-                          "400": _err("Bad mode, unit or k."), **_READ_ERRORS,
+                          "400": _err("Bad mode, unit or k, or a query over 2,000 "
+                                      "characters."), **_READ_ERRORS,
                           **_MODEL_DOWN},
         }},
         "/{field}/{filename}": {
@@ -111,8 +117,9 @@ def openapi_document(version: str) -> dict[str, Any]:
                 "summary": "Create or replace a page", "operationId": "putPage",
                 "description": "The body is the complete UTF-8 page. Missing frontmatter "
                                "(title, uuid, created, updated) is filled in; a body without "
-                               "`uuid` keeps the stored one. Pages over 8 KB are split into "
-                               "`NAME-part-N.md`. The index and listing.md are updated before "
+                               "`uuid` keeps the stored one. A page over 8 KB is stored whole "
+                               "(the file is the page sent: no split into parts). The index "
+                               "and listing.md are updated before "
                                "the response. Needs a login when users are configured, else "
                                "only loopback clients may write. `If-Match` is honoured, "
                                "and `If-None-Match: *` makes the PUT create-only.",
@@ -134,11 +141,15 @@ def openapi_document(version: str) -> dict[str, Any]:
             "delete": {
                 "summary": "Remove a page (moved into the field's archive/)",
                 "operationId": "deletePage", "security": [{"basic": []}],
+                "description": "`If-Match` (the page's ETag) is honoured: a page changed "
+                               "since is not deleted (412, with its current ETag).",
                 "parameters": [_FIELD, _PAGE],
                 "responses": {"204": {"description": "Archived; its index entries are gone."},
                               **_WRITE_ERRORS,
                               "405": _err("index.md or listing.md: not pages (replace the "
-                                          "introduction with PUT).")},
+                                          "introduction with PUT)."),
+                              "412": _err("If-Match did not match (or If-None-Match did): "
+                                          "the page is kept.")},
             },
         },
         "/{field}/_/pages": {"get": {
@@ -158,12 +169,12 @@ def openapi_document(version: str) -> dict[str, Any]:
                    "is given).", {"type": "string", "enum": ["outline", "full", "section"]}),
                 _q("section", "Heading (or `Parent > Child`) to read; implies view=section.",
                    {"type": "string"}),
-                _q("depth", "Outline heading depth.", {"type": "integer", "default": 2}),
-                _q("sentences", "Sentences per outline entry.",
-                   {"type": "integer", "default": 1}),
+                _q("depth", "Outline heading depth.", _int(2, 1, 6)),
+                _q("sentences", "Sentences per outline entry.", _int(1, 0, 20)),
             ],
             "responses": {"200": _json("The page view (`text` is ready to read)."),
-                          "400": _err("Bad view."), **_READ_ERRORS},
+                          "400": _err("Bad view, a view the section contradicts, or depth "
+                                      "or sentences out of range."), **_READ_ERRORS},
         }},
         "/{field}/_/context": {"get": {
             "summary": "A context block for a task, within a token budget (deepfield)",
@@ -172,7 +183,7 @@ def openapi_document(version: str) -> dict[str, Any]:
                                       {"type": "string"}),
                            _q("level", "How much domain material.", {"type": "string",
                               "enum": ["light", "medium", "deep"], "default": "deep"}),
-                           _q("budget", "Token budget.", {"type": "integer", "default": 2000})],
+                           _q("budget", "Token budget.", _int(2000, 1, 100_000))],
             "responses": {"200": _json("The context (`text`) and what it cites."),
                           "400": _err("No task at level deep, an unknown level, or a "
                                       "budget out of range."),
@@ -183,10 +194,9 @@ def openapi_document(version: str) -> dict[str, Any]:
             "summary": "Multi-round research with citations (deepfield)",
             "operationId": "research",
             "parameters": [_FIELD, _q("q", "The question.", {"type": "string"}, True),
-                           _q("rounds", "Most search rounds.", {"type": "integer",
-                              "default": 3}),
+                           _q("rounds", "Most search rounds.", _int(3, 1, 10)),
                            _q("budget", "Token budget of the findings.",
-                              {"type": "integer", "default": 1000})],
+                              _int(1000, 50, 100_000))],
             "responses": {"200": _json("Findings with citations."),
                           "400": _err("No `q`, or rounds or budget out of range (a budget "
                                       "the memory fence leaves no room in included)."),
@@ -202,8 +212,11 @@ def openapi_document(version: str) -> dict[str, Any]:
                 "schema": {"type": "string"}}}},
             "responses": {"201": _json("The pages written or updated."),
                           "200": _json("Already remembered: nothing changed."),
+                          **_WRITE_ERRORS,
+                          "400": _err("Empty body, an unknown format, or a body the format "
+                                      "cannot read."),
                           "415": _err("Body is not valid UTF-8."),
-                          "501": _err("Not available in this build."), **_WRITE_ERRORS},
+                          "501": _err("Not available in this build.")},
         }},
         "/ui/": {"get": {
             "summary": "The memory console (HTML pages for people; see docs/CONSOLE.md)",

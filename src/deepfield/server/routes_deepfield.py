@@ -113,7 +113,8 @@ async def remember(request: Request) -> Response:
     service = _service(request)
     service.field(name)
     body = await request.body()
-    if (bad := _check_body(body)) is not None:
+    if (bad := _check_body(body, "the text to memorize (notes, a transcript, a document) "
+                                 "as UTF-8")) is not None:
         return bad
     text = body.decode("utf-8")
     fmt = request.query_params.get("format") or None

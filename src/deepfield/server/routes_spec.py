@@ -4,7 +4,8 @@
 writable pages: ``PUT`` (201 created, 204 replaced; 400 bad name or empty body, 415 not UTF-8,
 409 uuid conflict, 412 failed ``If-Match`` or ``If-None-Match``, e.g. ``If-None-Match: *`` on
 a page that exists) and ``DELETE`` (204; the page moves into the field's ``archive/`` and
-leaves the index; 405 for ``index.md`` and ``listing.md``, which are not pages). The index
+leaves the index; 405 for ``index.md`` and ``listing.md``, which are not pages; 412 for a
+failed ``If-Match``: the page is kept). The index
 and ``listing.md`` are brought up to date inside the request, before the page can be
 returned again.
 """
@@ -175,10 +176,13 @@ async def get_page(request: Request) -> Response:
     return _markdown(request, data, mtime, field.copy_warnings())
 
 
-def _check_body(body: bytes) -> Response | None:
+def _check_body(body: bytes, wanted: str = "the complete page as UTF-8 Markdown"
+                ) -> Response | None:
+    """400 for an empty body, 415 for one that is not UTF-8; ``wanted`` is what the hint
+    asks for (a page for PUT, the text to memorize for remember)."""
     if not body.strip():
         return error_response(400, "InvalidPageError", "the request body is empty",
-                              "send the complete page as UTF-8 Markdown")
+                              f"send {wanted}")
     try:
         body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -285,6 +289,19 @@ def _archive(field: Field, filename: str) -> str:
     return field.archive_page(filename).archived[0]  # as `rm`: every part of a split page
 
 
+def _delete(field: Field, filename: str, request: Request) -> tuple[int, str]:
+    """Archive the page under the field lock: (204, where it went), or (412, the current
+    ETag) when ``If-Match`` / ``If-None-Match`` fails. RFC 9110: a DELETE that states the
+    version it expects must not remove a page changed meanwhile (it used to be archived
+    whatever the header said)."""
+    field.refresh_pages([filename])  # a copy of a bucket's page: check against the bucket's
+    path = field.path / filename
+    current = path.read_bytes() if path.is_file() else None
+    if current is not None and _precondition(request, True, current) is not None:
+        return 412, etag_of(current)
+    return 204, _archive(field, filename)
+
+
 async def delete_page(request: Request) -> Response:
     """``DELETE /{field}/{page}.md``: move the page into ``archive/`` (never destroyed)."""
     target = _write_target(request)
@@ -296,7 +313,13 @@ async def delete_page(request: Request) -> Response:
             405, "MethodNotAllowed",
             f"{INTRO_FILE} is the field's introduction, not a page, and cannot be deleted",
             f"change the introduction with PUT /{name}/{INTRO_FILE}", {"Allow": "GET, PUT"})
-    where = await service.run(name, lambda f: _archive(f, filename), write=True)
+    status, where = await service.run(name, lambda f: _delete(f, filename, request),
+                                      write=True)
+    if status == 412:  # ``where`` is the current version's ETag
+        return error_response(412, "PreconditionFailed",
+                              f"{filename} does not match If-Match or If-None-Match: it was "
+                              "not deleted", "GET it again, then decide whether to delete it",
+                              {"ETag": where})
     return Response(status_code=204, headers={"X-Deepfield-Archived-As": where})
 
 

@@ -174,7 +174,9 @@ async def edit_form(request: Request) -> Response:
 def put_request(if_match: str | None) -> Request:
     """The request the HTTP API's PUT writer reads its precondition from: the console's save
     is a PUT with ``If-Match`` set to the ETag the edit started from."""
-    headers = [(b"if-match", if_match.encode("latin-1"))] if if_match else []
+    # A form's etag is whatever the browser posts: one that is not a header value (a
+    # character beyond Latin-1) matches no version, so it is a stale edit (412), never a 500.
+    headers = [(b"if-match", if_match.encode("latin-1", errors="replace"))] if if_match else []
     return Request({"type": "http", "method": "PUT", "path": "/", "query_string": b"",
                     "headers": headers})
 

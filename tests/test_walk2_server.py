@@ -1,0 +1,96 @@
+"""`deepfield serve` used as a demanding client would: conditional deletes, the error shape of
+every refusal, /openapi.json against what the routes really do, and the console's forms fed
+what a browser would never send."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pytest
+from starlette.testclient import TestClient
+
+import deepfield
+from deepfield.server import create_app
+
+BASE = "http://127.0.0.1:8765"
+
+
+@pytest.fixture
+def client(keyword_store: deepfield.Store) -> TestClient:
+    field = keyword_store.create_field("notes")
+    field.add("Woks", "Carbon steel woks heat quickly.\n", name="woks")
+    return TestClient(create_app(keyword_store), client=("127.0.0.1", 40000), base_url=BASE)
+
+
+def _tag(data: bytes) -> str:
+    return '"' + hashlib.sha256(data).hexdigest() + '"'
+
+
+def test_delete_honours_if_match(keyword_store: deepfield.Store, client: TestClient) -> None:
+    page = keyword_store.field("notes").path / "woks.md"
+    current = page.read_bytes()
+    stale = client.delete("/notes/woks.md", headers={"If-Match": '"stale"'})
+    assert stale.status_code == 412, stale.text
+    assert stale.json()["error"]["type"] == "PreconditionFailed"
+    assert stale.headers["etag"] == _tag(current)
+    assert client.delete("/notes/woks.md", headers={"If-None-Match": "*"}).status_code == 412
+    assert page.read_bytes() == current  # kept: the client's version was not this one
+    done = client.delete("/notes/woks.md", headers={"If-Match": _tag(current)})
+    assert done.status_code == 204 and not page.exists()
+    assert client.delete("/notes/woks.md", headers={"If-Match": "*"}).status_code == 404
+
+
+def test_every_refusal_names_its_type_without_spaces(client: TestClient) -> None:
+    answers = [client.get("/notes/_/unknown"), client.get("/nowhere/at/all"),
+               client.put("/notes/a%2Fb.md", content=b"x"), client.patch("/notes/woks.md")]
+    assert [a.status_code for a in answers] == [404, 404, 400, 405]
+    for answer in answers:
+        kind = answer.json()["error"]["type"]
+        assert re.fullmatch(r"[A-Za-z]+", kind), kind  # NotFound, as MethodNotAllowed
+
+
+def test_remember_asks_for_text_not_a_page(client: TestClient) -> None:
+    empty = client.post("/notes/_/remember", content=b"  ")
+    assert empty.status_code == 400
+    assert "text to memorize" in empty.json()["error"]["hint"]
+    assert "page" not in empty.json()["error"]["hint"]
+
+
+def test_openapi_states_the_ranges_the_server_enforces(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    put = spec["paths"]["/{field}/{filename}"]["put"]["description"]
+    assert "are split" not in put and "stored whole" in put  # PUT never splits a page
+    assert "412" in spec["paths"]["/{field}/{filename}"]["delete"]["responses"]
+    urls = {"/{field}/_/read/{page}": "/notes/_/read/woks", "/{field}/_/context":
+            "/notes/_/context?task=woks", "/{field}/_/research": "/notes/_/research?q=woks",
+            "/{field}/search": "/notes/search?q=woks"}
+    checked = 0
+    for path, url in urls.items():
+        for param in spec["paths"][path]["get"]["parameters"]:
+            schema = param["schema"]
+            if schema.get("type") != "integer":
+                continue
+            low, high, name = schema["minimum"], schema["maximum"], param["name"]
+            assert client.get(f"{url}&{name}={high}" if "?" in url
+                              else f"{url}?{name}={high}").status_code == 200, (path, name)
+            for bad in (low - 1, high + 1):
+                answer = client.get(f"{url}&{name}={bad}" if "?" in url
+                                    else f"{url}?{name}={bad}")
+                assert answer.status_code == 400, (path, name, bad)
+                assert str(answer.status_code) in spec["paths"][path]["get"]["responses"]
+            checked += 1
+    assert checked == 6  # depth, sentences, two budgets, rounds, k
+
+
+def test_a_console_edit_with_a_foreign_etag_is_a_stale_edit(keyword_store: deepfield.Store,
+                                                           client: TestClient) -> None:
+    form = client.get("/ui/f/notes/edit/woks.md").text
+    token = re.search(r'name="csrf" value="([^"]+)"', form)
+    assert token
+    before = (keyword_store.field("notes").path / "woks.md").read_bytes()
+    saved = client.post("/ui/f/notes/edit/woks.md", data={
+        "csrf": token.group(1), "etag": '"\u20ac"', "text": "# Woks\n\nMine.\n"})
+    assert saved.status_code == 412, saved.text  # was a 500 (UnicodeEncodeError)
+    assert "Mine." in saved.text  # the text typed is kept in the form
+    assert (keyword_store.field("notes").path / "woks.md").read_bytes() == before
