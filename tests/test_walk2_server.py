@@ -94,3 +94,20 @@ def test_a_console_edit_with_a_foreign_etag_is_a_stale_edit(keyword_store: deepf
     assert saved.status_code == 412, saved.text  # was a 500 (UnicodeEncodeError)
     assert "Mine." in saved.text  # the text typed is kept in the form
     assert (keyword_store.field("notes").path / "woks.md").read_bytes() == before
+
+
+def test_a_page_search_lists_under_a_non_spec_name_can_be_read(
+        keyword_store: deepfield.Store, client: TestClient) -> None:
+    folder = keyword_store.field("notes").path
+    (folder / "My Notes.md").write_text("---\ntitle: Mine\n---\n# Mine\n\nzebra crossing\n",
+                                        encoding="utf-8")
+    found = client.get("/notes/search", params={"q": "zebra"}).json()["results"]
+    assert [r["filename"] for r in found] == ["My Notes.md"]
+    assert client.get("/notes/My%20Notes.md").status_code == 200
+    for ref in ("My%20Notes.md", "My%20Notes"):  # was 400: "not a spec filename"
+        read = client.get(f"/notes/_/read/{ref}", params={"view": "full"})
+        assert read.status_code == 200, read.text
+        assert "zebra crossing" in read.json()["text"]
+    (folder / "link.md").symlink_to(folder / "woks.md")
+    assert client.get("/notes/_/read/link.md").status_code == 404  # links never followed
+    assert client.get("/notes/_/read/..%2Fdeepfield.toml").status_code == 404
