@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
 import deepfield
 from deepfield.server import create_app
+
+from .conftest import Cli
 
 BASE = "http://127.0.0.1:8765"
 
@@ -111,3 +115,15 @@ def test_a_page_search_lists_under_a_non_spec_name_can_be_read(
     (folder / "link.md").symlink_to(folder / "woks.md")
     assert client.get("/notes/_/read/link.md").status_code == 404  # links never followed
     assert client.get("/notes/_/read/..%2Fdeepfield.toml").status_code == 404
+
+
+def test_passwd_piped_without_password_stdin_says_why(cli: Any, tmp_path: Path) -> None:
+    once = cli("passwd", "alice", input="s3cret\n")  # the prompt asks twice; stdin ended
+    assert once.exit_code == 2, once.output  # was "aborted", exit 130
+    assert "--password-stdin" in once.output
+    assert "alice" not in (cli.store_path / "deepfield.toml").read_text()
+    twice = cli("passwd", "alice", input="s3cret\ns3cret\n")  # still fine when repeated
+    assert twice.exit_code == 0, twice.output
+    # No store: said before any password is asked for (it was asked, then refused).
+    with pytest.raises(deepfield.DeepfieldError, match="no store"):
+        Cli(tmp_path / "nowhere")("passwd", "bob")
