@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +129,39 @@ def test_passwd_piped_without_password_stdin_says_why(cli: Any, tmp_path: Path) 
     # No store: said before any password is asked for (it was asked, then refused).
     with pytest.raises(deepfield.DeepfieldError, match="no store"):
         Cli(tmp_path / "nowhere")("passwd", "bob")
+
+
+def test_create_only_puts_of_two_workers_create_one_page(
+        keyword_store: deepfield.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`serve --workers 2`: two processes, each with its own lock. Two apps on one store stand
+    in for them (the folder lock is an flock: two descriptors conflict within a process too);
+    each check that finds no page is slowed, so both checks would run before either write."""
+    keyword_store.create_field("notes")
+    from deepfield.server import routes_spec
+
+    checked = routes_spec._precondition
+
+    def slow_check(request: Any, exists: bool, current: bytes | None) -> str | None:
+        failed = checked(request, exists, current)
+        if failed is None:
+            time.sleep(0.4)  # the other worker's check runs meanwhile
+        return failed
+
+    monkeypatch.setattr(routes_spec, "_precondition", slow_check)
+    workers = [TestClient(create_app(keyword_store), client=("127.0.0.1", 40000 + i),
+                          base_url=BASE) for i in range(2)]
+    codes: list[int] = []
+
+    def put(i: int) -> None:
+        codes.append(workers[i].put("/notes/claim.md", content=f"mine: {i}\n".encode(),
+                                    headers={"If-None-Match": "*"}).status_code)
+
+    threads = [threading.Thread(target=put, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.1)
+    for thread in threads:
+        thread.join(10)
+    assert sorted(codes) == [201, 412]  # was [201, 201]: the second replaced the first
+    text = (keyword_store.field("notes").path / "claim.md").read_text()
+    assert text.endswith("mine: 0\n")

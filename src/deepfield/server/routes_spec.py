@@ -26,7 +26,7 @@ from starlette.routing import BaseRoute, Route
 
 from ..errors import DeepfieldError, InvalidNameError, PageNotFoundError, RemoteUnavailableError
 from ..field import Field
-from ..fsutil import read_no_follow
+from ..fsutil import field_lock, read_no_follow
 from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
 from .app import deny_read, deny_write, error_response
@@ -211,9 +211,26 @@ def _precondition(request: Request, path_exists: bool, current: bytes | None) ->
     return None
 
 
+def _other_processes_out(field: Field) -> contextlib.AbstractContextManager[object]:
+    """The field's folder lock (fsutil.field_lock, re-entrant), held from a conditional
+    write's check to its write: ``serve --workers N`` runs N processes, and the service's
+    lock only keeps out this one's threads, so two workers could both find no page for
+    ``If-None-Match: *`` and both answer 201, the second replacing the first. A bucket's
+    field checks versions against the bucket instead (its writes take ``expected``)."""
+    if type(field).moving is Field.moving:  # a folder on disk
+        return field_lock(field.path)
+    return contextlib.nullcontext()
+
+
 def _write(field: Field, filename: str, body: bytes, request: Request) -> tuple[int, Any]:
     """Store the page (under the field lock); (status, JSON result or None)."""
     field.refresh_pages([filename])  # a copy of a bucket's page: check against the bucket's
+    with _other_processes_out(field):
+        return _write_checked(field, filename, body, request)
+
+
+def _write_checked(field: Field, filename: str, body: bytes,
+                   request: Request) -> tuple[int, Any]:
     path = field.path / filename
     existed = path.is_file()
     current = path.read_bytes() if existed else None
@@ -295,11 +312,12 @@ def _delete(field: Field, filename: str, request: Request) -> tuple[int, str]:
     version it expects must not remove a page changed meanwhile (it used to be archived
     whatever the header said)."""
     field.refresh_pages([filename])  # a copy of a bucket's page: check against the bucket's
-    path = field.path / filename
-    current = path.read_bytes() if path.is_file() else None
-    if current is not None and _precondition(request, True, current) is not None:
-        return 412, etag_of(current)
-    return 204, _archive(field, filename)
+    with _other_processes_out(field):
+        path = field.path / filename
+        current = path.read_bytes() if path.is_file() else None
+        if current is not None and _precondition(request, True, current) is not None:
+            return 412, etag_of(current)
+        return 204, _archive(field, filename)
 
 
 async def delete_page(request: Request) -> Response:
