@@ -165,3 +165,21 @@ def test_create_only_puts_of_two_workers_create_one_page(
     assert sorted(codes) == [201, 412]  # was [201, 201]: the second replaced the first
     text = (keyword_store.field("notes").path / "claim.md").read_text()
     assert text.endswith("mine: 0\n")
+
+
+def test_a_console_new_page_under_a_taken_name_says_it_exists(
+        keyword_store: deepfield.Store, client: TestClient) -> None:
+    form = client.get("/ui/f/notes/new").text
+    token = re.search(r'name="csrf" value="([^"]+)"', form)
+    assert token
+    before = (keyword_store.field("notes").path / "woks.md").read_bytes()
+    taken = client.post("/ui/f/notes/new", data={
+        "csrf": token.group(1), "etag": "", "name": "woks", "text": "# Woks\n\nMine.\n"})
+    assert taken.status_code == 412
+    assert "woks.md already exists" in taken.text  # was "was created meanwhile"
+    assert "Carbon steel" in taken.text and "Mine." in taken.text  # both versions
+    assert (keyword_store.field("notes").path / "woks.md").read_bytes() == before
+    fresh = client.post("/ui/f/notes/new", data={
+        "csrf": token.group(1), "etag": "", "name": "pans", "text": "# Pans\n\nCast iron.\n"},
+        follow_redirects=False)
+    assert fresh.status_code == 303
