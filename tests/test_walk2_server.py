@@ -183,3 +183,12 @@ def test_a_console_new_page_under_a_taken_name_says_it_exists(
         "csrf": token.group(1), "etag": "", "name": "pans", "text": "# Pans\n\nCast iron.\n"},
         follow_redirects=False)
     assert fresh.status_code == 303
+
+
+def test_a_created_introduction_answers_like_any_created_page(client: TestClient) -> None:
+    intro = client.put("/notes/index.md", content=b"# Notes\n\nAbout cooking.\n")
+    page = client.put("/notes/pans.md", content=b"# Pans\n\nCast iron.\n")
+    assert intro.status_code == page.status_code == 201
+    assert set(intro.json()) == set(page.json())  # split and warnings were missing
+    assert set(intro.json()["pages"][0]) == set(page.json()["pages"][0])
+    assert intro.json()["pages"][0]["bytes"] == len(b"# Notes\n\nAbout cooking.\n")

@@ -239,8 +239,12 @@ def _write_checked(field: Field, filename: str, body: bytes,
     expected = current if request.headers.get("if-match") and current is not None else None
     if filename == INTRO_FILE:  # the introduction is free text, stored as sent
         field.write_intro(body, expected=expected)
+        # The keys of every other PUT's result (Field.write's WriteResult), so a client
+        # reading ``warnings`` or ``split`` of a 201 needs no special case for the intro.
         return (204 if existed else 201), {"field": field.name, "pages": [
-            {"filename": INTRO_FILE, "action": "updated" if existed else "created"}]}
+            {"filename": INTRO_FILE, "uuid": None, "title": None,
+             "action": "updated" if existed else "created", "bytes": len(body),
+             "previous": None}], "split": False, "warnings": []}
     # The spec's PUT replaces the one file with the page sent, whatever its size (pages MAY
     # exceed 8 KB): no split into parts.
     # With If-Match the write is conditional on the version just checked (``expected``): a
