@@ -192,3 +192,11 @@ def test_a_created_introduction_answers_like_any_created_page(client: TestClient
     assert set(intro.json()) == set(page.json())  # split and warnings were missing
     assert set(intro.json()["pages"][0]) == set(page.json()["pages"][0])
     assert intro.json()["pages"][0]["bytes"] == len(b"# Notes\n\nAbout cooking.\n")
+
+
+def test_the_zip_honours_if_none_match_star_as_pages_do(client: TestClient) -> None:
+    assert client.get("/notes/woks.md", headers={"If-None-Match": "*"}).status_code == 304
+    zipped = client.get("/notes/memoryfield.zip", headers={"If-None-Match": "*"})
+    assert zipped.status_code == 304 and zipped.headers["etag"]  # was 200 and the whole zip
+    assert client.get("/notes/memoryfield.zip", headers={"If-None-Match": '"x"'}
+                      ).status_code == 200

@@ -109,7 +109,8 @@ async def get_zip(request: Request) -> Response:
     name = request.path_params["field"]
     snap = await run_in_threadpool(_service(request).snapshot, name)
     tag = f'"{snap.sha256}"'
-    if tag in request.headers.get("if-none-match", ""):
+    match = request.headers.get("if-none-match")
+    if match is not None and (tag in match or match.strip() == "*"):  # as a page's (_markdown)
         return Response(status_code=304, headers={"ETag": tag})
     return Response(snap.data, media_type="application/zip", headers={
         "ETag": tag,
