@@ -200,3 +200,19 @@ def test_the_zip_honours_if_none_match_star_as_pages_do(client: TestClient) -> N
     assert zipped.status_code == 304 and zipped.headers["etag"]  # was 200 and the whole zip
     assert client.get("/notes/memoryfield.zip", headers={"If-None-Match": '"x"'}
                       ).status_code == 200
+
+
+def test_openapi_schemas_name_every_key_the_bodies_have(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    written = client.put("/notes/pans.md", content=b"# Pans\n\nCast iron pans.\n").json()
+    assert set(written) <= set(schemas["WriteResult"]["properties"])  # warnings was missing
+    page_keys = schemas["WriteResult"]["properties"]["pages"]["items"]["properties"]
+    assert set(written["pages"][0]) <= set(page_keys)
+    for unit in ("page", "chunk"):
+        found = client.get("/notes/search", params={"q": "pans", "unit": unit}).json()
+        assert found["results"]
+        assert set(found) <= set(schemas["SearchResponse"]["properties"]), unit
+        for hit in found["results"]:
+            assert set(hit) <= set(schemas["SearchResult"]["properties"]), unit
+    fallback = client.get("/notes/search", params={"q": "an"}).json()["results"]  # in "pans"
+    assert all(set(hit) <= set(schemas["SearchResult"]["properties"]) for hit in fallback)
