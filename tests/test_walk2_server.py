@@ -216,3 +216,9 @@ def test_openapi_schemas_name_every_key_the_bodies_have(client: TestClient) -> N
             assert set(hit) <= set(schemas["SearchResult"]["properties"]), unit
     fallback = client.get("/notes/search", params={"q": "an"}).json()["results"]  # in "pans"
     assert all(set(hit) <= set(schemas["SearchResult"]["properties"]) for hit in fallback)
+
+
+def test_a_vector_search_without_a_model_says_how_to_ask_over_http(client: TestClient) -> None:
+    refused = client.get("/notes/search", params={"q": "woks", "mode": "vector"})
+    assert refused.status_code == 400
+    assert "mode=bm25" in refused.json()["error"]["hint"]  # was only the CLI's --mode bm25
