@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -222,3 +223,12 @@ def test_a_vector_search_without_a_model_says_how_to_ask_over_http(client: TestC
     refused = client.get("/notes/search", params={"q": "woks", "mode": "vector"})
     assert refused.status_code == 400
     assert "mode=bm25" in refused.json()["error"]["hint"]  # was only the CLI's --mode bm25
+
+
+def test_searching_a_field_removed_while_served_is_a_404(keyword_store: deepfield.Store,
+                                                         client: TestClient) -> None:
+    assert client.get("/notes/search", params={"q": "woks"}).json()["results"]
+    shutil.rmtree(keyword_store.field("notes").path)
+    gone = client.get("/notes/search", params={"q": "woks"})
+    assert gone.status_code == 404, gone.text  # was a 500 (FileNotFoundError) the first time
+    assert gone.json()["error"]["type"] == "UnknownFieldError"
