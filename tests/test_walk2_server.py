@@ -232,3 +232,6 @@ def test_searching_a_field_removed_while_served_is_a_404(keyword_store: deepfiel
     gone = client.get("/notes/search", params={"q": "woks"})
     assert gone.status_code == 404, gone.text  # was a 500 (FileNotFoundError) the first time
     assert gone.json()["error"]["type"] == "UnknownFieldError"
+    for write in (client.put("/notes/pans.md", content=b"# Pans\n"),
+                  client.delete("/notes/woks.md")):
+        assert write.status_code == 404, write.text  # was a 500 from the folder lock

@@ -24,7 +24,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ..errors import DeepfieldError, InvalidNameError, PageNotFoundError, RemoteUnavailableError
+from ..errors import (
+    DeepfieldError,
+    InvalidNameError,
+    PageNotFoundError,
+    RemoteUnavailableError,
+    UnknownFieldError,
+)
 from ..field import Field
 from ..fsutil import field_lock, read_no_follow
 from ..page import INTRO_FILE, LISTING_FILE
@@ -219,6 +225,9 @@ def _other_processes_out(field: Field) -> contextlib.AbstractContextManager[obje
     ``If-None-Match: *`` and both answer 201, the second replacing the first. A bucket's
     field checks versions against the bucket instead (its writes take ``expected``)."""
     if type(field).moving is Field.moving:  # a folder on disk
+        if not field.path.is_dir():  # removed while served: a 404, not the lock's OSError
+            raise UnknownFieldError(f"the field folder {field.path} is gone",
+                                    "list fields with `deepfield ls`")
         return field_lock(field.path)
     return contextlib.nullcontext()
 
