@@ -235,3 +235,11 @@ def test_searching_a_field_removed_while_served_is_a_404(keyword_store: deepfiel
     for write in (client.put("/notes/pans.md", content=b"# Pans\n"),
                   client.delete("/notes/woks.md")):
         assert write.status_code == 404, write.text  # was a 500 from the folder lock
+
+
+def test_remember_takes_a_text_with_a_word_longer_than_a_query(client: TestClient) -> None:
+    blob = "QUJD" * 800  # a 3,200-character token: base64, a minified line
+    filed = client.post("/notes/_/remember", content=f"# Key\n\nThe key is {blob}\n".encode())
+    assert filed.status_code == 201, filed.text  # was 400 "the query is 3,200 characters"
+    page = client.get(f"/notes/{filed.json()['filename']}")
+    assert blob in page.text
