@@ -17,6 +17,7 @@ from starlette.testclient import TestClient
 
 import deepfield
 from deepfield.server import create_app
+from deepfield.writer import MAX_WRITE_BYTES
 
 from .conftest import Cli
 
@@ -243,3 +244,10 @@ def test_remember_takes_a_text_with_a_word_longer_than_a_query(client: TestClien
     assert filed.status_code == 201, filed.text  # was 400 "the query is 3,200 characters"
     page = client.get(f"/notes/{filed.json()['filename']}")
     assert blob in page.text
+
+
+def test_a_page_just_over_the_limit_is_a_413_as_documented(client: TestClient) -> None:
+    body = b"# Big\n\n" + b"a" * (MAX_WRITE_BYTES + 100)
+    refused = client.put("/notes/big.md", content=body)
+    assert refused.status_code == 413, refused.text[:300]  # was 400, hinting at a split
+    assert "split automatically" not in refused.json()["error"]["hint"]

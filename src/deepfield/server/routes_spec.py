@@ -35,6 +35,7 @@ from ..field import Field
 from ..fsutil import field_lock, read_no_follow
 from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
+from ..writer import MAX_WRITE_BYTES
 from .app import deny_read, deny_write, error_response
 from .service import Service
 
@@ -273,6 +274,11 @@ async def put_page(request: Request) -> Response:
     body = await request.body()
     if (bad := _check_body(body)) is not None:
         return bad
+    if len(body) > MAX_WRITE_BYTES:  # within the body limit's slack: the 413 docs promise
+        return error_response(413, "RequestEntityTooLarge",
+                              f"the page is {len(body):,} bytes; a page is at most "
+                              f"{MAX_WRITE_BYTES:,}", "send a smaller page (PUT stores the "
+                              "page whole: it is never split into parts)")
     status, result = await service.run(name, lambda f: _write(f, filename, body, request),
                                        write=True)
     if status == 412:  # with the current version's ETag, when there is one
