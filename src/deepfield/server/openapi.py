@@ -183,7 +183,7 @@ def openapi_document(version: str) -> dict[str, Any]:
                                       {"type": "string"}),
                            _q("level", "How much domain material.", {"type": "string",
                               "enum": ["light", "medium", "deep"], "default": "deep"}),
-                           _q("budget", "Token budget.", _int(2000, 1, 100_000))],
+                           _q("budget", "Token budget.", _int(2000, 100, 100_000))],
             "responses": {"200": _json("The context (`text`) and what it cites."),
                           "400": _err("No task at level deep, an unknown level, or a "
                                       "budget out of range."),
