@@ -16,6 +16,8 @@ import pytest
 from starlette.testclient import TestClient
 
 import deepfield
+from deepfield.config import EmbeddingConfig, load_config
+from deepfield.errors import ConfigError
 from deepfield.server import create_app
 from deepfield.writer import MAX_WRITE_BYTES
 
@@ -255,3 +257,13 @@ def test_a_page_just_over_the_limit_is_a_413_as_documented(client: TestClient) -
     refused = client.put("/notes/big.md", content=body)
     assert refused.status_code == 413, refused.text[:300]  # was 400, hinting at a split
     assert "split automatically" not in refused.json()["error"]["hint"]
+
+
+def test_a_plain_password_in_server_users_is_refused_by_name(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    deepfield.init(root, EmbeddingConfig("none"))
+    with (root / "deepfield.toml").open("a", encoding="utf-8") as out:
+        out.write('\n[server.users]\nalice = "s3cret"\n')
+    with pytest.raises(ConfigError, match=r"server\.users\.alice is not a password hash") as err:
+        load_config(root)  # it was taken, and every login then failed with a bare 401
+    assert "s3cret" not in str(err.value) and "deepfield passwd alice" in err.value.hint
