@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 import deepfield
 from deepfield.config import EmbeddingConfig, load_config
 from deepfield.errors import ConfigError
-from deepfield.server import create_app
+from deepfield.server import Auth, create_app, hash_password
 from deepfield.writer import MAX_WRITE_BYTES
 
 from .conftest import Cli
@@ -267,3 +267,17 @@ def test_a_plain_password_in_server_users_is_refused_by_name(tmp_path: Path) -> 
     with pytest.raises(ConfigError, match=r"server\.users\.alice is not a password hash") as err:
         load_config(root)  # it was taken, and every login then failed with a bare 401
     assert "s3cret" not in str(err.value) and "deepfield passwd alice" in err.value.hint
+
+
+def test_a_private_store_answers_only_codes_the_document_lists(
+        keyword_store: deepfield.Store) -> None:
+    keyword_store.create_field("notes").add("Woks", "Carbon steel.\n", name="woks")
+    app = create_app(keyword_store, auth=Auth(users={"alice": hash_password("pw", n=1 << 10)},
+                                              private=True))
+    remote = TestClient(app, client=("203.0.113.7", 4000), base_url=BASE)
+    spec = TestClient(app, client=("127.0.0.1", 4000), base_url=BASE).get(
+        "/openapi.json").json()["paths"]
+    for path, url in (("/", "/"), ("/{field}/", "/notes/"), ("/{field}/search",
+                      "/notes/search?q=wok"), ("/{field}/_/pages", "/notes/_/pages")):
+        code = remote.get(url).status_code
+        assert code == 401 and str(code) in spec[path]["get"]["responses"], (path, code)

@@ -66,7 +66,8 @@ def openapi_document(version: str) -> dict[str, Any]:
     paths: dict[str, Any] = {
         "/": {"get": {
             "summary": "List the fields of the store", "operationId": "listFields",
-            "responses": {"200": _json("The fields, with their URLs.")},
+            "responses": {"200": _json("The fields, with their URLs."),
+                          "401": _READ_ERRORS["401"], "403": _READ_ERRORS["403"]},
         }},
         "/{field}/": {"get": {
             "summary": "The field's introduction (index.md)", "operationId": "getIntro",
