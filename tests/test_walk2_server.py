@@ -281,3 +281,30 @@ def test_a_private_store_answers_only_codes_the_document_lists(
                       "/notes/search?q=wok"), ("/{field}/_/pages", "/notes/_/pages")):
         code = remote.get(url).status_code
         assert code == 401 and str(code) in spec[path]["get"]["responses"], (path, code)
+
+
+@pytest.mark.parametrize(("path", "method", "url", "body"), [
+    ("/{field}/", "get", "/BAD/", None),
+    ("/{field}/memoryfield.zip", "get", "/BAD/memoryfield.zip", None),
+    ("/{field}/memoryfield.zip", "get", "/bare/memoryfield.zip", None),
+    ("/{field}/_/pages", "get", "/BAD/_/pages", None),
+    ("/{field}/search", "get", "/notes/search?q=" + "x" * 3000, None),
+    ("/{field}/search", "get", "/notes/search?q=x&mode=vector", None),
+    ("/{field}/{filename}", "get", "/notes/Nope.md", None),
+    ("/{field}/{filename}", "put", "/notes/x.txt", b"x"),
+    ("/{field}/{filename}", "put", "/notes/listing.md", b"x"),
+    ("/{field}/{filename}", "delete", "/notes/Bad.md", None),
+    ("/{field}/_/read/{page}", "get", "/notes/_/read/woks?section=Nope", None),
+    ("/{field}/_/context", "get", "/notes/_/context?task=" + "x" * 3000, None),
+    ("/{field}/_/research", "get", "/notes/_/research?q=x&budget=60", None),
+    ("/{field}/_/remember", "post", "/notes/_/remember?format=zz", b"x"),
+    ("/{field}/_/remember", "post", "/notes/_/remember", b"\xff"),
+])
+def test_refusals_answer_codes_the_document_lists(
+        keyword_store: deepfield.Store, client: TestClient, path: str, method: str, url: str,
+        body: bytes | None) -> None:
+    keyword_store.create_field("bare")
+    spec = client.get("/openapi.json").json()["paths"]
+    answer = client.request(method.upper(), url, content=body)
+    assert answer.status_code >= 400, answer.text
+    assert str(answer.status_code) in spec[path][method]["responses"], answer.text[:200]

@@ -44,6 +44,7 @@ _READ_ERRORS = {"401": _err("Login needed (private store)."),
                             "loopback request naming another host (DNS rebinding)."),
                 "404": _err("No such field or page."),
                 "502": _REMOTE}
+_BAD_FIELD = {"400": _err("The field name is not a spec name.")}
 _NOT_MODIFIED = {"304": {"description": "Not modified: the `If-None-Match` ETag (or, without "
                                         "one, `If-Modified-Since`) still holds."}}
 _MODEL_DOWN = {"503": _err("The embedding model is unavailable.")}
@@ -73,7 +74,8 @@ def openapi_document(version: str) -> dict[str, Any]:
             "summary": "The field's introduction (index.md)", "operationId": "getIntro",
             "parameters": [_FIELD],
             "responses": {"200": {"description": "index.md (a short generated one if absent).",
-                                  "content": _MD}, **_NOT_MODIFIED, **_READ_ERRORS},
+                                  "content": _MD}, **_NOT_MODIFIED, **_BAD_FIELD,
+                          **_READ_ERRORS},
         }},
         "/{field}/memoryfield.zip": {"get": {
             "summary": "The whole field as a memoryfield zip", "operationId": "getZip",
@@ -82,7 +84,7 @@ def openapi_document(version: str) -> dict[str, Any]:
             "parameters": [_FIELD],
             "responses": {"200": {"description": "The zip.", "content": {
                 "application/zip": {"schema": {"type": "string", "format": "binary"}}}},
-                **_NOT_MODIFIED, **_READ_ERRORS},
+                **_NOT_MODIFIED, **_BAD_FIELD, **_READ_ERRORS},
         }},
         "/{field}/search": {"get": {
             "summary": "Ranked search (the spec's JSON shape)", "operationId": "search",
@@ -157,7 +159,7 @@ def openapi_document(version: str) -> dict[str, Any]:
             "summary": "The catalogue as JSON (deepfield)", "operationId": "listPages",
             "parameters": [_FIELD],
             "responses": {"200": _json("Every page with title, summary, uuid."),
-                          **_READ_ERRORS},
+                          **_BAD_FIELD, **_READ_ERRORS},
         }},
         "/{field}/_/read/{page}": {"get": {
             "summary": "Progressive reading: outline, full or one section (deepfield)",
