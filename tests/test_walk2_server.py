@@ -308,3 +308,9 @@ def test_refusals_answer_codes_the_document_lists(
     answer = client.request(method.upper(), url, content=body)
     assert answer.status_code >= 400, answer.text
     assert str(answer.status_code) in spec[path][method]["responses"], answer.text[:200]
+
+
+def test_a_text_too_large_to_remember_is_a_documented_413(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()["paths"]["/{field}/_/remember"]["post"]
+    answer = client.post("/notes/_/remember", content=b"x" * (MAX_WRITE_BYTES + 8192))
+    assert answer.status_code == 413 and "413" in spec["responses"]

@@ -218,6 +218,7 @@ def openapi_document(version: str) -> dict[str, Any]:
                           **_WRITE_ERRORS,
                           "400": _err("Empty body, an unknown format, or a body the format "
                                       "cannot read."),
+                          "413": _err("Body too large."),
                           "415": _err("Body is not valid UTF-8."),
                           "501": _err("Not available in this build.")},
         }},
