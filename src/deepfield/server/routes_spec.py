@@ -242,6 +242,8 @@ def _write(field: Field, filename: str, body: bytes, request: Request) -> tuple[
 
 def _write_checked(field: Field, filename: str, body: bytes,
                    request: Request) -> tuple[int, Any]:
+    """:func:`_write` once no other process can write the field: the preconditions, then
+    the page (or the introduction)."""
     path = field.path / filename
     existed = path.is_file()
     current = path.read_bytes() if existed else None
