@@ -314,3 +314,16 @@ def test_a_text_too_large_to_remember_is_a_documented_413(client: TestClient) ->
     spec = client.get("/openapi.json").json()["paths"]["/{field}/_/remember"]["post"]
     answer = client.post("/notes/_/remember", content=b"x" * (MAX_WRITE_BYTES + 8192))
     assert answer.status_code == 413 and "413" in spec["responses"]
+
+
+def test_a_console_url_with_the_wrong_method_answers_the_console_s_page(
+        client: TestClient) -> None:
+    for method, url in (("GET", "/ui/f/notes/p/woks.md/archive"), ("DELETE", "/ui/f/notes/"),
+                        ("GET", "/ui/f/notes/review/r1")):
+        answer = client.request(method, url)
+        assert answer.status_code == 405, (method, url)
+        assert answer.headers["content-type"].startswith("text/html"), answer.text[:100]
+        assert "default-src 'none'" in answer.headers["content-security-policy"]
+        assert "allow" in answer.headers and "<h1>405</h1>" in answer.text
+    assert client.request("PATCH", "/notes/woks.md").json()["error"]["type"] == \
+        "MethodNotAllowed"  # the API's stay JSON

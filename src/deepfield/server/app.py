@@ -124,10 +124,19 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own errors (405, 413, …) in the JSON shape every other error has."""
     assert isinstance(exc, HTTPException)
     phrase = HTTPStatus(exc.status_code).phrase
+    headers = dict(exc.headers) if exc.headers else None
+    if request.url.path == "/ui" or request.url.path.startswith("/ui/"):
+        # The console's pages are for people: its own HTML error page (with its security
+        # headers), not the API's JSON, e.g. for a GET of a URL that only takes a form post.
+        from .console.guard import Refused
+        from .console.render import refusal_page
+
+        hint = _TOO_LARGE_HINT if exc.status_code == 413 else "start from the fields at /ui/"
+        return refusal_page(request, Refused(exc.status_code, str(exc.detail), hint, headers))
     hint = _TOO_LARGE_HINT if exc.status_code == 413 else \
         "see /openapi.json for the routes and methods"
     return error_response(exc.status_code, phrase.replace(" ", ""), str(exc.detail), hint,
-                          dict(exc.headers) if exc.headers else None)
+                          headers)
 
 
 class BodyLimit:
