@@ -327,3 +327,13 @@ def test_a_console_url_with_the_wrong_method_answers_the_console_s_page(
         assert "allow" in answer.headers and "<h1>405</h1>" in answer.text
     assert client.request("PATCH", "/notes/woks.md").json()["error"]["type"] == \
         "MethodNotAllowed"  # the API's stay JSON
+
+
+def test_a_console_form_too_large_answers_the_console_s_page(client: TestClient) -> None:
+    big = b"text=" + b"a" * (MAX_WRITE_BYTES + 8192)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    console = client.post("/ui/f/notes/edit/woks.md", content=big, headers=form)
+    assert console.status_code == 413
+    assert console.headers["content-type"].startswith("text/html")  # was the API's JSON
+    assert client.put("/notes/woks.md", content=big).json()["error"]["type"] == \
+        "RequestEntityTooLarge"

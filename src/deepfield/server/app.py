@@ -159,7 +159,10 @@ class BodyLimit:
         except ValueError:
             declared = None
         if declared is not None and declared > self.limit:
-            response = error_response(413, _TOO_LARGE, self._message(), _TOO_LARGE_HINT)
+            # Answered as the handlers answer a body that grows too large (_http_error): the
+            # console's HTML page under /ui/, the API's JSON elsewhere.
+            request = Request(scope, receive)
+            response = await _http_error(request, HTTPException(413, self._message()))
             await response(scope, receive, send)
             return
         total = 0
