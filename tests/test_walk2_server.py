@@ -337,3 +337,13 @@ def test_a_console_form_too_large_answers_the_console_s_page(client: TestClient)
     assert console.headers["content-type"].startswith("text/html")  # was the API's JSON
     assert client.put("/notes/woks.md", content=big).json()["error"]["type"] == \
         "RequestEntityTooLarge"
+
+
+def test_a_field_name_too_long_for_a_folder_is_no_such_field(
+        keyword_store: deepfield.Store, client: TestClient) -> None:
+    name = "a" * 300
+    for url in (f"/{name}/", f"/{name}/search?q=x", f"/ui/f/{name}/"):
+        assert client.get(url).status_code == 404, url  # was a 500 (File name too long)
+    assert client.put(f"/{name}/x.md", content=b"x").status_code == 404
+    with pytest.raises(deepfield.UnknownFieldError):
+        keyword_store.field(name)
