@@ -153,6 +153,13 @@ def _server_config(path: Path, data: dict[str, Any]) -> ServerConfig:
     if not all(isinstance(v, str) for v in users.values()):
         raise ConfigError(f"{path}: [server.users] maps names to password hashes (strings)",
                           "make a hash with `deepfield passwd USER`")
+    for user, stored in users.items():
+        # A password typed in by hand (alice = "s3cret") matched no login, so every write was
+        # a 401 with nothing to say why. The value itself is never echoed.
+        if not (stored.startswith("scrypt$") and stored.count("$") == 5):
+            raise ConfigError(f"{path}: server.users.{user} is not a password hash (a plain "
+                              "password? the file keeps only salted scrypt hashes)",
+                              f"set it with `deepfield passwd {user}`")
     private = section.get("private", False)
     backfill = section.get("backfill", True)
     for key, value in (("private", private), ("backfill", backfill)):

@@ -119,7 +119,15 @@ class IndexHolder:
         """Sync cheaply before a search: every file, or only the pages that changed
         (Field._sync_changes); new chunks are embedded until ``deadline`` at most. A damaged
         index is moved aside and rebuilt from the pages, which the report's warnings say."""
-        report = healing([self], lambda: self._sync_changes(embed, deadline))
+        try:
+            report = healing([self], lambda: self._sync_changes(embed, deadline))
+        except FileNotFoundError:
+            if self.path.is_dir():
+                raise
+            # Deleted under us (a server's search of a field just removed): what the index
+            # says of a gone folder, not a 500 with the folder's FileNotFoundError.
+            raise UnknownFieldError(f"the field folder {self.path} is gone",
+                                    "list fields with `deepfield ls`") from None
         report.warnings = self.take_notices() + report.warnings
         return report
 

@@ -35,7 +35,7 @@ from .memo import cap_memo, extractive_memo, join_names, topic_terms_of
 from .page import Page, slugify
 from .salience import names
 from .scan import scan_field
-from .search import search_fields
+from .search import MAX_QUERY_CHARS, search_fields
 from .sessions import Session, load_session, parse_session
 from .tokens import count_tokens, truncate_to_tokens
 
@@ -260,12 +260,19 @@ def _not_applied(field: str, filename: str, stored: dict[str, Any],
             f"then `deepfield write {field} FILE`)"]
 
 
+MAX_TERM_CHARS = 100
+"""Longest topic term or name that goes into the related-pages search."""
+
+
 def _related_pages(
     field: Field, session: Session, topic_terms: list[str]
 ) -> list[tuple[str, str, str]]:
     """(filename, title, memo) of earlier pages about the same people and things (BM25)."""
     text = " ".join(t.text for t in session.turns)
-    query = " ".join([*names(text)[:6], *topic_terms])
+    # A term longer than any word (a base64 blob, a minified line) finds nothing and once
+    # made the query too long to search: remember failed with "the query is N characters".
+    terms = [t for t in [*names(text)[:6], *topic_terms] if len(t) <= MAX_TERM_CHARS]
+    query = " ".join(terms)[:MAX_QUERY_CHARS]
     if not query.strip():
         return []
     # The caller synced the index; a second sync per session would double the cost.

@@ -91,7 +91,7 @@ class Store:
         if name in self._fields:
             return self._fields[name]
         folder = self.root / name
-        if "/" in name or name.startswith(".") or not folder.is_dir():
+        if "/" in name or name.startswith(".") or not _is_folder(folder):
             known = ", ".join(self.field_names()) or "none yet"
             raise UnknownFieldError(f"no field {name!r} in store {self.root} (fields: {known})")
         field = self.open_handle(name)
@@ -286,3 +286,12 @@ def open(
     if isinstance(chosen, str):
         chosen = build_embedder(EmbeddingConfig(chosen))
     return Store(root, config, chosen)
+
+
+def _is_folder(path: Path) -> bool:
+    """``path.is_dir()``, and False where the name cannot be a folder at all: a field name
+    over 255 bytes (from a URL, say) raised OSError "File name too long", a server's 500."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False

@@ -312,12 +312,14 @@ def passwd_cmd(ctx: click.Context, user: str, password_stdin: bool, print_only: 
     if remove and print_only:
         raise click.BadParameter("--remove changes the store; leave out --print",
                                  param_hint="--remove")
+    env = settings(ctx)
+    if not print_only and env.store_url is None and not store_exists(env.store_path):
+        raise StoreNotFoundError(f"no store at {env.store_path}")  # before the password
     hashed: str | None = None
     if not remove:
         hashed = hash_password(_password(password_stdin))
     saved: str | None = None
     if not print_only:
-        env = settings(ctx)
         if env.store_url is not None:
             from ..bucket.store import edit_bucket_config
 
@@ -325,8 +327,6 @@ def passwd_cmd(ctx: click.Context, user: str, password_stdin: bool, print_only: 
                 env.store_url, lambda text: with_user(text, user, hashed,
                                                       f"{env.store_url}/deepfield.toml"))
         else:
-            if not store_exists(env.store_path):
-                raise StoreNotFoundError(f"no store at {env.store_path}")
             saved = str(save_user(env.store_path, user, hashed))
     if as_json:
         out: dict[str, Any] = {"user": user, "saved": saved}
@@ -352,8 +352,17 @@ def _password(from_stdin: bool) -> str:
             raise click.BadParameter("the password on standard input is not UTF-8 text",
                                      param_hint="--password-stdin") from None
     else:
-        password = click.prompt("password", hide_input=True, confirmation_prompt=True,
-                                err=True)
+        try:
+            password = click.prompt("password", hide_input=True, confirmation_prompt=True,
+                                    err=True)
+        except click.Abort:
+            if sys.stdin.isatty():
+                raise  # Ctrl-C or Ctrl-D at the prompt: the user gave up
+            # Piped in without --password-stdin: the prompt wants it twice and met the end
+            # of the input ("aborted", exit 130, said nothing of why).
+            raise click.UsageError(
+                "standard input ended before the password was given (and repeated); "
+                "to pipe it in, add --password-stdin") from None
     if not password:
         raise click.BadParameter("the password is empty")
     return password

@@ -112,11 +112,11 @@ async def _no_route(request: Request, exc: Exception) -> Response:
     (``a%2Fb.md`` decodes to a sub-folder) is the spec's bad filename: 400, not 404."""
     segments = [s for s in request.url.path.split("/") if s]
     if request.method in ("PUT", "DELETE") and len(segments) >= 2:
-        return error_response(400, "Bad Request",
+        return error_response(400, "BadRequest",
                               f"{request.url.path} does not name a page of a field",
                               "pages are flat: PUT /FIELD/NAME.md with a lowercase "
                               "hyphenated NAME and no '/'")
-    return error_response(404, "Not Found", f"nothing at {request.url.path}",
+    return error_response(404, "NotFound", f"nothing at {request.url.path}",
                           "GET / lists the fields; GET /openapi.json the routes")
 
 
@@ -124,10 +124,19 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own errors (405, 413, …) in the JSON shape every other error has."""
     assert isinstance(exc, HTTPException)
     phrase = HTTPStatus(exc.status_code).phrase
+    headers = dict(exc.headers) if exc.headers else None
+    if request.url.path == "/ui" or request.url.path.startswith("/ui/"):
+        # The console's pages are for people: its own HTML error page (with its security
+        # headers), not the API's JSON, e.g. for a GET of a URL that only takes a form post.
+        from .console.guard import Refused
+        from .console.render import refusal_page
+
+        hint = _TOO_LARGE_HINT if exc.status_code == 413 else "start from the fields at /ui/"
+        return refusal_page(request, Refused(exc.status_code, str(exc.detail), hint, headers))
     hint = _TOO_LARGE_HINT if exc.status_code == 413 else \
         "see /openapi.json for the routes and methods"
     return error_response(exc.status_code, phrase.replace(" ", ""), str(exc.detail), hint,
-                          dict(exc.headers) if exc.headers else None)
+                          headers)
 
 
 class BodyLimit:
@@ -150,7 +159,10 @@ class BodyLimit:
         except ValueError:
             declared = None
         if declared is not None and declared > self.limit:
-            response = error_response(413, _TOO_LARGE, self._message(), _TOO_LARGE_HINT)
+            # Answered as the handlers answer a body that grows too large (_http_error): the
+            # console's HTML page under /ui/, the API's JSON elsewhere.
+            request = Request(scope, receive)
+            response = await _http_error(request, HTTPException(413, self._message()))
             await response(scope, receive, send)
             return
         total = 0

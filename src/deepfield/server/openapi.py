@@ -24,6 +24,11 @@ def _q(name: str, description: str, schema: dict[str, Any],
             "schema": schema}
 
 
+def _int(default: int, low: int, high: int) -> dict[str, Any]:
+    """An integer query parameter's schema, with the range the server enforces (400 outside)."""
+    return {"type": "integer", "default": default, "minimum": low, "maximum": high}
+
+
 def _err(description: str) -> dict[str, Any]:
     return {"description": description, "content": _ERR}
 
@@ -39,6 +44,7 @@ _READ_ERRORS = {"401": _err("Login needed (private store)."),
                             "loopback request naming another host (DNS rebinding)."),
                 "404": _err("No such field or page."),
                 "502": _REMOTE}
+_BAD_FIELD = {"400": _err("The field name is not a spec name.")}
 _NOT_MODIFIED = {"304": {"description": "Not modified: the `If-None-Match` ETag (or, without "
                                         "one, `If-Modified-Since`) still holds."}}
 _MODEL_DOWN = {"503": _err("The embedding model is unavailable.")}
@@ -61,13 +67,15 @@ def openapi_document(version: str) -> dict[str, Any]:
     paths: dict[str, Any] = {
         "/": {"get": {
             "summary": "List the fields of the store", "operationId": "listFields",
-            "responses": {"200": _json("The fields, with their URLs.")},
+            "responses": {"200": _json("The fields, with their URLs."),
+                          "401": _READ_ERRORS["401"], "403": _READ_ERRORS["403"]},
         }},
         "/{field}/": {"get": {
             "summary": "The field's introduction (index.md)", "operationId": "getIntro",
             "parameters": [_FIELD],
             "responses": {"200": {"description": "index.md (a short generated one if absent).",
-                                  "content": _MD}, **_NOT_MODIFIED, **_READ_ERRORS},
+                                  "content": _MD}, **_NOT_MODIFIED, **_BAD_FIELD,
+                          **_READ_ERRORS},
         }},
         "/{field}/memoryfield.zip": {"get": {
             "summary": "The whole field as a memoryfield zip", "operationId": "getZip",
@@ -76,7 +84,7 @@ def openapi_document(version: str) -> dict[str, Any]:
             "parameters": [_FIELD],
             "responses": {"200": {"description": "The zip.", "content": {
                 "application/zip": {"schema": {"type": "string", "format": "binary"}}}},
-                **_NOT_MODIFIED, **_READ_ERRORS},
+                **_NOT_MODIFIED, **_BAD_FIELD, **_READ_ERRORS},
         }},
         "/{field}/search": {"get": {
             "summary": "Ranked search (the spec's JSON shape)", "operationId": "search",
@@ -96,7 +104,8 @@ def openapi_document(version: str) -> dict[str, Any]:
                    {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}),
             ],
             "responses": {"200": _json("Results.", "SearchResponse"),
-                          "400": _err("Bad mode, unit or k."), **_READ_ERRORS,
+                          "400": _err("Bad mode, unit or k, or a query over 2,000 "
+                                      "characters."), **_READ_ERRORS,
                           **_MODEL_DOWN},
         }},
         "/{field}/{filename}": {
@@ -111,8 +120,9 @@ def openapi_document(version: str) -> dict[str, Any]:
                 "summary": "Create or replace a page", "operationId": "putPage",
                 "description": "The body is the complete UTF-8 page. Missing frontmatter "
                                "(title, uuid, created, updated) is filled in; a body without "
-                               "`uuid` keeps the stored one. Pages over 8 KB are split into "
-                               "`NAME-part-N.md`. The index and listing.md are updated before "
+                               "`uuid` keeps the stored one. A page over 8 KB is stored whole "
+                               "(the file is the page sent: no split into parts). The index "
+                               "and listing.md are updated before "
                                "the response. Needs a login when users are configured, else "
                                "only loopback clients may write. `If-Match` is honoured, "
                                "and `If-None-Match: *` makes the PUT create-only.",
@@ -134,18 +144,22 @@ def openapi_document(version: str) -> dict[str, Any]:
             "delete": {
                 "summary": "Remove a page (moved into the field's archive/)",
                 "operationId": "deletePage", "security": [{"basic": []}],
+                "description": "`If-Match` (the page's ETag) is honoured: a page changed "
+                               "since is not deleted (412, with its current ETag).",
                 "parameters": [_FIELD, _PAGE],
                 "responses": {"204": {"description": "Archived; its index entries are gone."},
                               **_WRITE_ERRORS,
                               "405": _err("index.md or listing.md: not pages (replace the "
-                                          "introduction with PUT).")},
+                                          "introduction with PUT)."),
+                              "412": _err("If-Match did not match (or If-None-Match did): "
+                                          "the page is kept.")},
             },
         },
         "/{field}/_/pages": {"get": {
             "summary": "The catalogue as JSON (deepfield)", "operationId": "listPages",
             "parameters": [_FIELD],
             "responses": {"200": _json("Every page with title, summary, uuid."),
-                          **_READ_ERRORS},
+                          **_BAD_FIELD, **_READ_ERRORS},
         }},
         "/{field}/_/read/{page}": {"get": {
             "summary": "Progressive reading: outline, full or one section (deepfield)",
@@ -158,12 +172,12 @@ def openapi_document(version: str) -> dict[str, Any]:
                    "is given).", {"type": "string", "enum": ["outline", "full", "section"]}),
                 _q("section", "Heading (or `Parent > Child`) to read; implies view=section.",
                    {"type": "string"}),
-                _q("depth", "Outline heading depth.", {"type": "integer", "default": 2}),
-                _q("sentences", "Sentences per outline entry.",
-                   {"type": "integer", "default": 1}),
+                _q("depth", "Outline heading depth.", _int(2, 1, 6)),
+                _q("sentences", "Sentences per outline entry.", _int(1, 0, 20)),
             ],
             "responses": {"200": _json("The page view (`text` is ready to read)."),
-                          "400": _err("Bad view."), **_READ_ERRORS},
+                          "400": _err("Bad view, a view the section contradicts, or depth "
+                                      "or sentences out of range."), **_READ_ERRORS},
         }},
         "/{field}/_/context": {"get": {
             "summary": "A context block for a task, within a token budget (deepfield)",
@@ -172,7 +186,7 @@ def openapi_document(version: str) -> dict[str, Any]:
                                       {"type": "string"}),
                            _q("level", "How much domain material.", {"type": "string",
                               "enum": ["light", "medium", "deep"], "default": "deep"}),
-                           _q("budget", "Token budget.", {"type": "integer", "default": 2000})],
+                           _q("budget", "Token budget.", _int(2000, 100, 100_000))],
             "responses": {"200": _json("The context (`text`) and what it cites."),
                           "400": _err("No task at level deep, an unknown level, or a "
                                       "budget out of range."),
@@ -183,10 +197,9 @@ def openapi_document(version: str) -> dict[str, Any]:
             "summary": "Multi-round research with citations (deepfield)",
             "operationId": "research",
             "parameters": [_FIELD, _q("q", "The question.", {"type": "string"}, True),
-                           _q("rounds", "Most search rounds.", {"type": "integer",
-                              "default": 3}),
+                           _q("rounds", "Most search rounds.", _int(3, 1, 10)),
                            _q("budget", "Token budget of the findings.",
-                              {"type": "integer", "default": 1000})],
+                              _int(1000, 50, 100_000))],
             "responses": {"200": _json("Findings with citations."),
                           "400": _err("No `q`, or rounds or budget out of range (a budget "
                                       "the memory fence leaves no room in included)."),
@@ -202,8 +215,12 @@ def openapi_document(version: str) -> dict[str, Any]:
                 "schema": {"type": "string"}}}},
             "responses": {"201": _json("The pages written or updated."),
                           "200": _json("Already remembered: nothing changed."),
+                          **_WRITE_ERRORS,
+                          "400": _err("Empty body, an unknown format, or a body the format "
+                                      "cannot read."),
+                          "413": _err("Body too large."),
                           "415": _err("Body is not valid UTF-8."),
-                          "501": _err("Not available in this build."), **_WRITE_ERRORS},
+                          "501": _err("Not available in this build.")},
         }},
         "/ui/": {"get": {
             "summary": "The memory console (HTML pages for people; see docs/CONSOLE.md)",
@@ -242,19 +259,38 @@ def openapi_document(version: str) -> dict[str, Any]:
                                      "title": {"type": "string"},
                                      "summary": {"type": ["string", "null"]},
                                      "snippet": {"type": "string"},
-                                     "heading": {"type": "string"}}},
+                                     "heading": {"type": "string"},
+                                     "field": {"type": "string"},
+                                     "uuid": {"type": ["string", "null"]},
+                                     "snippet_line": {"type": "integer"},
+                                     "line_start": {"type": "integer"},
+                                     "line_end": {"type": "integer"},
+                                     "matches": {"type": "integer"},
+                                     "relative_dates": {"type": "array"},
+                                     "text": {"type": "string",
+                                              "description": "unit=chunk: the chunk."},
+                                     "match": {"type": "string", "description":
+                                               "`substring`: the spec's fallback match."}}},
                 "SearchResponse": {"type": "object", "required": ["results"], "properties": {
                     "results": {"type": "array",
                                 "items": {"$ref": "#/components/schemas/SearchResult"}},
                     "count": {"type": "integer"}, "mode": {"type": "string"},
-                    "took_ms": {"type": "number"}, "warnings": {"type": "array"}}},
+                    "took_ms": {"type": "number"}, "warnings": {"type": "array"},
+                    "field": {"type": "string"}, "query": {"type": "string"},
+                    "unit": {"type": "string"}, "k": {"type": "integer"},
+                    "pending_vectors": {"type": "integer"},
+                    "confidence": {"type": "object", "description":
+                                   "How well the results answer the query: level, reason, "
+                                   "signals."}}},
                 "WriteResult": {"type": "object", "properties": {
                     "field": {"type": "string"},
                     "pages": {"type": "array", "items": {"type": "object", "properties": {
-                        "filename": {"type": "string"}, "uuid": {"type": "string"},
-                        "title": {"type": "string"}, "action": {"type": "string"},
-                        "bytes": {"type": "integer"}}}},
-                    "split": {"type": "boolean"}}},
+                        "filename": {"type": "string"}, "uuid": {"type": ["string", "null"]},
+                        "title": {"type": ["string", "null"]}, "action": {"type": "string"},
+                        "bytes": {"type": "integer"},
+                        "previous": {"type": ["string", "null"]}}}},
+                    "split": {"type": "boolean"},
+                    "warnings": {"type": "array", "items": {"type": "string"}}}},
             },
         },
     }

@@ -27,6 +27,9 @@ from .app import deny_read, deny_write, error_response
 from .routes_spec import _check_body, _int_param
 from .service import Service, read_view
 
+CONTEXT_MIN_BUDGET = 100
+"""deepfield.context.MIN_BUDGET (not imported: context building may be missing, _missing)."""
+
 
 def _service(request: Request) -> Service:
     service: Service = request.app.state.service
@@ -78,7 +81,9 @@ async def context(request: Request) -> Response:
     level = request.query_params.get("level", "deep")
     if not task.strip() and level == "deep":
         raise DeepfieldError("give the task as ?task=…", "or ask for level=light|medium")
-    budget = _int_param(request, "budget", 2000, 1, 100_000)
+    # From context.MIN_BUDGET: a smaller budget is refused all the same, and /openapi.json
+    # states this range (it said 1, and 1 to 99 were refused by the library).
+    budget = _int_param(request, "budget", 2000, CONTEXT_MIN_BUDGET, 100_000)
     service = _service(request)
     try:
         result = await service.run(name, lambda f: service.context(f, task, budget=budget,
@@ -113,7 +118,8 @@ async def remember(request: Request) -> Response:
     service = _service(request)
     service.field(name)
     body = await request.body()
-    if (bad := _check_body(body)) is not None:
+    if (bad := _check_body(body, "the text to memorize (notes, a transcript, a document) "
+                                 "as UTF-8")) is not None:
         return bad
     text = body.decode("utf-8")
     fmt = request.query_params.get("format") or None

@@ -4,7 +4,8 @@
 writable pages: ``PUT`` (201 created, 204 replaced; 400 bad name or empty body, 415 not UTF-8,
 409 uuid conflict, 412 failed ``If-Match`` or ``If-None-Match``, e.g. ``If-None-Match: *`` on
 a page that exists) and ``DELETE`` (204; the page moves into the field's ``archive/`` and
-leaves the index; 405 for ``index.md`` and ``listing.md``, which are not pages). The index
+leaves the index; 405 for ``index.md`` and ``listing.md``, which are not pages; 412 for a
+failed ``If-Match``: the page is kept). The index
 and ``listing.md`` are brought up to date inside the request, before the page can be
 returned again.
 """
@@ -23,11 +24,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ..errors import DeepfieldError, InvalidNameError, PageNotFoundError, RemoteUnavailableError
+from ..errors import (
+    DeepfieldError,
+    InvalidNameError,
+    PageNotFoundError,
+    RemoteUnavailableError,
+    UnknownFieldError,
+)
 from ..field import Field
-from ..fsutil import read_no_follow
+from ..fsutil import field_lock, read_no_follow
 from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
+from ..writer import MAX_WRITE_BYTES
 from .app import deny_read, deny_write, error_response
 from .service import Service
 
@@ -108,7 +116,8 @@ async def get_zip(request: Request) -> Response:
     name = request.path_params["field"]
     snap = await run_in_threadpool(_service(request).snapshot, name)
     tag = f'"{snap.sha256}"'
-    if tag in request.headers.get("if-none-match", ""):
+    match = request.headers.get("if-none-match")
+    if match is not None and (tag in match or match.strip() == "*"):  # as a page's (_markdown)
         return Response(status_code=304, headers={"ETag": tag})
     return Response(snap.data, media_type="application/zip", headers={
         "ETag": tag,
@@ -175,10 +184,13 @@ async def get_page(request: Request) -> Response:
     return _markdown(request, data, mtime, field.copy_warnings())
 
 
-def _check_body(body: bytes) -> Response | None:
+def _check_body(body: bytes, wanted: str = "the complete page as UTF-8 Markdown"
+                ) -> Response | None:
+    """400 for an empty body, 415 for one that is not UTF-8; ``wanted`` is what the hint
+    asks for (a page for PUT, the text to memorize for remember)."""
     if not body.strip():
         return error_response(400, "InvalidPageError", "the request body is empty",
-                              "send the complete page as UTF-8 Markdown")
+                              f"send {wanted}")
     try:
         body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -207,9 +219,31 @@ def _precondition(request: Request, path_exists: bool, current: bytes | None) ->
     return None
 
 
+def _other_processes_out(field: Field) -> contextlib.AbstractContextManager[object]:
+    """The field's folder lock (fsutil.field_lock, re-entrant), held from a conditional
+    write's check to its write: ``serve --workers N`` runs N processes, and the service's
+    lock only keeps out this one's threads, so two workers could both find no page for
+    ``If-None-Match: *`` and both answer 201, the second replacing the first. A bucket's
+    field checks versions against the bucket instead (its writes take ``expected``)."""
+    if type(field).moving is Field.moving:  # a folder on disk
+        if not field.path.is_dir():  # removed while served: a 404, not the lock's OSError
+            raise UnknownFieldError(f"the field folder {field.path} is gone",
+                                    "list fields with `deepfield ls`")
+        return field_lock(field.path)
+    return contextlib.nullcontext()
+
+
 def _write(field: Field, filename: str, body: bytes, request: Request) -> tuple[int, Any]:
     """Store the page (under the field lock); (status, JSON result or None)."""
     field.refresh_pages([filename])  # a copy of a bucket's page: check against the bucket's
+    with _other_processes_out(field):
+        return _write_checked(field, filename, body, request)
+
+
+def _write_checked(field: Field, filename: str, body: bytes,
+                   request: Request) -> tuple[int, Any]:
+    """:func:`_write` once no other process can write the field: the preconditions, then
+    the page (or the introduction)."""
     path = field.path / filename
     existed = path.is_file()
     current = path.read_bytes() if existed else None
@@ -218,8 +252,12 @@ def _write(field: Field, filename: str, body: bytes, request: Request) -> tuple[
     expected = current if request.headers.get("if-match") and current is not None else None
     if filename == INTRO_FILE:  # the introduction is free text, stored as sent
         field.write_intro(body, expected=expected)
+        # The keys of every other PUT's result (Field.write's WriteResult), so a client
+        # reading ``warnings`` or ``split`` of a 201 needs no special case for the intro.
         return (204 if existed else 201), {"field": field.name, "pages": [
-            {"filename": INTRO_FILE, "action": "updated" if existed else "created"}]}
+            {"filename": INTRO_FILE, "uuid": None, "title": None,
+             "action": "updated" if existed else "created", "bytes": len(body),
+             "previous": None}], "split": False, "warnings": []}
     # The spec's PUT replaces the one file with the page sent, whatever its size (pages MAY
     # exceed 8 KB): no split into parts.
     # With If-Match the write is conditional on the version just checked (``expected``): a
@@ -238,6 +276,11 @@ async def put_page(request: Request) -> Response:
     body = await request.body()
     if (bad := _check_body(body)) is not None:
         return bad
+    if len(body) > MAX_WRITE_BYTES:  # within the body limit's slack: the 413 docs promise
+        return error_response(413, "RequestEntityTooLarge",
+                              f"the page is {len(body):,} bytes; a page is at most "
+                              f"{MAX_WRITE_BYTES:,}", "send a smaller page (PUT stores the "
+                              "page whole: it is never split into parts)")
     status, result = await service.run(name, lambda f: _write(f, filename, body, request),
                                        write=True)
     if status == 412:  # with the current version's ETag, when there is one
@@ -285,6 +328,20 @@ def _archive(field: Field, filename: str) -> str:
     return field.archive_page(filename).archived[0]  # as `rm`: every part of a split page
 
 
+def _delete(field: Field, filename: str, request: Request) -> tuple[int, str]:
+    """Archive the page under the field lock: (204, where it went), or (412, the current
+    ETag) when ``If-Match`` / ``If-None-Match`` fails. RFC 9110: a DELETE that states the
+    version it expects must not remove a page changed meanwhile (it used to be archived
+    whatever the header said)."""
+    field.refresh_pages([filename])  # a copy of a bucket's page: check against the bucket's
+    with _other_processes_out(field):
+        path = field.path / filename
+        current = path.read_bytes() if path.is_file() else None
+        if current is not None and _precondition(request, True, current) is not None:
+            return 412, etag_of(current)
+        return 204, _archive(field, filename)
+
+
 async def delete_page(request: Request) -> Response:
     """``DELETE /{field}/{page}.md``: move the page into ``archive/`` (never destroyed)."""
     target = _write_target(request)
@@ -296,7 +353,13 @@ async def delete_page(request: Request) -> Response:
             405, "MethodNotAllowed",
             f"{INTRO_FILE} is the field's introduction, not a page, and cannot be deleted",
             f"change the introduction with PUT /{name}/{INTRO_FILE}", {"Allow": "GET, PUT"})
-    where = await service.run(name, lambda f: _archive(f, filename), write=True)
+    status, where = await service.run(name, lambda f: _delete(f, filename, request),
+                                      write=True)
+    if status == 412:  # ``where`` is the current version's ETag
+        return error_response(412, "PreconditionFailed",
+                              f"{filename} does not match If-Match or If-None-Match: it was "
+                              "not deleted", "GET it again, then decide whether to delete it",
+                              {"ETag": where})
     return Response(status_code=204, headers={"X-Deepfield-Archived-As": where})
 
 

@@ -206,11 +206,13 @@ class Service:
     def read(self, name: str, ref: str, *, view: str, section: str | None = None,
              depth: int = 2, sentences: int = 1) -> PageView:
         """Read a page (outline, full or section) by filename, stem or uuid; the resolved
-        file goes through :meth:`page_path`, so a symbolic link is never followed."""
+        file goes through :meth:`page_path`, so a symbolic link is never followed. A page
+        already in the folder under a non-spec name ("My Notes.md") is read, as the page
+        route serves it and search lists it."""
 
         def run(field: Field) -> PageView:
             filename = field.resolve(ref)
-            self.page_path(field, filename)
+            self.page_path(field, filename, existing=True)
             return field.read(filename, outline_only=view == "outline", depth=depth,
                               sentences=sentences, section=section if view == "section" else None)
 

@@ -173,8 +173,12 @@ async def edit_form(request: Request) -> Response:
 
 def put_request(if_match: str | None) -> Request:
     """The request the HTTP API's PUT writer reads its precondition from: the console's save
-    is a PUT with ``If-Match`` set to the ETag the edit started from."""
-    headers = [(b"if-match", if_match.encode("latin-1"))] if if_match else []
+    is a PUT with ``If-Match`` set to the ETag the edit started from, and a new page's is a
+    create-only PUT (``If-None-Match: *``), checked under the same lock as the write."""
+    # A form's etag is whatever the browser posts: one that is not a header value (a
+    # character beyond Latin-1) matches no version, so it is a stale edit (412), never a 500.
+    headers = [(b"if-match", if_match.encode("latin-1", errors="replace"))] if if_match \
+        else [(b"if-none-match", b"*")]
     return Request({"type": "http", "method": "PUT", "path": "/", "query_string": b"",
                     "headers": headers})
 
@@ -199,8 +203,6 @@ async def save_page(request: Request, form: Form, name: str, filename: str) -> R
                     current=current.text if current else None, error=error, new=new)
 
     def save(f: Field) -> tuple[int, Any]:
-        if new and (f.path / filename).exists():
-            return 412, None
         return _write(f, filename, text.encode("utf-8"), put_request(etag or None))
 
     try:
@@ -216,7 +218,7 @@ async def save_page(request: Request, form: Form, name: str, filename: str) -> R
                      else exc.message)
     if status == 412:
         current = await service.run(name, lambda f: load_page(request, f, filename))
-        what = "was created meanwhile" if new else "changed since you opened it"
+        what = "already exists" if new else "changed since you opened it"
         return again(412, f"{filename} {what}: both versions are below", current)
     return redirect(request, field_url(name, "p", filename), done=f"saved {filename}")
 
