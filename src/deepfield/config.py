@@ -105,11 +105,21 @@ def resolve_options(root: Path, options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+TABLES = ("embedding", "index", "server", "llm")
+"""The tables of ``deepfield.toml`` (``[llm]`` is read by deepfield.llm.config)."""
+
+
 def load_config(root: Path) -> StoreConfig:
     path = root / CONFIG_FILE
     data = read_config_file(root)
     if data is None:
         return StoreConfig()
+    unknown = [key for key in data if key not in TABLES]
+    if unknown:  # a misspelt [embeding] used to index everything with the default model
+        raise ConfigError(
+            f"{path}: unknown table or key {unknown[0]!r} "
+            f"(known: {', '.join(f'[{table}]' for table in TABLES)})",
+            "see \"Configuration: deepfield.toml\" in docs/FORMAT.md")
     section = data.get("embedding", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [embedding] must be a table")

