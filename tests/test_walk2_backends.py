@@ -34,3 +34,13 @@ def test_a_misspelt_table_in_deepfield_toml_is_an_error_not_the_default_model(
     ran = MainCli(cli.store_path, capsys, monkeypatch)("search", "anything")
     assert ran.exit_code == 1 and "unknown table or key 'embeding'" in ran.stderr
     assert "Traceback" not in ran.stderr
+
+
+@pytest.mark.parametrize("value", [2.5, "1.5", True])
+def test_llm_max_retries_must_be_a_whole_number(value: object) -> None:
+    # 2.5 used to be taken as 2 without a word; the embedding backend refuses it already.
+    from deepfield.llm.openai_chat import OpenAIChat
+
+    with pytest.raises(ConfigError, match="max_retries must be a whole number"):
+        OpenAIChat(model="m", url="http://127.0.0.1:9/v1", max_retries=value)  # type: ignore[arg-type]
+    assert OpenAIChat(model="m", url="http://127.0.0.1:9/v1", max_retries="2") is not None

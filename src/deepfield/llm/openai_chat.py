@@ -99,9 +99,14 @@ class OpenAIChat(ChatModel):
         self.url = display_url(base)
         """The API base as shown in messages and describe(): without a ``user:password@``."""
         self.endpoint = f"{self.url}/chat/completions"
+        retries = float_option("LLM", "max_retries", max_retries, 3, minimum=0)
+        if retries != int(retries) or isinstance(max_retries, bool):
+            # 2.5 used to mean 2 without a word (the embedding backend refuses it too)
+            raise ConfigError(f"LLM option max_retries must be a whole number, not "
+                              f"{max_retries!r}")
         policy = RetryPolicy(
             timeout=float_option("LLM", "timeout", timeout, 60.0, minimum=0.001),
-            max_retries=int(float_option("LLM", "max_retries", max_retries, 3, minimum=0)),
+            max_retries=int(retries),
             backoff=float_option("LLM", "backoff", backoff, 0.5, minimum=0.0),
             max_backoff=float_option("LLM", "max_backoff", max_backoff, 30.0, minimum=0.0),
         )
