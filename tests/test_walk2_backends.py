@@ -80,3 +80,24 @@ def test_a_role_url_without_any_model_is_an_error_for_both_roles(tmp_path: Path)
         with pytest.raises(ConfigError, match=r"url is set \(http://127.0.0.1:1/v1\) but no "
                                               r"model"):
             build_llm(load_llm_config(tmp_path), role)  # type: ignore[arg-type]
+
+
+def test_a_local_model_failing_is_not_blamed_on_an_endpoint_url() -> None:
+    # sentence-transformers with device = "cuda" on a CPU-only torch said "check the endpoint
+    # URL and model": there is no endpoint, the backend's own options are what to check.
+    from deepfield.errors import EmbeddingServiceError
+
+    from .fakes import FakeEmbedder
+
+    class Broken(FakeEmbedder):
+        def embed_batch(self, texts: list[str], kind: str) -> object:  # type: ignore[override]
+            raise AssertionError("Torch not compiled with CUDA enabled")
+
+    broken = Broken()
+    assert broken.in_process
+    with pytest.raises(EmbeddingServiceError) as caught:
+        broken.embed(["x"])
+    assert "endpoint" not in caught.value.hint and "[embedding] options" in caught.value.hint
+    broken.in_process = False  # an HTTP backend's failure keeps the endpoint hint
+    with pytest.raises(EmbeddingServiceError, match="endpoint URL"):
+        broken.embed(["x"])
