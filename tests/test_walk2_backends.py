@@ -101,3 +101,15 @@ def test_a_local_model_failing_is_not_blamed_on_an_endpoint_url() -> None:
     broken.in_process = False  # an HTTP backend's failure keeps the endpoint hint
     with pytest.raises(EmbeddingServiceError, match="endpoint URL"):
         broken.embed(["x"])
+
+
+def test_an_empty_url_is_an_error_not_the_openai_cloud() -> None:
+    # `url = ""` in deepfield.toml used to send texts and prompts to api.openai.com.
+    from deepfield.embed.openai_compat import OpenAIEmbedder
+    from deepfield.llm.openai_chat import OpenAIChat
+
+    with pytest.raises(ConfigError, match="embedding url '' is not an http"):
+        OpenAIEmbedder(model="m", url="")
+    with pytest.raises(ConfigError, match="LLM url '' is not an http"):
+        OpenAIChat(model="m", url=" ")
+    assert OpenAIChat(model="m").url == "https://api.openai.com/v1"  # unset: the default

@@ -88,7 +88,8 @@ class OpenAIChat(ChatModel):
                 "e.g. qwen2.5:7b for Ollama or gpt-4o-mini for OpenAI",
             )
         self.model = str(model).strip()
-        base = str(url or DEFAULT_URL).strip().rstrip("/")
+        # An empty url is a mistake, not a wish for the cloud default: prompts would go there.
+        base = str(DEFAULT_URL if url is None else url).strip().rstrip("/")
         if base.endswith("/chat/completions"):
             base = base[: -len("/chat/completions")]
         if not base.startswith(("http://", "https://")):
