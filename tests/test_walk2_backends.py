@@ -10,6 +10,7 @@ from deepfield.config import load_config
 from deepfield.errors import ConfigError
 
 from .conftest import Cli, MainCli
+from .fake_openai import CHAT, FakeOpenAIServer, chat_completion
 
 
 def test_a_misspelt_table_in_deepfield_toml_is_an_error_not_the_default_model(
@@ -113,3 +114,17 @@ def test_an_empty_url_is_an_error_not_the_openai_cloud() -> None:
     with pytest.raises(ConfigError, match="LLM url '' is not an http"):
         OpenAIChat(model="m", url=" ")
     assert OpenAIChat(model="m").url == "https://api.openai.com/v1"  # unset: the default
+
+
+def test_a_reply_whose_content_is_a_list_of_parts_is_read(
+        openai_server: FakeOpenAIServer) -> None:
+    # Some servers answer `content` as parts ([{"type": "text", "text": ...}]); the reply
+    # used to be read as empty, so the memorizer and researcher found no JSON in it.
+    from deepfield.llm.openai_chat import OpenAIChat
+
+    reply = chat_completion("")
+    reply["choices"][0]["message"]["content"] = [
+        {"type": "text", "text": '{"a": '}, {"type": "image"}, {"type": "text", "text": "1}"}]
+    openai_server.enqueue(CHAT, json=reply)
+    chat = OpenAIChat(model="m", url=openai_server.url, max_retries=0)
+    assert chat.chat([{"role": "user", "content": "x"}]).text == '{"a": 1}'

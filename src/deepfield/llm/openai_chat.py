@@ -209,6 +209,9 @@ class OpenAIChat(ChatModel):
             )
         message = choices[0].get("message")
         content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):  # content parts (Mistral, some gateways): their text
+            content = "".join(part.get("text", "") for part in content
+                              if isinstance(part, dict) and isinstance(part.get("text"), str))
         if not isinstance(content, str):
             content = ""
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
