@@ -42,7 +42,7 @@ def test_llm_max_retries_must_be_a_whole_number(value: object) -> None:
     # 2.5 used to be taken as 2 without a word; the embedding backend refuses it already.
     from deepfield.llm.openai_chat import OpenAIChat
 
-    with pytest.raises(ConfigError, match="max_retries must be a whole number"):
+    with pytest.raises(ConfigError, match=r"max_retries must be a (whole )?number"):
         OpenAIChat(model="m", url="http://127.0.0.1:9/v1", max_retries=value)  # type: ignore[arg-type]
     assert OpenAIChat(model="m", url="http://127.0.0.1:9/v1", max_retries="2") is not None
 
@@ -128,3 +128,14 @@ def test_a_reply_whose_content_is_a_list_of_parts_is_read(
     openai_server.enqueue(CHAT, json=reply)
     chat = OpenAIChat(model="m", url=openai_server.url, max_retries=0)
     assert chat.chat([{"role": "user", "content": "x"}]).text == '{"a": 1}'
+
+
+def test_a_boolean_is_no_number_of_seconds() -> None:
+    # `timeout = true` in deepfield.toml used to mean one second.
+    from deepfield.embed.openai_compat import OpenAIEmbedder
+    from deepfield.llm.openai_chat import OpenAIChat
+
+    with pytest.raises(ConfigError, match="LLM option timeout must be a number, not True"):
+        OpenAIChat(model="m", url="http://127.0.0.1:9/v1", timeout=True)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="embedding option backoff must be a number"):
+        OpenAIEmbedder(model="m", url="http://127.0.0.1:9/v1", backoff=False)  # type: ignore[arg-type]

@@ -101,7 +101,7 @@ class OpenAIChat(ChatModel):
         """The API base as shown in messages and describe(): without a ``user:password@``."""
         self.endpoint = f"{self.url}/chat/completions"
         retries = float_option("LLM", "max_retries", max_retries, 3, minimum=0)
-        if retries != int(retries) or isinstance(max_retries, bool):
+        if retries != int(retries):
             # 2.5 used to mean 2 without a word (the embedding backend refuses it too)
             raise ConfigError(f"LLM option max_retries must be a whole number, not "
                               f"{max_retries!r}")
