@@ -132,6 +132,28 @@ def test_model_code_mismatch_is_a_clear_error(field: deepfield.Field, tmp_path: 
         deepfield.open_field(field.path, wider).index()
 
 
+def test_reindex_clears_vectors_of_a_model_swapped_behind_its_model_code(
+        field: deepfield.Field) -> None:
+    # The error's hint says `deepfield reindex`: it must work, whether the new model's size
+    # is known when the index opens or only from its first vectors (an endpoint's).
+    field.add("A", "alpha kiwi")
+    field.index()
+    field.close()
+    for dim in (32, 16):
+        wider = FakeEmbedder(dim=dim, model_code="fake-hash-64-v1")
+        with pytest.raises(ModelMismatchError, match="reindex"):
+            deepfield.open_field(field.path, wider).embed()
+        lazy = FakeEmbedder(dim=dim, model_code="fake-hash-64-v1")
+        swapped = deepfield.open_field(field.path, wider if dim == 32 else lazy)
+        if dim == 16:
+            lazy.dim = None  # learnt from the first batch, as OpenAIEmbedder does
+            sized = FakeEmbedder(dim=16)
+            lazy.embed_batch = sized.embed_batch  # type: ignore[method-assign]
+        assert swapped.reindex().pending_vectors == 0
+        assert [h.filename for h in swapped.search("kiwi", mode="vector").results] == ["a.md"]
+        swapped.close()
+
+
 def test_bad_files_are_indexed_leniently_and_never_touched(field: deepfield.Field) -> None:
     broken = "---\ntitle: [oops\n---\nThe kiwi text survives.\n"
     files = {

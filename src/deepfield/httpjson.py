@@ -321,6 +321,8 @@ def float_option(what: str, name: str, value: Any, default: float, *, minimum: f
     """A finite number option of ``what`` ("embedding", "LLM"), ``default`` when unset."""
     if value is None or value == "":
         return default
+    if isinstance(value, bool):  # `timeout = true` in TOML is no number of seconds
+        raise ConfigError(f"{what} option {name} must be a number, not {value!r}")
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -16,6 +16,7 @@ from .config import (
     CONFIG_FILE,
     EmbeddingConfig,
     StoreConfig,
+    check_default_options,
     load_config,
     render_config,
     resolve_options,
@@ -222,6 +223,7 @@ def init(path: str | Path, embedding: EmbeddingConfig | None = None) -> Store:
             _check_same_embedding(root, embedding)
         return open(root)
     config = StoreConfig(embedding or EmbeddingConfig())
+    check_default_options(config.embedding)  # the file would not open again
     build_embedder(config.embedding)
     root.mkdir(parents=True, exist_ok=True)
     atomic_write(config_path, render_config(config).encode("utf-8"))

@@ -150,9 +150,13 @@ class Embedder(ABC):
         except DeepfieldError:
             raise
         except Exception as exc:  # a backend's own failure: typed, naming the backend
+            # A model in this process has no endpoint URL to check (the default hint's).
+            hint = ("check the backend's [embedding] options in deepfield.toml (model, "
+                    "device, threads), or search keyword-only with --mode bm25 / --embedder "
+                    "none") if self.in_process else None
             raise EmbeddingServiceError(
                 f"embedding backend {self.name!r} ({self.model_code}) failed: "
-                f"{type(exc).__name__}: {exc}") from exc
+                f"{type(exc).__name__}: {exc}", hint) from exc
         if vectors.ndim != 2 or vectors.shape[0] != len(batch):
             raise EmbeddingServiceError(
                 f"{self.model_code}: expected {len(batch)} vectors, got shape {vectors.shape}"

@@ -117,7 +117,8 @@ class OpenAIEmbedder(Embedder):
                 "e.g. nomic-embed-text for Ollama or text-embedding-3-small for OpenAI",
             )
         self.model = str(model).strip()
-        base = _check_url(url or DEFAULT_URL)
+        # An empty url is a mistake, not a wish for the cloud default: texts would go there.
+        base = _check_url(DEFAULT_URL if url is None else url)
         self.url = display_url(base)
         """The API base as shown in messages and describe(): without a ``user:password@``."""
         self.endpoint = f"{self.url}/embeddings"

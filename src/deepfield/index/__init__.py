@@ -96,7 +96,8 @@ def _doc(row: tuple[Any, ...]) -> DocRow:
 class FieldIndex:
     """Search index of one field directory for one embedder (None: keyword only)."""
 
-    def __init__(self, field_dir: Path, embedder: Embedder | None, index_dir: Path | None = None):
+    def __init__(self, field_dir: Path, embedder: Embedder | None, index_dir: Path | None = None,
+                 *, rebuild: bool = False):
         self.field_dir = field_dir
         self.embedder = embedder
         self.model_code = embedder.model_code if embedder else KEYWORD_ONLY_CODE
@@ -117,7 +118,8 @@ class FieldIndex:
             raise IndexCorruptError(f"cannot open index {self.path}: {exc}",
                                     damaged=is_corruption(exc)) from None
         try:
-            prepare(conn, self.path, self.model_code, embedder.dim if embedder else None)
+            prepare(conn, self.path, self.model_code, embedder.dim if embedder else None,
+                    rebuild=rebuild)
         except sqlite3.DatabaseError as exc:
             conn.close()
             if not is_corruption(exc):
@@ -276,6 +278,9 @@ class FieldIndex:
             self.conn.execute("DELETE FROM df_docs")
             if self.with_vectors:
                 self.conn.execute("DELETE FROM pages")
+                # No vector is left: the next ones set the size (a model swapped behind the
+                # same model code made the old size an error that only reindex could clear).
+                self.conn.execute("DELETE FROM df_meta WHERE key = 'dim'")
             self.conn.execute("INSERT INTO df_chunks_fts(df_chunks_fts) VALUES ('rebuild')")
             set_meta(self.conn, "synced_at", "0")
             bump_generation(self.conn)  # ids restart: no table of before may be used

@@ -265,8 +265,11 @@ def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
     )
 
 
-def prepare(conn: sqlite3.Connection, path: Path, model_code: str, dim: int | None) -> None:
-    """Create or migrate the schema and check the file belongs to ``model_code``."""
+def prepare(conn: sqlite3.Connection, path: Path, model_code: str, dim: int | None, *,
+            rebuild: bool = False) -> None:
+    """Create or migrate the schema and check the file belongs to ``model_code``.
+    ``rebuild``: the caller is about to drop every row (``reindex``), so vectors of another
+    size than the model's are no error: they go, and the size is learnt again."""
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError:
@@ -286,7 +289,7 @@ def prepare(conn: sqlite3.Connection, path: Path, model_code: str, dim: int | No
                 f"rename or delete {path.name} (it is derived data) and run `deepfield reindex`",
             )
         stored_dim = get_meta(conn, "dim")
-        if stored_dim and dim and int(stored_dim) != dim:
+        if stored_dim and dim and int(stored_dim) != dim and not rebuild:
             raise ModelMismatchError(
                 f"{path.name} holds {stored_dim}-dimensional vectors but {model_code} "
                 f"makes {dim}-dimensional ones",

@@ -127,10 +127,13 @@ def build_llm(config: LLMConfig, role: Role) -> ChatModel | None:
     """The chat model for ``role``, or None when no model is configured (offline)."""
     options = config.for_role(role)
     if not options.get("model"):
-        if options.get("url") and not config.configured:
+        # Any role's url counts: [llm.memorizer] url alone left `research` offline.
+        url = options.get("url") or next(
+            (values["url"] for values in config.roles.values() if values.get("url")), None)
+        if url and not config.configured:
             # A url alone used to run offline without a word; whoever set it meant a model.
             raise ConfigError(
-                f"an LLM url is set ({display_url(str(options['url']))}) but no model",
+                f"an LLM url is set ({display_url(str(url))}) but no model",
                 "set `model` under [llm] in deepfield.toml or DEEPFIELD_LLM_MODEL, "
                 + OFFLINE_HINT)
         return None

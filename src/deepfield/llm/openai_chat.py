@@ -88,7 +88,8 @@ class OpenAIChat(ChatModel):
                 "e.g. qwen2.5:7b for Ollama or gpt-4o-mini for OpenAI",
             )
         self.model = str(model).strip()
-        base = str(url or DEFAULT_URL).strip().rstrip("/")
+        # An empty url is a mistake, not a wish for the cloud default: prompts would go there.
+        base = str(DEFAULT_URL if url is None else url).strip().rstrip("/")
         if base.endswith("/chat/completions"):
             base = base[: -len("/chat/completions")]
         if not base.startswith(("http://", "https://")):
@@ -99,9 +100,14 @@ class OpenAIChat(ChatModel):
         self.url = display_url(base)
         """The API base as shown in messages and describe(): without a ``user:password@``."""
         self.endpoint = f"{self.url}/chat/completions"
+        retries = float_option("LLM", "max_retries", max_retries, 3, minimum=0)
+        if retries != int(retries):
+            # 2.5 used to mean 2 without a word (the embedding backend refuses it too)
+            raise ConfigError(f"LLM option max_retries must be a whole number, not "
+                              f"{max_retries!r}")
         policy = RetryPolicy(
             timeout=float_option("LLM", "timeout", timeout, 60.0, minimum=0.001),
-            max_retries=int(float_option("LLM", "max_retries", max_retries, 3, minimum=0)),
+            max_retries=int(retries),
             backoff=float_option("LLM", "backoff", backoff, 0.5, minimum=0.0),
             max_backoff=float_option("LLM", "max_backoff", max_backoff, 30.0, minimum=0.0),
         )
@@ -203,6 +209,9 @@ class OpenAIChat(ChatModel):
             )
         message = choices[0].get("message")
         content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):  # content parts (Mistral, some gateways): their text
+            content = "".join(part.get("text", "") for part in content
+                              if isinstance(part, dict) and isinstance(part.get("text"), str))
         if not isinstance(content, str):
             content = ""
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
