@@ -127,18 +127,24 @@ def _print_response(response: SearchResponse) -> None:
 
 
 def _batch(fields: list[Field], path: str, k: int, mode: str | None, unit: str,
-           where: Filters | None = None) -> None:
+           where: Filters | None = None, *, include_superseded: bool = False) -> None:
     try:
         with click.open_file(path, "r", encoding="utf-8") as source:
             for number, raw in enumerate(source, start=1):
-                _batch_line(fields, number, raw, k, mode, unit, where)
+                _batch_line(fields, number, raw, k, mode, unit, where,
+                            include_superseded=include_superseded)
     except UnicodeDecodeError as exc:
         raise DeepfieldError(f"batch file {path} is not UTF-8 text",
                              "write one query per line as UTF-8 text") from exc
 
 
+BATCH_KEYS = frozenset({"query", "k", "mode", "unit", "id"})
+"""What a JSON line of a batch file may hold."""
+
+
 def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str | None,
-                unit: str, where: Filters | None = None) -> None:
+                unit: str, where: Filters | None = None, *,
+                include_superseded: bool = False) -> None:
     """Answer one line of a batch file with one JSON line (errors included, never raised)."""
     line = raw.strip()
     if not line:
@@ -153,6 +159,13 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str | 
         except RecursionError:  # ``{"q": [[[…]]]}`` deeper than Python's recursion limit
             print_json({"line": number, "error": "invalid JSON: nested too deeply"})
             return
+    # A key this command does not read (``"field"``, ``"q"``) would otherwise be dropped and
+    # the line answered as if it were not there: searching every field, say.
+    if unknown := sorted(set(request) - BATCH_KEYS):
+        print_json({"line": number, "id": request.get("id"),
+                    "error": f"unknown key {', '.join(map(json.dumps, unknown))} (a line takes "
+                             f"{', '.join(sorted(BATCH_KEYS))}; fields are chosen with -f)"})
+        return
     query = request.get("query")
     if not isinstance(query, str) or not query.strip():
         print_json({"line": number, "id": request.get("id"), "error": "no query"})
@@ -160,7 +173,7 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str | 
     try:
         asked_k, asked_mode, unit = _batch_options(request, k, mode, unit)
         response = search_fields(fields, query, k=asked_k, mode=asked_mode, unit=unit,
-                                 where=where)
+                                 include_superseded=include_superseded, where=where)
     except (DeepfieldError, ValueError) as exc:
         print_json({"line": number, "id": request.get("id"), "error": str(exc)})
         return
@@ -239,7 +252,8 @@ def search_cmd(ctx: click.Context, query: str | None, fields: tuple[str, ...], k
             raise click.UsageError("give a QUERY or --batch FILE, not both")
         if batch != "-" and not Path(batch).is_file():
             raise click.BadParameter(f"no such file: {batch}", param_hint="--batch")
-        _batch(chosen, batch, k, mode, unit, Filters.of(kinds, categories, concepts))
+        _batch(chosen, batch, k, mode, unit, Filters.of(kinds, categories, concepts),
+               include_superseded=include_superseded)
         return
     if not query or not query.strip():
         raise click.UsageError("give a QUERY (or --batch FILE)")
