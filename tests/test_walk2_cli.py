@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import Cli
+import pytest
+
+from .conftest import Cli, MainCli
 
 
 def _superseded_pair(cli: Cli) -> None:
@@ -32,3 +34,19 @@ def test_batch_line_with_an_unknown_key_is_an_error_line(cli: Cli, tmp_path: Pat
     lines = [json.loads(line) for line in cli("search", "--batch", str(batch)).stdout.splitlines()]
     assert lines[0]["id"] == 7 and "unknown key \"field\"" in lines[0]["error"]
     assert lines[1]["count"] == 1
+
+
+def test_a_mistyped_command_names_the_likely_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = MainCli(tmp_path / "s", capsys, monkeypatch)("serch", "wok")
+    assert ran.exit_code == 2 and "Did you mean 'search'?" in ran.stderr
+    assert ran.stderr.count("\n") == 1
+
+
+def test_a_trailing_store_without_a_value_says_it_needs_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = MainCli(tmp_path / "s", capsys, monkeypatch)("ls", "notes", "--store")
+    assert ran.exit_code == 2
+    assert "'--store' requires an argument" in ran.stderr and "No such option" not in ran.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
@@ -186,7 +187,9 @@ def hoist_global_options(args: list[str]) -> list[str]:
         if arg == "--":
             tail += rest[index:]
             break
-        if arg in GLOBAL_OPTIONS and index + 1 < len(rest):
+        if arg in GLOBAL_OPTIONS:
+            if index + 1 == len(rest):  # the command would say it has no such option at all
+                raise click.UsageError(f"Option '{arg}' requires an argument.")
             moved += rest[index:index + 2]
             index += 2
             continue
@@ -226,6 +229,19 @@ class LazyGroup(click.Group):
                     better in param.opts for param in command.params):
                 raise _HintedOption(exc.option_name, better, exc.ctx) from None
             raise
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            # click says only "No such command"; a typo (`serch`) gets the likely command.
+            close = difflib.get_close_matches(args[0], list(COMMAND_MODULES), n=1) \
+                if args and not args[0].startswith("-") else []
+            if not close:
+                raise
+            raise click.UsageError(f"No such command {args[0]!r}. Did you mean "
+                                   f"{close[0]!r}?", ctx) from exc
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         for module in COMMAND_MODULES.get(cmd_name, ()):
