@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from .conftest import Cli, MainCli
+from .test_transports import moto_endpoint, s3  # noqa: F401 (the transport tests' fixtures)
 
 
 def _superseded_pair(cli: Cli) -> None:
@@ -50,3 +52,46 @@ def test_a_trailing_store_without_a_value_says_it_needs_one(
     ran = MainCli(tmp_path / "s", capsys, monkeypatch)("ls", "notes", "--store")
     assert ran.exit_code == 2
     assert "'--store' requires an argument" in ran.stderr and "No such option" not in ran.stderr
+
+
+def test_an_error_before_the_command_runs_is_json_with_json(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEEPFIELD_EMBED_THREADS", "many")
+    ran = MainCli(tmp_path / "s", capsys, monkeypatch)("ls", "--json")
+    assert ran.exit_code == 1
+    assert "DEEPFIELD_EMBED_THREADS" in json.loads(ran.stdout)["error"]["message"]
+
+
+@pytest.mark.parametrize("args", [["--store", "", "init"], ["init", ""], ["init", " "]])
+def test_an_empty_store_folder_is_refused_not_the_working_folder(
+        args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    ran = MainCli(tmp_path / "s", capsys, monkeypatch)(*args, "--json")
+    assert ran.exit_code == 2 and "empty" in json.loads(ran.stdout)["error"]["message"]
+    assert not (tmp_path / "deepfield.toml").exists()
+
+
+def test_init_of_an_s3_directory_starts_a_store_in_the_bucket(
+        s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    _, bucket = s3
+    monkeypatch.chdir(tmp_path)
+    url = f"s3://{bucket}/made"
+    cli = Cli(tmp_path / "unused")
+    assert cli.json("--embedder", "fake", "init", url)["store"] == url
+    assert not (tmp_path / "s3:").exists()
+    # ls and status name the store as given, not the working copy in the cache
+    assert cli.json("--store", url, "ls") == {"store": url, "fields": []}
+    assert cli.json("--store", url, "status")["store"] == url
+    assert f"store {url} ·" in cli("--store", url, "status").stdout
+
+
+def test_a_folder_that_is_not_a_store_gets_a_command_line_hint(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "plain").mkdir()
+    ran = MainCli(tmp_path / "plain", capsys, monkeypatch)("ls", "--json")
+    hint = json.loads(ran.stdout)["error"]["hint"]
+    assert ran.exit_code == 1 and "deepfield init" in hint
+    assert "open_field" not in hint and "create=True" not in hint

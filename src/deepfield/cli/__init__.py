@@ -23,6 +23,9 @@ __all__ = ["app", "main"]
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
+    # An error raised before the command reads its own --json (a bad $DEEPFIELD_EMBED_THREADS,
+    # an empty --store) is a JSON object on stdout too, as every other error with --json is.
+    set_json_errors(_asks_json(sys.argv[1:] if argv is None else argv))
     try:
         # Without standalone mode click *returns* the status a command gave ``ctx.exit(n)``
         # (an --json failure, Ctrl-C's 130, --strict) instead of exiting with it.
@@ -33,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.UsageError as exc:
         # One line, like every other error (click's own shows usage, a hint and the error on
         # four); with --json anywhere on the line, the JSON error object too.
-        if "--json" in (sys.argv[1:] if argv is None else argv):
+        if _asks_json(sys.argv[1:] if argv is None else argv):
             set_json_errors(True)
         command = exc.ctx.command_path if exc.ctx is not None else "deepfield"
         hint = f"see `{command} --help`"
@@ -73,6 +76,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     if isinstance(status, int) and not isinstance(status, bool) and status != 0:
         sys.exit(status)
+
+
+def _asks_json(args: list[str]) -> bool:
+    """Whether ``--json`` is on the command line as an option (not as text after ``--``)."""
+    return "--json" in (args[:args.index("--")] if "--" in args else args)
 
 
 def _is_utf8(arg: str) -> bool:

@@ -18,7 +18,7 @@ import click
 
 from ..config import CONFIG_FILE, EmbeddingConfig, load_config
 from ..embed.base import Embedder
-from ..errors import DeepfieldError, PageNotFoundError, UnknownFieldError
+from ..errors import DeepfieldError, PageNotFoundError, StoreNotFoundError, UnknownFieldError
 from ..field import Field, open_field
 from ..llm import ChatModel, build_llm, load_llm_config
 from ..llm.config import Role
@@ -76,8 +76,21 @@ class Settings:
             self._store, self.store_path = opened, opened.root
             opened.embedder = self.embedder()
         if self._store is None:
-            self._store = open_store(self.store_path, embedder=self.embedder())
+            try:
+                self._store = open_store(self.store_path, embedder=self.embedder())
+            except StoreNotFoundError as exc:
+                if not self.store_path.is_dir():
+                    raise
+                # The library's hint names Python calls; here the commands are the way.
+                raise StoreNotFoundError(
+                    exc.message, f"make it one with `deepfield init {self.store_path}`, or "
+                    "point --store / DEEPFIELD_STORE at a store") from exc
         return self._store
+
+    def where(self) -> str:
+        """The store as the user named it: its ``s3://`` URL for a store in a bucket (the
+        working copy's folder in the cache is this process's detail), else its folder."""
+        return self.store_url or str(self.store().root)
 
     def close(self) -> None:
         if self._store is not None:
@@ -279,6 +292,9 @@ def app(ctx: click.Context, store_path: str, embedder_name: str | None) -> None:
     frontmatter (the memoryfield format). Indexes are derived and rebuildable.
     Start with `deepfield demo`, or `deepfield init` then `deepfield new FIELD`.
     """
+    if not store_path.strip():  # Path("") is ".": `init` would make the working folder a store
+        raise click.BadParameter("the store folder is empty: give a folder, or leave --store "
+                                 "(and $DEEPFIELD_STORE) out for ./memory", param_hint="--store")
     ctx.obj = Settings.of(store_path, embedder_name, _env_options())
     # Page text printed to a terminal loses its control characters (terminal.py); --json not.
     ctx.with_resource(cleaned_output(lambda: _json_errors["on"]))

@@ -61,9 +61,9 @@ def list_cmd(ctx: click.Context, field: str | None, archived: bool, as_json: boo
         store = env.store()
         names = store.field_names()
         if as_json:
-            print_json({"store": str(store.root), "fields": names})
+            print_json({"store": env.where(), "fields": names})
         else:
-            click.echo("\n".join(names) if names else f"no fields yet in {store.root}")
+            click.echo("\n".join(names) if names else f"no fields yet in {env.where()}")
         return
     fld = env.field(field)
     if archived:
