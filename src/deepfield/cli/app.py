@@ -368,6 +368,8 @@ def read_input(source: str) -> bytes:
     path = Path(source)
     if path.is_dir():
         raise click.BadParameter(f"{source} is a folder, not a file")
+    if not path.exists():  # a mistyped argument: a usage error, as `remember` says it
+        raise click.BadParameter(f"no such file: {source}", param_hint="FILE")
     return path.read_bytes()
 
 
