@@ -95,3 +95,12 @@ def test_a_folder_that_is_not_a_store_gets_a_command_line_hint(
     hint = json.loads(ran.stdout)["error"]["hint"]
     assert ran.exit_code == 1 and "deepfield init" in hint
     assert "open_field" not in hint and "create=True" not in hint
+
+
+def test_a_group_without_a_command_shows_its_help_as_it_reads(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = MainCli(tmp_path / "s", capsys, monkeypatch)("domain")
+    assert ran.exit_code == 2
+    assert ran.stderr.startswith("Usage: deepfield domain") and "\nCommands:\n" in ran.stderr
+    assert "error:" not in ran.stderr

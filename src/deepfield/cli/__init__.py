@@ -21,6 +21,11 @@ from .app import app, emit_error, set_json_errors
 __all__ = ["app", "main"]
 
 
+_NO_ARGS_IS_HELP: type[click.UsageError] = getattr(
+    click.exceptions, "NoArgsIsHelpError", type("_NeverRaised", (click.UsageError,), {}))
+"""What click (8.2 and later) raises for a group given no command: its message is the help."""
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     # An error raised before the command reads its own --json (a bad $DEEPFIELD_EMBED_THREADS,
@@ -33,6 +38,11 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
+    except _NO_ARGS_IS_HELP as exc:
+        # `deepfield` or `deepfield domain` alone: the help, as it reads (folded into one
+        # "error:" line it was a wall of text), and status 2 as click gives it.
+        click.echo(exc.format_message(), err=True)
+        sys.exit(exc.exit_code)
     except click.UsageError as exc:
         # One line, like every other error (click's own shows usage, a hint and the error on
         # four); with --json anywhere on the line, the JSON error object too.
