@@ -104,3 +104,14 @@ def test_a_group_without_a_command_shows_its_help_as_it_reads(
     assert ran.exit_code == 2
     assert ran.stderr.startswith("Usage: deepfield domain") and "\nCommands:\n" in ran.stderr
     assert "error:" not in ran.stderr
+
+
+@pytest.mark.parametrize("args", [["search", "wok"], ["research", "wok", "--offline"],
+                                  ["index"]])
+def test_a_store_without_fields_is_one_error_for_every_search(
+        args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, keyword_store: Any) -> None:
+    ran = MainCli(keyword_store.root, capsys, monkeypatch)(*args, "--json")
+    assert ran.exit_code == 1, ran.stderr
+    error = json.loads(ran.stdout)["error"]
+    assert "has no fields yet" in error["message"] and "deepfield new" in error["hint"]

@@ -126,6 +126,18 @@ class Settings:
                 return self._folder_field(name)
             raise
 
+    def chosen_fields(self, names: tuple[str, ...]) -> list[Field]:
+        """The fields named (``-f``), or every field of the store; a store without fields is
+        an error, said the same way by every command that searches."""
+        if names:
+            return [self.field(name) for name in names]
+        fields = self.store().fields()
+        if not fields:
+            raise DeepfieldError(
+                f"the store {self.where()} has no fields yet",
+                "create one with `deepfield new NAME` or import data with `deepfield import`")
+        return fields
+
     def _folder_field(self, folder: str) -> Field:
         """A folder outside the store taken as a field: only one that holds Markdown files,
         since opening a field writes its index and listing.md into it (``ls ..`` must not

@@ -16,7 +16,6 @@ from ..field import Field
 from ..relative_dates import shown
 from ..search import MODES, UNITS, SearchResponse, search_fields
 from .app import (
-    Settings,
     app,
     json_option,
     print_json,
@@ -38,18 +37,6 @@ def process_age() -> float:
         return max(0.0, since_boot - ticks / os.sysconf("SC_CLK_TCK"))
     except (OSError, ValueError, IndexError):
         return 0.0
-
-
-def _chosen_fields(env: Settings, names: tuple[str, ...]) -> list[Field]:
-    if names:
-        return [env.field(name) for name in names]
-    fields = env.store().fields()
-    if not fields:
-        raise DeepfieldError(
-            f"the store {env.store_path} has no fields yet",
-            "create one with `deepfield new NAME` or import data with `deepfield import`",
-        )
-    return fields
 
 
 def _index_fields(fields: list[Field], *, rebuild: bool, embed: bool, verify: bool,
@@ -86,7 +73,7 @@ def index_cmd(ctx: click.Context, fields: tuple[str, ...], embed: bool, fast: bo
     Shows progress (a bar on a terminal, a line every few seconds otherwise) and reports the
     encoder's passes and tokens by purpose; Ctrl-C keeps everything computed so far."""
     env = settings(ctx)
-    _index_fields(_chosen_fields(env, fields), rebuild=False, embed=embed, verify=not quick,
+    _index_fields(env.chosen_fields(fields), rebuild=False, embed=embed, verify=not quick,
                   as_json=as_json, strict=strict, fast=fast)
 
 
@@ -101,7 +88,7 @@ def reindex_cmd(ctx: click.Context, fields: tuple[str, ...], embed: bool, fast: 
                 as_json: bool) -> None:
     """Rebuild indexes from the Markdown pages alone (indexes are derived data)."""
     env = settings(ctx)
-    _index_fields(_chosen_fields(env, fields), rebuild=True, embed=embed, verify=True,
+    _index_fields(env.chosen_fields(fields), rebuild=True, embed=embed, verify=True,
                   as_json=as_json, strict=False, fast=fast)
 
 
@@ -246,7 +233,7 @@ def search_cmd(ctx: click.Context, query: str | None, fields: tuple[str, ...], k
         raise click.UsageError("an empty --category or --concept would match every page; "
                                "give a name or leave the option out")
     env = settings(ctx)
-    chosen = _chosen_fields(env, fields)
+    chosen = env.chosen_fields(fields)
     if batch is not None:
         if query:
             raise click.UsageError("give a QUERY or --batch FILE, not both")
