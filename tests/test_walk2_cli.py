@@ -115,3 +115,11 @@ def test_a_store_without_fields_is_one_error_for_every_search(
     assert ran.exit_code == 1, ran.stderr
     error = json.loads(ran.stdout)["error"]
     assert "has no fields yet" in error["message"] and "deepfield new" in error["hint"]
+
+
+def test_every_batch_error_line_has_the_same_keys(cli: Cli, tmp_path: Path) -> None:
+    _superseded_pair(cli)
+    batch = tmp_path / "q.jsonl"
+    batch.write_text('{bad json\n{"k": 3}\n{"query": "wok", "k": 0}\n')
+    lines = [json.loads(line) for line in cli("search", "--batch", str(batch)).stdout.splitlines()]
+    assert [sorted(line) for line in lines] == [["error", "id", "line"]] * 3

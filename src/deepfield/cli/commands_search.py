@@ -141,10 +141,11 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str | 
         try:
             request = json.loads(line)
         except json.JSONDecodeError as exc:
-            print_json({"line": number, "error": f"invalid JSON: {exc.msg}"})
+            print_json({"line": number, "id": None, "error": f"invalid JSON: {exc.msg}"})
             return
         except RecursionError:  # ``{"q": [[[…]]]}`` deeper than Python's recursion limit
-            print_json({"line": number, "error": "invalid JSON: nested too deeply"})
+            print_json({"line": number, "id": None,
+                        "error": "invalid JSON: nested too deeply"})
             return
     # A key this command does not read (``"field"``, ``"q"``) would otherwise be dropped and
     # the line answered as if it were not there: searching every field, say.
