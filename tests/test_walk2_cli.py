@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from deepfield.cli.app import Settings
+
 from .conftest import Cli, MainCli
 from .test_transports import moto_endpoint, s3  # noqa: F401 (the transport tests' fixtures)
 
@@ -123,3 +125,18 @@ def test_every_batch_error_line_has_the_same_keys(cli: Cli, tmp_path: Path) -> N
     batch.write_text('{bad json\n{"k": 3}\n{"query": "wok", "k": 0}\n')
     lines = [json.loads(line) for line in cli("search", "--batch", str(batch)).stdout.splitlines()]
     assert [sorted(line) for line in lines] == [["error", "id", "line"]] * 3
+
+
+def test_ctrl_c_with_json_is_a_json_error_too(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(self: Settings) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Settings, "store", interrupted)
+    cli = MainCli(tmp_path / "s", capsys, monkeypatch)
+    ran = cli("ls", "--json")
+    assert ran.exit_code == 130 and ran.stderr.endswith("aborted\n")  # click's Abort
+    assert json.loads(ran.stdout)["error"]["type"] == "Interrupted"
+    text = cli("ls")
+    assert (text.exit_code, text.stdout) == (130, "") and text.stderr.endswith("aborted\n")

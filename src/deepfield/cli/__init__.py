@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from typing import NoReturn
 
 import click
 
 from ..errors import DeepfieldError
 from ..page_text import UTF8_HINT
-from .app import app, emit_error, set_json_errors
+from .app import app, emit_error, json_errors_on, print_json, set_json_errors
 
 __all__ = ["app", "main"]
 
@@ -36,8 +37,9 @@ def main(argv: list[str] | None = None) -> None:
         # (an --json failure, Ctrl-C's 130, --strict) instead of exiting with it.
         status = app.main(args=argv, prog_name="deepfield", standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
+        _interrupted("aborted")
+    except KeyboardInterrupt:
+        _interrupted("interrupted")
     except _NO_ARGS_IS_HELP as exc:
         # `deepfield` or `deepfield domain` alone: the help, as it reads (folded into one
         # "error:" line it was a wall of text), and status 2 as click gives it.
@@ -81,11 +83,18 @@ def main(argv: list[str] | None = None) -> None:
             raise
         emit_error("UsageError", f"the argument {bad[0]!a} is not valid UTF-8", UTF8_HINT)
         sys.exit(2)
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
     if isinstance(status, int) and not isinstance(status, bool) and status != 0:
         sys.exit(status)
+
+
+def _interrupted(said: str) -> NoReturn:
+    """Ctrl-C: one word on stderr and status 130; with --json also the JSON error object,
+    so a script reading stdout gets a document, as for every other failure."""
+    if json_errors_on():
+        print_json({"error": {"type": "Interrupted", "message": said,
+                              "hint": "run the command again to finish"}})
+    click.echo(said, err=True)
+    sys.exit(130)
 
 
 def _asks_json(args: list[str]) -> bool:

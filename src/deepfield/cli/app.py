@@ -361,6 +361,11 @@ def set_json_errors(on: bool) -> None:
     _json_errors["on"] = on
 
 
+def json_errors_on() -> bool:
+    """Whether errors are reported as JSON too (the command line asked for --json)."""
+    return _json_errors["on"]
+
+
 def emit_error(kind: str, message: str, hint: str) -> None:
     if _json_errors["on"]:
         print_json({"error": {"type": kind, "message": message, "hint": hint}})
