@@ -140,3 +140,16 @@ def test_ctrl_c_with_json_is_a_json_error_too(
     assert json.loads(ran.stdout)["error"]["type"] == "Interrupted"
     text = cli("ls")
     assert (text.exit_code, text.stdout) == (130, "") and text.stderr.endswith("aborted\n")
+
+
+def test_add_keeps_title_and_summary_on_one_line(cli: Cli, tmp_path: Path) -> None:
+    cli("new", "notes")
+    added = cli.json("add", "notes", "--title", "Two\nlines", "--summary", "a\n  b", "body")
+    page = added["pages"][0]
+    assert page["title"] == "Two lines" and page["filename"] == "two-lines.md"
+    assert cli.json("read", "notes", "two-lines")["summary"] == "a b"
+    # a page written by hand with a multi-line title still lists on one line
+    (cli.store_path / "notes" / "hand.md").write_text(
+        "---\ntitle: |-\n  Hand\n  made\n---\nbody\n")
+    listed = cli("ls", "notes").stdout.splitlines()
+    assert "hand.md  Hand made" in listed and len(listed) == 2
