@@ -153,3 +153,11 @@ def test_add_keeps_title_and_summary_on_one_line(cli: Cli, tmp_path: Path) -> No
         "---\ntitle: |-\n  Hand\n  made\n---\nbody\n")
     listed = cli("ls", "notes").stdout.splitlines()
     assert "hand.md  Hand made" in listed and len(listed) == 2
+
+
+def test_a_field_named_twice_is_searched_once(cli: Cli) -> None:
+    _superseded_pair(cli)
+    found = cli.json("search", "wok", "-f", "notes", "-f", "notes")
+    assert [r["filename"] for r in found["results"]] == ["wok-new.md"]
+    indexed = cli.json("index", "-f", "notes", "-f", "notes")
+    assert [f["field"] for f in indexed["fields"]] == ["notes"]

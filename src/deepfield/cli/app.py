@@ -130,7 +130,8 @@ class Settings:
         """The fields named (``-f``), or every field of the store; a store without fields is
         an error, said the same way by every command that searches."""
         if names:
-            return [self.field(name) for name in names]
+            # `-f notes -f notes` searches notes once (its hits were listed twice).
+            return [self.field(name) for name in dict.fromkeys(names)]
         fields = self.store().fields()
         if not fields:
             raise DeepfieldError(
