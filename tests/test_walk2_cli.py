@@ -161,3 +161,12 @@ def test_a_field_named_twice_is_searched_once(cli: Cli) -> None:
     assert [r["filename"] for r in found["results"]] == ["wok-new.md"]
     indexed = cli.json("index", "-f", "notes", "-f", "notes")
     assert [f["field"] for f in indexed["fields"]] == ["notes"]
+
+
+def test_unpack_json_names_the_new_field(cli: Cli, tmp_path: Path) -> None:
+    _superseded_pair(cli)
+    zipped = tmp_path / "notes.memoryfield.zip"
+    assert cli("pack", "notes", "-o", str(zipped)).exit_code == 0
+    unpacked = cli.json("unpack", str(zipped), "--as", "copy")
+    assert unpacked["field"] == "copy"
+    assert cli.json("ls", "copy")["field"] == "copy"
