@@ -170,3 +170,15 @@ def test_unpack_json_names_the_new_field(cli: Cli, tmp_path: Path) -> None:
     unpacked = cli.json("unpack", str(zipped), "--as", "copy")
     assert unpacked["field"] == "copy"
     assert cli.json("ls", "copy")["field"] == "copy"
+
+
+def test_json_before_the_command_is_the_command_s(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, keyword_store: Any) -> None:
+    cli = MainCli(keyword_store.root, capsys, monkeypatch)
+    ran = cli("--json", "ls")
+    assert ran.exit_code == 0 and json.loads(ran.stdout)["fields"] == []
+    cli("new", "notes")
+    added = cli("--json", "add", "notes", "--title", "Dash", "--", "--json")
+    assert json.loads(added.stdout)["pages"][0]["filename"] == "dash.md"
+    assert cli("read", "notes", "dash").stdout.rstrip().endswith("--json")

@@ -206,6 +206,10 @@ def hoist_global_options(args: list[str]) -> list[str]:
         else:
             break
     head, tail, moved = args[:position], [], []
+    # `deepfield --json search x`: --json belongs to the command, so it moves behind it (before
+    # a `--`, after which everything is text).
+    late = ["--json"] if "--json" in head else []
+    head = [arg for arg in head if arg != "--json"]
     rest = args[position:]
     index = 0
     while index < len(rest):
@@ -224,6 +228,9 @@ def hoist_global_options(args: list[str]) -> list[str]:
         else:
             tail.append(arg)
         index += 1
+    if late:
+        cut = tail.index("--") if "--" in tail else len(tail)
+        tail = tail[:cut] + late + tail[cut:]
     return head + moved + tail
 
 
