@@ -24,7 +24,8 @@ Conventions: every command takes `--json` and then prints one JSON document on s
 (`search --batch` prints one JSON object per line). Errors print one line on stderr,
 `error: <what went wrong> (<what to do>)`, and exit with status 1 (with `--json` also a JSON
 `{"error": {"type", "message", "hint"}}` on stdout); usage errors exit with status 2.
-Global options (`--store`, `--embedder`) go before the command name.
+Global options (`--store`, `--embedder`) go before or after the command name; `--json` may
+go before it too (`deepfield --json status`).
 Environment: `DEEPFIELD_STORE`, `DEEPFIELD_EMBEDDER`, `DEEPFIELD_EMBED_MODEL`,
 `DEEPFIELD_EMBED_URL`, `DEEPFIELD_EMBED_MODEL_CODE`, `DEEPFIELD_EMBED_API_KEY_ENV`,
 `DEEPFIELD_EMBED_THREADS`.

@@ -147,7 +147,6 @@ def kstore(tmp_path: Path) -> Path:
         (["write", "notes", "-"], b"caf\xe9", "not valid UTF-8"),
         (["write", "notes", "-"], b"---\ntitle: [x\n---\nbody\n", "malformed YAML"),
         (["write", "notes", "-", "--name", "Bad_Name"], b"text", "is not a spec filename"),
-        (["write", "notes", "/no/such/file.md"], None, "No such file"),
         (["search", "woks", "--mode", "hybrid"], None, "no embedding model"),
         (["--embedder", "bogus", "search", "woks"], None, "no embedding backend named 'bogus'"),
         (["search", "--batch", "-"], b"woks\n\xff\xfe\n", "is not UTF-8 text"),
@@ -197,6 +196,7 @@ def test_usage_errors_exit_2(kstore: Path) -> None:
     (["search", "woks", "--category", " "], None, "would match every page"),
     (["search", "x", "--mode", "wrong", "--json"], None, "'wrong' is not one of"),
     (["passwd", "bob", "--password-stdin"], b"\xff\xfe\n", "not UTF-8 text"),
+    (["write", "notes", "/no/such/file.md"], None, "no such file"),
 ])
 def test_usage_errors_are_one_line_too(kstore: Path, args: list[str], stdin: bytes | None,
                                        expected: str) -> None:

@@ -102,7 +102,7 @@ def test_search_batch_answers_a_deep_json_line_with_an_error_line(
     ran = kcli("search", "--batch", str(batch))
     assert ran.exit_code == 0, ran.stderr
     first, second = (json.loads(line) for line in ran.stdout.splitlines())
-    assert first == {"line": 1, "error": "invalid JSON: nested too deeply"}
+    assert first == {"line": 1, "id": None, "error": "invalid JSON: nested too deeply"}
     assert second["results"][0]["filename"] == "woks.md"
 
 

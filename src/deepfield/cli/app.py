@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
@@ -17,7 +18,7 @@ import click
 
 from ..config import CONFIG_FILE, EmbeddingConfig, load_config
 from ..embed.base import Embedder
-from ..errors import DeepfieldError, PageNotFoundError, UnknownFieldError
+from ..errors import DeepfieldError, PageNotFoundError, StoreNotFoundError, UnknownFieldError
 from ..field import Field, open_field
 from ..llm import ChatModel, build_llm, load_llm_config
 from ..llm.config import Role
@@ -75,8 +76,21 @@ class Settings:
             self._store, self.store_path = opened, opened.root
             opened.embedder = self.embedder()
         if self._store is None:
-            self._store = open_store(self.store_path, embedder=self.embedder())
+            try:
+                self._store = open_store(self.store_path, embedder=self.embedder())
+            except StoreNotFoundError as exc:
+                if not self.store_path.is_dir():
+                    raise
+                # The library's hint names Python calls; here the commands are the way.
+                raise StoreNotFoundError(
+                    exc.message, f"make it one with `deepfield init {self.store_path}`, or "
+                    "point --store / DEEPFIELD_STORE at a store") from exc
         return self._store
+
+    def where(self) -> str:
+        """The store as the user named it: its ``s3://`` URL for a store in a bucket (the
+        working copy's folder in the cache is this process's detail), else its folder."""
+        return self.store_url or str(self.store().root)
 
     def close(self) -> None:
         if self._store is not None:
@@ -111,6 +125,19 @@ class Settings:
             if Path(name).is_dir() and not (self.store_path / name).exists():
                 return self._folder_field(name)
             raise
+
+    def chosen_fields(self, names: tuple[str, ...]) -> list[Field]:
+        """The fields named (``-f``), or every field of the store; a store without fields is
+        an error, said the same way by every command that searches."""
+        if names:
+            # `-f notes -f notes` searches notes once (its hits were listed twice).
+            return [self.field(name) for name in dict.fromkeys(names)]
+        fields = self.store().fields()
+        if not fields:
+            raise DeepfieldError(
+                f"the store {self.where()} has no fields yet",
+                "create one with `deepfield new NAME` or import data with `deepfield import`")
+        return fields
 
     def _folder_field(self, folder: str) -> Field:
         """A folder outside the store taken as a field: only one that holds Markdown files,
@@ -179,6 +206,10 @@ def hoist_global_options(args: list[str]) -> list[str]:
         else:
             break
     head, tail, moved = args[:position], [], []
+    # `deepfield --json search x`: --json belongs to the command, so it moves behind it (before
+    # a `--`, after which everything is text).
+    late = ["--json"] if "--json" in head else []
+    head = [arg for arg in head if arg != "--json"]
     rest = args[position:]
     index = 0
     while index < len(rest):
@@ -186,7 +217,9 @@ def hoist_global_options(args: list[str]) -> list[str]:
         if arg == "--":
             tail += rest[index:]
             break
-        if arg in GLOBAL_OPTIONS and index + 1 < len(rest):
+        if arg in GLOBAL_OPTIONS:
+            if index + 1 == len(rest):  # the command would say it has no such option at all
+                raise click.UsageError(f"Option '{arg}' requires an argument.")
             moved += rest[index:index + 2]
             index += 2
             continue
@@ -195,6 +228,9 @@ def hoist_global_options(args: list[str]) -> list[str]:
         else:
             tail.append(arg)
         index += 1
+    if late:
+        cut = tail.index("--") if "--" in tail else len(tail)
+        tail = tail[:cut] + late + tail[cut:]
     return head + moved + tail
 
 
@@ -226,6 +262,19 @@ class LazyGroup(click.Group):
                     better in param.opts for param in command.params):
                 raise _HintedOption(exc.option_name, better, exc.ctx) from None
             raise
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            # click says only "No such command"; a typo (`serch`) gets the likely command.
+            close = difflib.get_close_matches(args[0], list(COMMAND_MODULES), n=1) \
+                if args and not args[0].startswith("-") else []
+            if not close:
+                raise
+            raise click.UsageError(f"No such command {args[0]!r}. Did you mean "
+                                   f"{close[0]!r}?", ctx) from exc
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         for module in COMMAND_MODULES.get(cmd_name, ()):
@@ -263,6 +312,9 @@ def app(ctx: click.Context, store_path: str, embedder_name: str | None) -> None:
     frontmatter (the memoryfield format). Indexes are derived and rebuildable.
     Start with `deepfield demo`, or `deepfield init` then `deepfield new FIELD`.
     """
+    if not store_path.strip():  # Path("") is ".": `init` would make the working folder a store
+        raise click.BadParameter("the store folder is empty: give a folder, or leave --store "
+                                 "(and $DEEPFIELD_STORE) out for ./memory", param_hint="--store")
     ctx.obj = Settings.of(store_path, embedder_name, _env_options())
     # Page text printed to a terminal loses its control characters (terminal.py); --json not.
     ctx.with_resource(cleaned_output(lambda: _json_errors["on"]))
@@ -317,6 +369,11 @@ def set_json_errors(on: bool) -> None:
     _json_errors["on"] = on
 
 
+def json_errors_on() -> bool:
+    """Whether errors are reported as JSON too (the command line asked for --json)."""
+    return _json_errors["on"]
+
+
 def emit_error(kind: str, message: str, hint: str) -> None:
     if _json_errors["on"]:
         print_json({"error": {"type": kind, "message": message, "hint": hint}})
@@ -336,6 +393,8 @@ def read_input(source: str) -> bytes:
     path = Path(source)
     if path.is_dir():
         raise click.BadParameter(f"{source} is a folder, not a file")
+    if not path.exists():  # a mistyped argument: a usage error, as `remember` says it
+        raise click.BadParameter(f"no such file: {source}", param_hint="FILE")
     return path.read_bytes()
 
 

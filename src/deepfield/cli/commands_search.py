@@ -16,7 +16,6 @@ from ..field import Field
 from ..relative_dates import shown
 from ..search import MODES, UNITS, SearchResponse, search_fields
 from .app import (
-    Settings,
     app,
     json_option,
     print_json,
@@ -38,18 +37,6 @@ def process_age() -> float:
         return max(0.0, since_boot - ticks / os.sysconf("SC_CLK_TCK"))
     except (OSError, ValueError, IndexError):
         return 0.0
-
-
-def _chosen_fields(env: Settings, names: tuple[str, ...]) -> list[Field]:
-    if names:
-        return [env.field(name) for name in names]
-    fields = env.store().fields()
-    if not fields:
-        raise DeepfieldError(
-            f"the store {env.store_path} has no fields yet",
-            "create one with `deepfield new NAME` or import data with `deepfield import`",
-        )
-    return fields
 
 
 def _index_fields(fields: list[Field], *, rebuild: bool, embed: bool, verify: bool,
@@ -86,7 +73,7 @@ def index_cmd(ctx: click.Context, fields: tuple[str, ...], embed: bool, fast: bo
     Shows progress (a bar on a terminal, a line every few seconds otherwise) and reports the
     encoder's passes and tokens by purpose; Ctrl-C keeps everything computed so far."""
     env = settings(ctx)
-    _index_fields(_chosen_fields(env, fields), rebuild=False, embed=embed, verify=not quick,
+    _index_fields(env.chosen_fields(fields), rebuild=False, embed=embed, verify=not quick,
                   as_json=as_json, strict=strict, fast=fast)
 
 
@@ -101,7 +88,7 @@ def reindex_cmd(ctx: click.Context, fields: tuple[str, ...], embed: bool, fast: 
                 as_json: bool) -> None:
     """Rebuild indexes from the Markdown pages alone (indexes are derived data)."""
     env = settings(ctx)
-    _index_fields(_chosen_fields(env, fields), rebuild=True, embed=embed, verify=True,
+    _index_fields(env.chosen_fields(fields), rebuild=True, embed=embed, verify=True,
                   as_json=as_json, strict=False, fast=fast)
 
 
@@ -127,18 +114,24 @@ def _print_response(response: SearchResponse) -> None:
 
 
 def _batch(fields: list[Field], path: str, k: int, mode: str | None, unit: str,
-           where: Filters | None = None) -> None:
+           where: Filters | None = None, *, include_superseded: bool = False) -> None:
     try:
         with click.open_file(path, "r", encoding="utf-8") as source:
             for number, raw in enumerate(source, start=1):
-                _batch_line(fields, number, raw, k, mode, unit, where)
+                _batch_line(fields, number, raw, k, mode, unit, where,
+                            include_superseded=include_superseded)
     except UnicodeDecodeError as exc:
         raise DeepfieldError(f"batch file {path} is not UTF-8 text",
                              "write one query per line as UTF-8 text") from exc
 
 
+BATCH_KEYS = frozenset({"query", "k", "mode", "unit", "id"})
+"""What a JSON line of a batch file may hold."""
+
+
 def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str | None,
-                unit: str, where: Filters | None = None) -> None:
+                unit: str, where: Filters | None = None, *,
+                include_superseded: bool = False) -> None:
     """Answer one line of a batch file with one JSON line (errors included, never raised)."""
     line = raw.strip()
     if not line:
@@ -148,11 +141,19 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str | 
         try:
             request = json.loads(line)
         except json.JSONDecodeError as exc:
-            print_json({"line": number, "error": f"invalid JSON: {exc.msg}"})
+            print_json({"line": number, "id": None, "error": f"invalid JSON: {exc.msg}"})
             return
         except RecursionError:  # ``{"q": [[[…]]]}`` deeper than Python's recursion limit
-            print_json({"line": number, "error": "invalid JSON: nested too deeply"})
+            print_json({"line": number, "id": None,
+                        "error": "invalid JSON: nested too deeply"})
             return
+    # A key this command does not read (``"field"``, ``"q"``) would otherwise be dropped and
+    # the line answered as if it were not there: searching every field, say.
+    if unknown := sorted(set(request) - BATCH_KEYS):
+        print_json({"line": number, "id": request.get("id"),
+                    "error": f"unknown key {', '.join(map(json.dumps, unknown))} (a line takes "
+                             f"{', '.join(sorted(BATCH_KEYS))}; fields are chosen with -f)"})
+        return
     query = request.get("query")
     if not isinstance(query, str) or not query.strip():
         print_json({"line": number, "id": request.get("id"), "error": "no query"})
@@ -160,7 +161,7 @@ def _batch_line(fields: list[Field], number: int, raw: str, k: int, mode: str | 
     try:
         asked_k, asked_mode, unit = _batch_options(request, k, mode, unit)
         response = search_fields(fields, query, k=asked_k, mode=asked_mode, unit=unit,
-                                 where=where)
+                                 include_superseded=include_superseded, where=where)
     except (DeepfieldError, ValueError) as exc:
         print_json({"line": number, "id": request.get("id"), "error": str(exc)})
         return
@@ -233,13 +234,14 @@ def search_cmd(ctx: click.Context, query: str | None, fields: tuple[str, ...], k
         raise click.UsageError("an empty --category or --concept would match every page; "
                                "give a name or leave the option out")
     env = settings(ctx)
-    chosen = _chosen_fields(env, fields)
+    chosen = env.chosen_fields(fields)
     if batch is not None:
         if query:
             raise click.UsageError("give a QUERY or --batch FILE, not both")
         if batch != "-" and not Path(batch).is_file():
             raise click.BadParameter(f"no such file: {batch}", param_hint="--batch")
-        _batch(chosen, batch, k, mode, unit, Filters.of(kinds, categories, concepts))
+        _batch(chosen, batch, k, mode, unit, Filters.of(kinds, categories, concepts),
+               include_superseded=include_superseded)
         return
     if not query or not query.strip():
         raise click.UsageError("give a QUERY (or --batch FILE)")

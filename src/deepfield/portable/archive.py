@@ -90,6 +90,8 @@ class UnpackResult:
 
     def to_json(self) -> dict[str, object]:
         return {
+            # the new field's name: what later commands take (the default is the zip's name)
+            "field": self.path.name,
             "path": str(self.path), "sha256": self.sha256, "files": self.files,
             "pages": self.pages, "bytes": self.bytes, "index_files": self.index_files,
             "warnings": self.warnings,
