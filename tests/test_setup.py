@@ -558,3 +558,44 @@ def test_jsonc_set_and_remove_touch_nothing_else(document: dict[str, Any], inden
         {k: v for k, v in document.items() if k != "mcpServers"}
     back = jsonc.remove_value(edited, ["mcpServers", "deepfield"], strict=True)
     assert json.loads(back) == document
+
+
+def test_update_keeps_what_the_user_added_to_the_entry(tmp_path: Path) -> None:
+    # An API key in the entry's env (the openai embedder needs one), a timeout: a new store
+    # path used to replace the whole entry and drop them.
+    h = host(tmp_path)
+    path = h.home / ".claude.json"
+    path.write_text(json.dumps({"mcpServers": {"deepfield": {
+        "type": "stdio", "command": "/old/deepfield", "args": ["mcp", "/old/store"],
+        "env": {"OPENAI_API_KEY": "sk-mine"}, "timeout": 60000}}}, indent=2))
+    plan = setup("claude-code", tmp_path, host=h)
+    entry = load(path, "json")["mcpServers"]["deepfield"]
+    assert entry["args"] == COMMAND[1:] and entry["command"] == COMMAND[0]
+    assert entry["env"] == {"OPENAI_API_KEY": "sk-mine"} and entry["timeout"] == 60000
+    assert plan.entry == entry  # --json reports what was written
+    assert not setup("claude-code", tmp_path, host=h).changed  # and again: nothing to do
+    # An entry that reached a server over HTTP is replaced whole (its url would not fit).
+    path.write_text(json.dumps({"mcpServers": {"deepfield": {"type": "http",
+                                                             "url": "http://x/mcp"}}}))
+    setup("claude-code", tmp_path, host=h)
+    assert load(path, "json")["mcpServers"]["deepfield"] == AGENTS["claude-code"].entry(COMMAND)
+
+
+CODEX_WITH_ENV = ('model = "o3"\n\n[mcp_servers.deepfield]\ncommand = "old"\n'
+                  'args = ["mcp", "/old"]\nstartup_timeout_sec = 30\n\n'
+                  '[mcp_servers.deepfield.env]\nFOO = "1"\n\n[profiles.x]\nmodel = "a"\n')
+
+
+def test_codex_update_keeps_the_entrys_env_table_and_remove_takes_it_out(
+        tmp_path: Path) -> None:
+    h = host(tmp_path)
+    path = h.home / ".codex" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(CODEX_WITH_ENV)
+    setup("codex", tmp_path, host=h)
+    assert path.read_text() == CODEX_WITH_ENV.replace('"old"', f'"{COMMAND[0]}"').replace(
+        '["mcp", "/old"]', '["mcp", "/home/me/memory"]')
+    # --remove used to cut [mcp_servers.deepfield] and leave [mcp_servers.deepfield.env]:
+    # an entry without a command, which Codex refuses to start with.
+    setup("codex", tmp_path, host=h, remove=True)
+    assert tomllib.loads(path.read_text()) == {"model": "o3", "profiles": {"x": {"model": "a"}}}

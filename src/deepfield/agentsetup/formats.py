@@ -42,12 +42,7 @@ def check(text: str, fmt: str) -> Any:
 
 
 def get(text: str, fmt: str, path: list[str]) -> Any:
-    document = check(text, fmt)
-    for key in path:
-        if not isinstance(document, dict):
-            return None
-        document = document.get(key)
-    return document
+    return _lookup(check(text, fmt), path)
 
 
 def _with(document: Any, path: list[str], value: Any) -> Any:
@@ -69,6 +64,15 @@ def _with(document: Any, path: list[str], value: Any) -> Any:
     return root
 
 
+def _lookup(document: Any, path: list[str]) -> Any:
+    """The value at ``path`` in a parsed document (None where there is none)."""
+    for key in path:
+        if not isinstance(document, dict):
+            return None
+        document = document.get(key)
+    return document
+
+
 def _checked(before: str, after: str, fmt: str, path: list[str], value: Any) -> str:
     """``after``, once a parser confirms it differs from ``before`` only at ``path``."""
     if fmt == "toml":
@@ -82,8 +86,8 @@ def _checked(before: str, after: str, fmt: str, path: list[str], value: Any) -> 
     else:
         got = jsonc.loads(after)
         want = _with(jsonc.loads(before), path, value)
-    if value is None and got is not None:
-        got = _with(got, path, None)
+    if value is None and got is not None and _lookup(got, path) is None:
+        got = _with(got, path, None)  # (an entry left behind, in part, stays a difference)
     if got != want:
         raise ConfigShapeError(
             f"{'.'.join(path[:-1])} is written in a way deepfield cannot edit without changing "
@@ -156,6 +160,14 @@ def _toml_set(text: str, path: list[str], value: dict[str, Any]) -> str:
         table[key] = item
     existed = path[-1] in container
     old = container.get(path[-1])
+    if isinstance(old, tomlkit.items.Table) and not inline and set(old) == set(value):
+        # An entry setup updates key for key (the user's kept, see plan.merged_entry): only
+        # the values that differ change, so its sub-tables ([...deepfield.env]) keep their
+        # layout. (A new key would land after the comments that close the table.)
+        for key, item in value.items():
+            if old.get(key) != item:
+                old[key] = item
+        return _checked(text, str(tomlkit.dumps(doc)), "toml", path, value)
     if isinstance(old, tomlkit.items.Table) and not inline:
         # tomlkit keeps the blank lines and comments after a table's last key (those above
         # the next table) in the table's body: carry them over, or replacing it drops them.
