@@ -12,6 +12,7 @@ request needs their HTTP Basic login, since the tools can write.
 from __future__ import annotations
 
 import base64
+import difflib
 import functools
 from collections.abc import Callable
 from typing import Any, Literal, ParamSpec, TypeVar
@@ -72,7 +73,10 @@ class DeepfieldMCP(MCPServer[Any]):
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Any = None) -> Any:
         """The SDK's call, with arguments that fail the tool's schema said in one line per
-        argument ("k: Input should be a valid integer") instead of pydantic's report."""
+        argument ("k: Input should be a valid integer") instead of pydantic's report, and
+        arguments the tool does not take refused: ignored, a ``field`` sent to ``search``
+        (which takes ``fields``) would search every field without a word."""
+        self._check_argument_names(name, arguments or {})
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -84,6 +88,22 @@ class DeepfieldMCP(MCPServer[Any]):
                 for error in cause.errors())
             raise ToolError(f"Error executing tool {name}: bad arguments: {wrong} (see the "
                             "tool's input schema)") from None
+
+    def _check_argument_names(self, name: str, arguments: dict[str, Any]) -> None:
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            return  # the SDK's own "unknown tool" error
+        known = list(tool.parameters.get("properties", {}))
+        unknown = [key for key in arguments if key not in known]
+        if not unknown:
+            return
+        close = [match for key in unknown
+                 for match in difflib.get_close_matches(key, known, n=1, cutoff=0.6)]
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        takes = ", ".join(known) or "no arguments"
+        raise ToolError(f"Error executing tool {name}: unknown argument"
+                        f"{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} ({hint}"
+                        f"{name} takes: {takes})")
 
     async def list_resources(self) -> list[MCPResource]:
         from starlette.concurrency import run_in_threadpool
