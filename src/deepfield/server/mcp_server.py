@@ -35,7 +35,10 @@ P = ParamSpec("P")
 R = TypeVar("R")
 SCHEME = "memoryfield"
 MAX_LISTED_PAGES = 1000
-"""Pages listed per field by resources/list (all remain readable through the template)."""
+"""Pages listed per field by resources/list (all remain readable through the template), and
+the most one list_pages reply holds."""
+DEFAULT_PAGES_LISTED = 200
+"""Pages a list_pages reply holds unless the agent asks for more (about 15,000 tokens)."""
 
 INSTRUCTIONS = (
     "deepfield long-term memory: fields of Markdown pages. Search first (results are stubs: "
@@ -173,12 +176,26 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
 
     @server.tool()
     @_tool_errors
-    def list_pages(field: str) -> dict[str, Any]:
-        """List a field's pages: filename, title, summary and uuid of each."""
+    def list_pages(field: str, offset: int = 0,
+                   limit: int = DEFAULT_PAGES_LISTED) -> dict[str, Any]:
+        """List a field's pages: filename, title, summary and uuid of each, by filename,
+        limit at a time (default 200, at most 1000) from offset; total counts them all and
+        next_offset, when not null, is the offset of the next ones. search finds pages in a
+        large field."""
+        if not 1 <= limit <= MAX_LISTED_PAGES:
+            raise DeepfieldError(f"limit must be 1 to {MAX_LISTED_PAGES}, not {limit}",
+                                 f"ask for at most {MAX_LISTED_PAGES} pages at a time")
+        if offset < 0:
+            raise DeepfieldError(f"offset must be 0 or more, not {offset}",
+                                 "send the next_offset of the previous reply, or 0")
         docs = svc.locked(field, lambda f: f.pages())
+        # A whole large field would be more than an agent can take in one reply (Claude Code
+        # refuses a tool result over 25,000 tokens): pages come limit at a time.
         pages = [{"filename": d.filename, "title": d.title, "summary": d.summary,
-                  "uuid": d.uuid} for d in docs]
-        return {"field": field, "pages": pages, "count": len(pages), **_copy_warnings(field)}
+                  "uuid": d.uuid} for d in docs[offset:offset + limit]]
+        following = offset + limit if offset + limit < len(docs) else None
+        return {"field": field, "pages": pages, "count": len(pages), "total": len(docs),
+                "next_offset": following, **_copy_warnings(field)}
 
     @server.tool()
     @_tool_errors
