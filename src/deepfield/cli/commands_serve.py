@@ -255,6 +255,8 @@ def mcp_cmd(ctx: click.Context, store: str | None, transport: str, host: str, po
     from ..server.service import Service
 
     tls = _tls(tls_cert, tls_key)
+    # `--path mcp` means /mcp (the router asserted on a path without its leading slash).
+    mcp_path = "/" + mcp_path.lstrip("/")
     env = _store_settings(ctx, store)
     opened = env.store()
     users = opened.config.server.users
