@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import difflib
 import functools
+import re
 from collections.abc import Callable
 from typing import Any, Literal, ParamSpec, TypeVar
 
@@ -23,7 +24,12 @@ from mcp.types import Resource as MCPResource
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import DeepfieldError, UnknownFieldError
+from ..errors import (
+    DeepfieldError,
+    PageNotFoundError,
+    SectionNotFoundError,
+    UnknownFieldError,
+)
 from ..field import Field, WriteResult
 from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
@@ -48,6 +54,24 @@ INSTRUCTIONS = (
 )
 
 
+AGENT_HINTS = {
+    UnknownFieldError.default_hint: "call list_fields; write or remember with "
+                                    "create_field=true starts a field",
+    PageNotFoundError.default_hint: "call list_pages, or search for the page",
+    SectionNotFoundError.default_hint: "read the page with mode=outline for its headings",
+}
+"""The CLI's hints an agent cannot follow, said in the tools' terms."""
+_FLAG = re.compile(r"--(mode|budget|name|level|depth|section|unit|max-rounds)\b")
+
+
+def for_agents(exc: DeepfieldError) -> str:
+    """The error as a tool error's text: the hint names tools and their arguments (``mode``)
+    where the CLI's names commands and options (``deepfield ls``, ``--mode``)."""
+    hint = AGENT_HINTS.get(exc.hint) or _FLAG.sub(
+        lambda flag: flag.group(1).replace("-", "_"), exc.hint)
+    return f"{exc.message} ({hint})" if hint else exc.message
+
+
 def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Report deepfield errors to the agent as tool errors it can act on."""
 
@@ -56,7 +80,7 @@ def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except DeepfieldError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(for_agents(exc)) from None
         except OSError as exc:  # the machine's refusal (permissions, a full disk): say which
             where = f" ({exc.filename})" if exc.filename else ""
             raise ToolError(f"{exc.strerror or exc}{where}") from None
