@@ -599,3 +599,23 @@ def test_codex_update_keeps_the_entrys_env_table_and_remove_takes_it_out(
     # an entry without a command, which Codex refuses to start with.
     setup("codex", tmp_path, host=h, remove=True)
     assert tomllib.loads(path.read_text()) == {"model": "o3", "profiles": {"x": {"model": "a"}}}
+
+
+def test_cli_carries_the_embedder_into_the_agents_command(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `deepfield --embedder none setup …` (or $DEEPFIELD_EMBEDDER, which an agent started
+    # from a desktop lacks) used to be dropped: the agent's server built the store's own.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    store = tmp_path / "memory"
+    runner = CliRunner()
+    assert runner.invoke(app, ["--embedder", "none", "init", str(store)]).exit_code == 0
+    printed = runner.invoke(app, ["--store", str(store), "--embedder", "none", "setup",
+                                  "codex", "--print"])
+    entry = tomllib.loads(printed.stdout)["mcp_servers"]["deepfield"]
+    assert entry["args"] == ["--embedder", "none", "mcp", str(store.resolve())]
+    monkeypatch.setenv("DEEPFIELD_EMBEDDER", "none")
+    monkeypatch.setenv("DEEPFIELD_EMBED_URL", "http://127.0.0.1:9/v1")
+    done = runner.invoke(app, ["--store", str(store), "setup", "cursor"])
+    assert done.exit_code == 0 and "DEEPFIELD_EMBED_*" in done.stderr
+    written = json.loads((tmp_path / "home" / ".cursor" / "mcp.json").read_text())
+    assert written["mcpServers"]["deepfield"]["args"][:3] == ["--embedder", "none", "mcp"]
