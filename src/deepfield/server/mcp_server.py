@@ -16,7 +16,7 @@ import difflib
 import functools
 import re
 from collections.abc import Callable
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
@@ -34,6 +34,7 @@ from ..field import Field, WriteResult
 from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
 from ..store import Store
+from . import mcp_args as arg
 from .auth import Auth, is_loopback
 from .service import Service, read_view
 
@@ -200,18 +201,12 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
 
     @server.tool()
     @_tool_errors
-    def list_pages(field: str, offset: int = 0,
-                   limit: int = DEFAULT_PAGES_LISTED) -> dict[str, Any]:
+    def list_pages(field: arg.FieldName, offset: arg.Offset = 0,
+                   limit: arg.Limit = DEFAULT_PAGES_LISTED) -> dict[str, Any]:
         """List a field's pages: filename, title, summary and uuid of each, by filename,
         limit at a time (default 200, at most 1000) from offset; total counts them all and
         next_offset, when not null, is the offset of the next ones. search finds pages in a
         large field."""
-        if not 1 <= limit <= MAX_LISTED_PAGES:
-            raise DeepfieldError(f"limit must be 1 to {MAX_LISTED_PAGES}, not {limit}",
-                                 f"ask for at most {MAX_LISTED_PAGES} pages at a time")
-        if offset < 0:
-            raise DeepfieldError(f"offset must be 0 or more, not {offset}",
-                                 "send the next_offset of the previous reply, or 0")
         docs = svc.locked(field, lambda f: f.pages())
         # A whole large field would be more than an agent can take in one reply (Claude Code
         # refuses a tool result over 25,000 tokens): pages come limit at a time.
@@ -223,10 +218,9 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
 
     @server.tool()
     @_tool_errors
-    def search(query: str, fields: list[str] | str | None = None, k: int = 10,
-               mode: Literal["bm25", "vector", "hybrid"] | None = None,
-               unit: Literal["page", "chunk"] = "page",
-               frontmatter: bool = False) -> dict[str, Any]:
+    def search(query: arg.Query, fields: arg.FieldNames = None, k: arg.K = 10,
+               mode: arg.SearchMode = None, unit: arg.Unit = "page",
+               frontmatter: arg.WithFrontmatter = False) -> dict[str, Any]:
         """Search pages. Returns stubs (filename, title, summary, best snippet with its
         heading and lines), best first, and a confidence (high / low / none, why). mode: bm25,
         vector or hybrid (default: hybrid when the store has an embedding model); unit: page
@@ -247,8 +241,8 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
 
     @server.tool()
     @_tool_errors
-    def read(field: str, page: str, mode: Literal["outline", "full", "section"] | None = None,
-             section: str | None = None, depth: int = 2) -> dict[str, Any]:
+    def read(field: arg.FieldName, page: arg.Page, mode: arg.ReadMode = None,
+             section: arg.Section = None, depth: arg.Depth = 2) -> dict[str, Any]:
         """Read a page progressively: its outline (headings with first sentences; the
         default), the full text, or one section (section=HEADING or 'Parent > Child',
         mode=section or left out). page is a filename, stem or uuid."""
@@ -262,8 +256,8 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
 
     @server.tool()
     @_tool_errors
-    def write(field: str, text: str, name: str | None = None,
-              create_field: bool = False) -> dict[str, Any]:
+    def write(field: arg.FieldName, text: arg.Markdown, name: arg.PageName = None,
+              create_field: arg.CreateField = False) -> dict[str, Any]:
         """Write a page (Markdown, optional YAML frontmatter). Missing title/uuid/dates are
         filled in; a uuid of an existing page replaces that page; name picks the filename
         (else derived from the title); pages over 8 KB are split. create_field: create the
@@ -273,8 +267,8 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
 
     @server.tool()
     @_tool_errors
-    def remember(field: str, text: str, format: str | None = None,
-                 create_field: bool = False) -> dict[str, Any]:
+    def remember(field: arg.FieldName, text: arg.Text, format: arg.Format = None,
+                 create_field: arg.CreateField = False) -> dict[str, Any]:
         """Memorize a text (notes, a conversation, a document): the memorizer turns it into
         pages or updates existing ones. create_field: create the field first if the store has
         none of that name. Returns the pages written."""
@@ -283,8 +277,8 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
 
     @server.tool()
     @_tool_errors
-    def research(question: str, fields: list[str] | str | None = None, max_rounds: int = 3,
-                 budget: int = 1000, trace: bool = False) -> dict[str, Any]:
+    def research(question: arg.Question, fields: arg.FieldNames = None, max_rounds: arg.Rounds = 3,
+                 budget: arg.Budget = 1000, trace: arg.Trace = False) -> dict[str, Any]:
         """Research a question over several rounds of search and reading; returns a context
         of quoted evidence within budget tokens, the evidence with citations (field,
         filename, lines), sources and a confidence (high / low / none, why). trace: also
@@ -295,9 +289,8 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
 
     @server.tool()
     @_tool_errors
-    def context(field: str, task: str = "", budget: int = 2000,
-                level: Literal["light", "medium", "deep"] = "deep",
-                trace: bool = False) -> dict[str, Any]:
+    def context(field: arg.FieldName, task: arg.Task = "", budget: arg.Budget = 2000,
+                level: arg.Level = "deep", trace: arg.Trace = False) -> dict[str, Any]:
         """Build one context block to put in your prompt, within a token budget (tokens):
         preferences and always-load pages, the field's introduction, domain material of the
         level (light, medium) and, at level deep, research on the task (its sources and
