@@ -619,3 +619,18 @@ def test_cli_carries_the_embedder_into_the_agents_command(
     assert done.exit_code == 0 and "DEEPFIELD_EMBED_*" in done.stderr
     written = json.loads((tmp_path / "home" / ".cursor" / "mcp.json").read_text())
     assert written["mcpServers"]["deepfield"]["args"][:3] == ["--embedder", "none", "mcp"]
+
+
+def test_codex_file_with_windows_line_endings_keeps_them(tmp_path: Path) -> None:
+    # The table setup added came with `\n` endings into a `\r\n` file (JSON files kept theirs).
+    h = host(tmp_path)
+    path = h.home / ".codex" / "config.toml"
+    path.parent.mkdir(parents=True)
+    before = b'model = "o3"\r\n\r\n[mcp_servers.other]\r\ncommand = "x"\r\n'
+    path.write_bytes(before)
+    setup("codex", tmp_path, host=h)
+    data = path.read_bytes()
+    assert b"[mcp_servers.deepfield]\r\n" in data
+    assert data.count(b"\n") == data.count(b"\r\n"), data
+    setup("codex", tmp_path, host=h, remove=True)
+    assert path.read_bytes() == before

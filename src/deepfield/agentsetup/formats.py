@@ -8,6 +8,7 @@ text, so the caller can show a diff before anything is written. Syntax errors co
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from . import jsonc
@@ -98,7 +99,8 @@ def _checked(before: str, after: str, fmt: str, path: list[str], value: Any) -> 
 def set_entry(text: str, fmt: str, path: list[str], value: dict[str, Any]) -> str:
     check(text, fmt)
     if fmt == "toml":
-        return _toml_set(text, path, value)
+        return _checked(text, _same_endings(text, _toml_set(text, path, value)), fmt, path,
+                        value)
     try:
         after = jsonc.set_value(text, path, value, strict=_strict(fmt))
     except jsonc.JSONCError as exc:
@@ -109,13 +111,21 @@ def set_entry(text: str, fmt: str, path: list[str], value: dict[str, Any]) -> st
 def remove_entry(text: str, fmt: str, path: list[str]) -> str:
     check(text, fmt)
     if fmt == "toml":
-        after = _toml_remove(text, path)
+        after = _same_endings(text, _toml_remove(text, path))
     else:
         after = jsonc.remove_value(text, path, strict=_strict(fmt))
     return _checked(text, after, fmt, path, None)
 
 
 # ---------------------------------------------------------------------- TOML
+
+
+def _same_endings(before: str, after: str) -> str:
+    """``after`` with Windows line endings where ``before`` has nothing else: tomlkit writes
+    the lines it adds with ``\n``, which would leave such a file with both."""
+    if "\r\n" not in before or before.count("\n") != before.count("\r\n"):
+        return after
+    return re.sub(r"(?<!\r)\n", "\r\n", after)
 
 
 def _toml_doc(text: str) -> Any:
