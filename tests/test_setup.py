@@ -634,3 +634,18 @@ def test_codex_file_with_windows_line_endings_keeps_them(tmp_path: Path) -> None
     assert data.count(b"\n") == data.count(b"\r\n"), data
     setup("codex", tmp_path, host=h, remove=True)
     assert path.read_bytes() == before
+
+
+def test_instruction_block_in_a_file_with_windows_line_endings_keeps_them(
+        tmp_path: Path) -> None:
+    h = host(tmp_path)
+    path = h.home / ".claude" / "CLAUDE.md"
+    path.parent.mkdir(parents=True)
+    before = b"# Rules\r\n\r\nBe terse.\r\n"
+    path.write_bytes(before)
+    setup("claude-code", tmp_path, host=h, with_instructions=True)
+    data = path.read_bytes()
+    assert b"deepfield:begin" in data and data.count(b"\n") == data.count(b"\r\n"), data
+    assert not setup("claude-code", tmp_path, host=h, with_instructions=True).changed
+    setup("claude-code", tmp_path, host=h, with_instructions=True, remove=True)
+    assert path.read_bytes() == before
