@@ -298,7 +298,7 @@ class Field(FieldSync):
                     check_expected(self.path / f"{stem}.md", expected)
                 same = None if stem or draft.uuid else identical_page(self.path, draft)
                 if same is not None:
-                    return WriteResult(self.name, [same]), WritePlan()
+                    return WriteResult(self.name, same), WritePlan()
                 plan = before_write(self, draft, stem, reviewed)
                 writer = PageWriter(self.path, self.name, self.index_handle(),
                                     batch=self._batch_depth > 0)

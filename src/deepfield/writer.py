@@ -41,7 +41,7 @@ from .page import (
 )
 from .page_text import check_utf8
 from .scan import scan_field, source_files
-from .split import split_page
+from .split import split_page, stored_split
 
 MAX_WRITE_BYTES = 16 << 20
 """Largest page text accepted by ``write`` (it is split into 8 KB parts)."""
@@ -320,12 +320,15 @@ def _named_like(stem: str) -> list[str]:
             for n in range(1, SAME_PAGE_CANDIDATES + 1)]
 
 
-def identical_page(folder: Path, page: Page) -> WrittenPage | None:
+def identical_page(folder: Path, page: Page) -> list[WrittenPage] | None:
     """An existing page that already holds ``page`` (a new page, without a uuid or name),
     else None: adding the same title and text twice (a retry after an error, a script run
-    again) leaves one page, reported ``unchanged``, instead of making ``stem-2.md``."""
+    again) leaves one page, reported ``unchanged``, instead of making ``stem-2.md``; a page
+    over 8 KB, when every part holds its text split the same way."""
     title = derive_title(page)
     stem = _stem_for(title, page)
+    whole = _as_written(page, title)
+    split = len(whole.render().encode()) > PAGE_LIMIT_BYTES
     for name in _named_like(stem):
         path = folder / name
         try:
@@ -334,14 +337,44 @@ def identical_page(folder: Path, page: Page) -> WrittenPage | None:
             return None  # names are taken in order: no later one can hold it
         except (OSError, UnicodeDecodeError):
             continue
+        if split:  # the same text written before came as parts: compare each part
+            parts = stored_split(folder, name, whole, title)
+            if parts and _has_values(Page.parse(current), page, title):
+                return [WrittenPage(filename, uuid, title, "unchanged", size)
+                        for filename, uuid, size in parts]
+            continue
         stored = Page.parse(current)
         if stored.frontmatter_error or stored.body != page.body or not stored.uuid:
             continue
-        wanted = dict(page.frontmatter or {})
-        wanted.setdefault("title", title)
-        if all(stored.get(key) == value for key, value in wanted.items()):
-            return WrittenPage(name, stored.uuid, title, "unchanged", len(current.encode()))
+        if _has_values(stored, page, title, whole_title=True):
+            return [WrittenPage(name, stored.uuid, title, "unchanged", len(current.encode()))]
     return None
+
+
+def _has_values(stored: Page, page: Page, title: str, whole_title: bool = False) -> bool:
+    """Whether ``stored`` holds every frontmatter value ``page`` gives (each part of a split
+    page carries them all; its title is the part's)."""
+    wanted = dict(page.frontmatter or {})
+    if whole_title:
+        wanted.setdefault("title", title)
+    elif "title" in wanted:
+        del wanted["title"]
+    return all(stored.get(key) == value for key, value in wanted.items())
+
+
+def _as_written(page: Page, title: str) -> Page:
+    """A copy of ``page`` with the title, uuid and dates a write gives it (their sizes decide
+    where a page over 8 KB is cut into parts)."""
+    copy = Page(body=page.body, frontmatter=dict(page.frontmatter or {}))
+    if copy.get("title") in (None, ""):
+        copy.set("title", title)
+    _normalise_dates(copy)
+    copy.set("uuid", new_uuid())
+    now = now_iso()
+    for key in ("created", "updated"):
+        if not copy.get_str(key):
+            copy.set(key, now)
+    return copy
 
 
 def same_titled(folder: Path, title: str, written: str) -> list[str]:
