@@ -62,6 +62,7 @@ from .page import (
 from .page_text import check_text, require_text
 from .read import PageView, find_section, outline, render_outline
 from .read_parts import outline_parts, part_names, section_in_parts
+from .same_page import identical_page, same_titled
 from .scan import scan_field
 from .search import SearchResponse, search_fields
 from .writer import (
@@ -69,9 +70,7 @@ from .writer import (
     PageWriter,
     WriteResult,
     WrittenPage,
-    identical_page,
     refuse_special,
-    same_titled,
 )
 
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
