@@ -649,3 +649,17 @@ def test_instruction_block_in_a_file_with_windows_line_endings_keeps_them(
     assert not setup("claude-code", tmp_path, host=h, with_instructions=True).changed
     setup("claude-code", tmp_path, host=h, with_instructions=True, remove=True)
     assert path.read_bytes() == before
+
+
+def test_cli_refuses_a_project_folder_that_does_not_exist(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A mistyped --dir used to be created, with .cursor/mcp.json in it.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    store = tmp_path / "memory"
+    runner = CliRunner()
+    assert runner.invoke(app, ["--embedder", "none", "init", str(store)]).exit_code == 0
+    typo = tmp_path / "projcts" / "app"
+    done = runner.invoke(app, ["--store", str(store), "setup", "cursor", "--scope", "project",
+                               "--dir", str(typo)])
+    assert done.exit_code == 2 and "does not exist" in done.stderr
+    assert not (tmp_path / "projcts").exists()

@@ -85,7 +85,9 @@ def _keep_connected(ctx: click.Context, plan: SetupPlan, store: Path) -> None:
 @click.option("--scope", type=click.Choice(["user", "project"]), default=None,
               help="user: your own configuration (default where the agent has one); project: "
               "the project folder's, to share with a team.")
-@click.option("--dir", "project_dir", type=click.Path(path_type=Path, file_okay=False),
+# The project folder must exist: a mistyped one would be created, config and all.
+@click.option("--dir", "project_dir", type=click.Path(path_type=Path, file_okay=False,
+                                                       exists=True),
               default=".", show_default=True, help="The project folder (project scope and "
               "instruction files).")
 @click.option("--print", "print_only", is_flag=True,
