@@ -663,3 +663,13 @@ def test_cli_refuses_a_project_folder_that_does_not_exist(
                                "--dir", str(typo)])
     assert done.exit_code == 2 and "does not exist" in done.stderr
     assert not (tmp_path / "projcts").exists()
+
+
+def test_codex_servers_as_an_array_of_tables_is_refused_in_plain_words(tmp_path: Path) -> None:
+    h = host(tmp_path)
+    path = h.home / ".codex" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text('[[mcp_servers]]\nname = "x"\n')
+    with pytest.raises(AgentSetupError, match=r"mcp_servers is a TOML array of tables \(\[\["):
+        setup("codex", tmp_path, host=h)  # it used to say "a TOML AoT", tomlkit's class name
+    assert path.read_text() == '[[mcp_servers]]\nname = "x"\n'

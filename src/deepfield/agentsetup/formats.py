@@ -139,6 +139,10 @@ def _toml_doc(text: str) -> Any:
         raise ConfigSyntaxError(reason, exc.line, exc.col) from None
 
 
+TOML_KINDS = {"AoT": "array of tables ([[...]])", "Bool": "boolean"}
+"""tomlkit's class names that would not tell a user what the value is."""
+
+
 def _toml_container(doc: Any, path: list[str], create: bool) -> Any:
     import tomlkit
 
@@ -153,8 +157,9 @@ def _toml_container(doc: Any, path: list[str], create: bool) -> Any:
             child = tomlkit.table(is_super_table=depth == len(path) - 1)
             node[key] = child
         if not isinstance(child, dict):
-            raise ConfigShapeError(f"{'.'.join(path[: depth + 1])} is a TOML "
-                               f"{type(child).__name__}, not a table")
+            kind = TOML_KINDS.get(type(child).__name__, type(child).__name__.lower())
+            raise ConfigShapeError(f"{'.'.join(path[: depth + 1])} is a TOML {kind}, not a "
+                                   "table")
         node = child
     return node
 
