@@ -200,3 +200,11 @@ def test_every_tool_argument_is_described_with_its_range(
         assert (depth["minimum"], depth["maximum"]) == (1, 6)
 
     drive(keyword_store, calls)
+
+
+def test_http_options_without_the_http_transport_are_refused(cli: Any) -> None:
+    # `deepfield mcp --port 9000` used to start the stdio server: a terminal that waits.
+    for args, said in ((["--port", "9000"], "--port is only for --transport http"),
+                       (["--host", "127.0.0.1", "--path", "/x"], "--host, --path are only")):
+        result = cli("mcp", *args)
+        assert result.exit_code == 2 and said in result.stderr, result.output
