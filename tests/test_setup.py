@@ -673,3 +673,20 @@ def test_codex_servers_as_an_array_of_tables_is_refused_in_plain_words(tmp_path:
     with pytest.raises(AgentSetupError, match=r"mcp_servers is a TOML array of tables \(\[\["):
         setup("codex", tmp_path, host=h)  # it used to say "a TOML AoT", tomlkit's class name
     assert path.read_text() == '[[mcp_servers]]\nname = "x"\n'
+
+
+def test_zed_servers_object_holding_only_a_comment_is_restored_byte_for_byte(
+        tmp_path: Path) -> None:
+    # The entry went in above the comment with a line of blanks between them, and --remove
+    # left that line behind.
+    h = host(tmp_path)
+    path = h.home / ".config" / "zed" / "settings.json"
+    path.parent.mkdir(parents=True)
+    before = '{\n  "theme": "One Dark",\n  "context_servers": {\n    // none yet\n  },\n}\n'
+    path.write_text(before)
+    setup("zed", tmp_path, host=h)
+    written = path.read_text()
+    assert all(line.strip() for line in written.splitlines()), written
+    assert "    }\n    // none yet\n  },\n" in written
+    setup("zed", tmp_path, host=h, remove=True)
+    assert path.read_text() == before

@@ -304,6 +304,11 @@ def _insert(text: str, obj: Node, key: str, value: Any, unit: str, newline: str)
         inner = base + unit
         member = f"{json.dumps(key, ensure_ascii=False)}: {render(value, inner, unit, newline)}"
         interior = text[obj.start + 1: obj.end - 1]
+        kept = interior.lstrip(" \t")
+        if interior.strip() and kept.startswith(("\n", "\r\n")):
+            # A comment on lines of its own stays below the new member, with its lines (no
+            # line of blanks between them, and --remove finds the text as it was).
+            return text[: obj.start + 1] + newline + inner + member + kept + text[obj.end - 1:]
         rest = text[obj.end - 1:] if not interior.strip() else interior.lstrip(" \t") + \
             text[obj.end - 1:]  # a comment inside stays, after the new member
         return text[: obj.start + 1] + newline + inner + member + newline + base + rest
