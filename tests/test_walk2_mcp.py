@@ -208,3 +208,18 @@ def test_http_options_without_the_http_transport_are_refused(cli: Any) -> None:
                        (["--host", "127.0.0.1", "--path", "/x"], "--host, --path are only")):
         result = cli("mcp", *args)
         assert result.exit_code == 2 and said in result.stderr, result.output
+
+
+def test_a_page_asked_for_by_its_title_or_in_capitals_names_the_page(
+        keyword_store: deepfield.Store) -> None:
+    # An agent passes what it saw (a title, "Woks"): the error said only "no page".
+    keyword_store.create_field("notes").add("Pump noise", "The pump rattles above 2 bar.")
+
+    async def calls(client: Client) -> None:
+        for page in ("Pump noise", "Pump-Noise.MD"):
+            result = await client.call_tool("read", {"field": "notes", "page": page})
+            assert result.is_error and "did you mean pump-noise.md?" in text_of(result), page
+        far = await client.call_tool("read", {"field": "notes", "page": "valves"})
+        assert far.is_error and "did you mean" not in text_of(far)
+
+    drive(keyword_store, calls)

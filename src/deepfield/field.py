@@ -181,7 +181,17 @@ class Field(FieldSync):
                     f"uuid {ref!r} matches several pages in {self.name}: {names}",
                     "give the full uuid or the filename",
                 )
-        raise PageNotFoundError(f"no page {ref!r} in field {self.name}")
+        raise PageNotFoundError(f"no page {ref!r} in field {self.name}{self._near(ref)}")
+
+    def _near(self, ref: str) -> str:
+        """"; did you mean NAME.md?" for a page named like ``ref`` (a title, other case)."""
+        import difflib
+
+        stems = [p.name[:-3] for p in self.path.glob("*.md") if p.name[:-3] not in
+                 ("index", "listing")]
+        wanted = slugify(ref.removesuffix(".md").removesuffix(".MD")) or ref.lower()
+        close = difflib.get_close_matches(wanted, stems, n=1, cutoff=0.75)
+        return f"; did you mean {close[0]}.md?" if close else ""
 
     def load(self, ref: str) -> tuple[str, Page]:
         """(filename, parsed page) for ``ref``."""
