@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .errors import DeepfieldError
 from .page import PAGE_LIMIT_BYTES, Page, derive_title, new_uuid, now_iso
 from .split import stored_split
 from .writer import WrittenPage, _normalise_dates, _stem_for
@@ -27,8 +28,11 @@ def identical_page(folder: Path, page: Page) -> list[WrittenPage] | None:
     over 8 KB, when every part holds its text split the same way."""
     title = derive_title(page)
     stem = _stem_for(title, page)
-    whole = _as_written(page, title)
-    split = len(whole.render().encode()) > PAGE_LIMIT_BYTES
+    try:
+        whole = _as_written(page, title)
+        split = len(whole.render().encode()) > PAGE_LIMIT_BYTES
+    except (DeepfieldError, ValueError):  # (UnicodeError too) the writer says what is wrong
+        return None
     for name in _named_like(stem):
         path = folder / name
         try:
