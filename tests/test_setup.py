@@ -690,3 +690,24 @@ def test_zed_servers_object_holding_only_a_comment_is_restored_byte_for_byte(
     assert "    }\n    // none yet\n  },\n" in written
     setup("zed", tmp_path, host=h, remove=True)
     assert path.read_text() == before
+
+
+class _CountingText(str):
+    """A text that counts the characters its ``find`` calls look through."""
+
+    scanned = 0
+
+    def find(self, sub: str, start: Any = None, end: Any = None) -> int:  # type: ignore[override]
+        found = super().find(sub, start, end)
+        _CountingText.scanned += (found if found >= 0 else len(self)) - (start or 0)
+        return found
+
+
+def test_a_large_json_file_is_read_in_one_pass() -> None:
+    # Every string looked for a backslash to the end of the file: a 5 MB ~/.claude.json
+    # (Claude Code keeps its history there) took 20 seconds to set up.
+    text = _CountingText(json.dumps({"projects": {f"/p/{i}": {"history": "x" * 50}
+                                                  for i in range(2000)}}))
+    _CountingText.scanned = 0
+    assert len(jsonc.loads(text, strict=True)["projects"]) == 2000
+    assert _CountingText.scanned <= 2 * len(text), (_CountingText.scanned, len(text))

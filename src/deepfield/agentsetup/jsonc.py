@@ -65,6 +65,9 @@ class Member:
     node: Node
 
 
+_QUOTE_OR_ESCAPE = re.compile(r'["\\]')
+
+
 class _Parser:
     def __init__(self, text: str, strict: bool) -> None:
         self.text = text
@@ -134,10 +137,13 @@ class _Parser:
         index = start + 1
         text = self.text
         while True:
-            index = min((i for i in (text.find('"', index), text.find("\\", index)) if i >= 0),
-                        default=-1)
-            if index < 0:
+            # One search for the next quote or backslash: finding each on its own looked for
+            # a backslash to the end of the file at every string, quadratic in a large file
+            # (a 5 MB ~/.claude.json took 20 seconds).
+            found = _QUOTE_OR_ESCAPE.search(text, index)
+            if found is None:
                 raise self.error("a string is never closed", start)
+            index = found.start()
             if text[index] == "\\":
                 index += 2
                 continue
