@@ -223,3 +223,14 @@ def test_a_page_asked_for_by_its_title_or_in_capitals_names_the_page(
         assert far.is_error and "did you mean" not in text_of(far)
 
     drive(keyword_store, calls)
+
+
+def test_a_page_name_with_a_nul_is_not_called_too_long(keyword_store: deepfield.Store) -> None:
+    notes = keyword_store.create_field("notes")
+    notes.add("Woks", "Carbon woks heat unevenly.")
+    with pytest.raises(deepfield.PageNotFoundError) as raised:
+        notes.read("wo\x00ks")
+    assert raised.value.message == "no page 'wo\\x00ks' in field notes (the name holds a NUL " \
+        "character)"  # it said "'wo\x00ks'… (the name is longer than any file name)"
+    with pytest.raises(deepfield.PageNotFoundError, match="longer than any file name"):
+        notes.read("a" * 300)

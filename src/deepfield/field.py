@@ -162,8 +162,9 @@ class Field(FieldSync):
         require_text(ref, "a page reference", InvalidNameError)
         candidate = ref if ref.endswith(".md") else f"{ref}.md"
         if not can_be_a_file_name(candidate):
-            raise PageNotFoundError(f"no page {ref[:60]!r}… in field {self.name} (the name is "
-                                    "longer than any file name)")
+            why = "holds a NUL character" if "\x00" in ref else "is longer than any file name"
+            shown = f"{ref[:60]!r}…" if len(ref) > 60 else repr(ref)
+            raise PageNotFoundError(f"no page {shown} in field {self.name} (the name {why})")
         if "/" not in candidate and (self.path / candidate).is_file():
             return candidate
         if len(ref) >= 8 and all(c in "0123456789abcdef-" for c in ref.lower()):
