@@ -239,6 +239,11 @@ def stored_split(folder: Path, first: str, page: Page, title: str) -> list[tuple
     no part more or fewer); else []. ``page`` has the title, uuid and dates a write gives it,
     as their sizes decide where the text is cut."""
     base = first.removesuffix(".md")
+    try:  # only part 1 of a split page can be one (splitting a large page again takes time)
+        if Page.parse((folder / first).read_text("utf-8")).get("part") != 1:
+            return []
+    except (OSError, UnicodeDecodeError):
+        return []
     try:
         parts = split_page(page, title,
                            lambda n: [first] + [f"{base}-part-{i}.md" for i in range(2, n + 1)],
