@@ -234,3 +234,27 @@ def test_a_page_name_with_a_nul_is_not_called_too_long(keyword_store: deepfield.
         "character)"  # it said "'wo\x00ks'… (the name is longer than any file name)"
     with pytest.raises(deepfield.PageNotFoundError, match="longer than any file name"):
         notes.read("a" * 300)
+
+
+def test_a_failed_write_with_create_field_leaves_no_empty_field(
+        keyword_store: deepfield.Store) -> None:
+    # "Nothing is written by a call that fails": the field was created first, so a write of
+    # bad text or a bad name (or an empty remember) left an empty field behind.
+    keyword_store.create_field("notes")
+
+    async def calls(client: Client) -> None:
+        for tool, args in (
+            ("write", {"field": "journal", "text": "   "}),
+            ("write", {"field": "journal", "text": "---\n- a list\n---\n# L\n"}),
+            ("write", {"field": "journal", "text": "# Day\n", "name": "Bad Name!"}),
+            ("remember", {"field": "journal", "text": ""}),
+            ("remember", {"field": "journal", "text": "hi", "format": "bogus"}),
+        ):
+            result = await client.call_tool(tool, {**args, "create_field": True})
+            assert result.is_error, (tool, args)
+            assert not (keyword_store.root / "journal").exists(), (tool, args)
+        started = await client.call_tool("write", {"field": "journal", "text": "# Day one\n",
+                                                   "create_field": True})
+        assert not started.is_error and (keyword_store.root / "journal" / "day-one.md").is_file()
+
+    drive(keyword_store, calls)

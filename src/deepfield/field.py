@@ -75,6 +75,26 @@ from .writer import (
 
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
 
+def page_to_write(content: str | bytes | Page, name: str | None) -> tuple[Page, str | None]:
+    """The page :meth:`Field.write` would store and the stem of its ``name``, once the text,
+    its frontmatter and the name pass the checks made before anything is written."""
+    if not isinstance(content, str | bytes | Page):
+        raise InvalidPageError(f"a page is text, bytes or a Page, not "
+                               f"{type(content).__name__}")
+    if isinstance(content, Page):
+        page = content.copy()
+    else:
+        data = (require_text(content, "the page text").encode("utf-8")
+                if isinstance(content, str) else content)
+        page = Page.parse(check_text(data, "page text", MAX_WRITE_BYTES))
+    if page.frontmatter_error:
+        raise InvalidPageError(
+            f"cannot write the page: {page.frontmatter_error}",
+            "fix the YAML between the '---' lines, or remove the block",
+        )
+    return page, check_name(name) if name else None
+
+
 class Field(FieldSync):
     """One field on disk. Obtain it from :meth:`deepfield.Store.field` or :func:`open_field`."""
 
@@ -276,24 +296,10 @@ class Field(FieldSync):
         conditional: the page must still hold exactly these bytes, else WriteConflictError
         (HTTP's If-Match).
         """
-        if not isinstance(content, str | bytes | Page):
-            raise InvalidPageError(f"a page is text, bytes or a Page, not "
-                                   f"{type(content).__name__}")
-        if isinstance(content, Page):
-            page = content.copy()
-        else:
-            data = (require_text(content, "the page text").encode("utf-8")
-                    if isinstance(content, str) else content)
-            page = Page.parse(check_text(data, "page text", MAX_WRITE_BYTES))
-        if page.frontmatter_error:
-            raise InvalidPageError(
-                f"cannot write the page: {page.frontmatter_error}",
-                "fix the YAML between the '---' lines, or remove the block",
-            )
+        page, stem = page_to_write(content, name)
         if expected is not None and not name:  # the check needs a page to compare with
             raise DeepfieldError("expected= needs name=: a conditional write names its page",
                                  "pass name= with the page's filename, or drop expected=")
-        stem = check_name(name) if name else None
         reviewed = self.review_on_write if review is None else review
 
         def attempt() -> tuple[WriteResult, WritePlan]:

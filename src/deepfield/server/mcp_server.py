@@ -30,9 +30,10 @@ from ..errors import (
     SectionNotFoundError,
     UnknownFieldError,
 )
-from ..field import Field, WriteResult
+from ..field import Field, WriteResult, page_to_write
 from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
+from ..sessions import parse_session
 from ..store import Store
 from . import mcp_args as arg
 from .auth import Auth, is_loopback
@@ -178,8 +179,11 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         warnings = svc.field(field).copy_warnings()
         return {"warnings": warnings} if warnings else {}
 
-    def writable(field: str, create: bool) -> str:
+    def writable(field: str, create: bool, precheck: Callable[[], object]) -> str:
         if create:
+            if field not in svc.field_names():
+                # What fails before a write would leave an empty field behind: checked first.
+                precheck()
             svc.create_field(field)
         elif field not in svc.field_names():
             known = ", ".join(svc.field_names()) or "none yet"
@@ -262,7 +266,7 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         filled in; a uuid of an existing page replaces that page; name picks the filename
         (else derived from the title); pages over 8 KB are split. create_field: create the
         field first if the store has none of that name. Returns what was written."""
-        writable(field, create_field)
+        writable(field, create_field, lambda: page_to_write(text, name))
         return svc.writing(field, lambda f: _write(f, text, name)).to_json()
 
     @server.tool()
@@ -272,7 +276,8 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         """Memorize a text (notes, a conversation, a document): the memorizer turns it into
         pages or updates existing ones. create_field: create the field first if the store has
         none of that name. Returns the pages written."""
-        writable(field, create_field)
+        writable(field, create_field,
+                 lambda: parse_session(text, format=format or "auto", label="the text"))
         return svc.remember(field, text, format=format, source="mcp", label="the text")
 
     @server.tool()
