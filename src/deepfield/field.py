@@ -53,7 +53,6 @@ from .page import (
     INTRO_FILE,
     Page,
     can_be_a_file_name,
-    check_name,
     derive_title,
     is_valid_name,
     metadata_warnings,
@@ -70,30 +69,11 @@ from .writer import (
     PageWriter,
     WriteResult,
     WrittenPage,
+    page_to_write,
     refuse_special,
 )
 
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
-
-def page_to_write(content: str | bytes | Page, name: str | None) -> tuple[Page, str | None]:
-    """The page :meth:`Field.write` would store and the stem of its ``name``, once the text,
-    its frontmatter and the name pass the checks made before anything is written."""
-    if not isinstance(content, str | bytes | Page):
-        raise InvalidPageError(f"a page is text, bytes or a Page, not "
-                               f"{type(content).__name__}")
-    if isinstance(content, Page):
-        page = content.copy()
-    else:
-        data = (require_text(content, "the page text").encode("utf-8")
-                if isinstance(content, str) else content)
-        page = Page.parse(check_text(data, "page text", MAX_WRITE_BYTES))
-    if page.frontmatter_error:
-        raise InvalidPageError(
-            f"cannot write the page: {page.frontmatter_error}",
-            "fix the YAML between the '---' lines, or remove the block",
-        )
-    return page, check_name(name) if name else None
-
 
 class Field(FieldSync):
     """One field on disk. Obtain it from :meth:`deepfield.Store.field` or :func:`open_field`."""

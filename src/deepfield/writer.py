@@ -33,13 +33,14 @@ from .page import (
     PAGE_LIMIT_BYTES,
     SPECIAL_FILES,
     Page,
+    check_name,
     derive_title,
     is_valid_name,
     new_uuid,
     now_iso,
     slugify,
 )
-from .page_text import check_utf8
+from .page_text import check_text, check_utf8, require_text
 from .scan import scan_field, source_files
 from .split import split_page
 
@@ -322,6 +323,26 @@ def free_names(folder: Path, stem: str, count: int = 1,
         if not taken:
             return names
     raise InvalidPageError(f"no free filename for {stem!r}")
+
+
+def page_to_write(content: str | bytes | Page, name: str | None) -> tuple[Page, str | None]:
+    """The page :meth:`Field.write` would store and the stem of its ``name``, once the text,
+    its frontmatter and the name pass the checks made before anything is written."""
+    if not isinstance(content, str | bytes | Page):
+        raise InvalidPageError(f"a page is text, bytes or a Page, not "
+                               f"{type(content).__name__}")
+    if isinstance(content, Page):
+        page = content.copy()
+    else:
+        data = (require_text(content, "the page text").encode("utf-8")
+                if isinstance(content, str) else content)
+        page = Page.parse(check_text(data, "page text", MAX_WRITE_BYTES))
+    if page.frontmatter_error:
+        raise InvalidPageError(
+            f"cannot write the page: {page.frontmatter_error}",
+            "fix the YAML between the '---' lines, or remove the block",
+        )
+    return page, check_name(name) if name else None
 
 
 def refuse_special(name: str, hint: str) -> None:

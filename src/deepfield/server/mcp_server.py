@@ -30,11 +30,12 @@ from ..errors import (
     SectionNotFoundError,
     UnknownFieldError,
 )
-from ..field import Field, WriteResult, page_to_write
+from ..field import Field, WriteResult
 from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
 from ..sessions import parse_session
 from ..store import Store
+from ..writer import page_to_write
 from . import mcp_args as arg
 from .auth import Auth, is_loopback
 from .service import Service, read_view
