@@ -192,9 +192,21 @@ class _Parser:
             self.skip()
 
 
+_PARSED: dict[tuple[str, bool], Node | None] = {}
+"""The last few trees parsed: one setup reads the same text several times (check it, find
+the entry, edit it, verify the edit), and a ~/.claude.json can be megabytes. Trees are never
+changed once parsed."""
+
+
 def parse(text: str, *, strict: bool = False) -> Node | None:
     """The tree of ``text`` (None for an empty file); raises :class:`JSONCError`."""
-    return _Parser(text, strict).parse()
+    key = (text, strict)
+    if key not in _PARSED:
+        node = _Parser(text, strict).parse()
+        if len(_PARSED) >= 4:
+            _PARSED.clear()
+        _PARSED[key] = node
+    return _PARSED[key]
 
 
 def loads(text: str, *, strict: bool = False) -> Any:
