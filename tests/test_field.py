@@ -48,6 +48,27 @@ def test_unknown_keys_kept_and_title_from_first_line(field: deepfield.Field) -> 
     assert page.title == "plain text first line"
 
 
+def test_a_large_page_written_again_without_a_name_stays_one_page(
+        field: deepfield.Field) -> None:
+    # A page small enough came back `unchanged`; one over 8 KB (split into parts) made a
+    # whole new set of parts each time: report-2.md, report-3.md … (an agent's retry).
+    body = "# Report\n\n" + "\n\n".join(
+        f"## Part {i}\n\n" + " ".join(f"Finding {i}.{j} is important." for j in range(40))
+        for i in range(12))
+    first = field.write(body)
+    assert len(first.filenames) >= 2 and first.filenames[0] == "report.md"
+    again = field.write(body)
+    assert again.filenames == first.filenames
+    assert {p.action for p in again.pages} == {"unchanged"}
+    assert [p.uuid for p in again.pages] == [p.uuid for p in first.pages]
+    assert not (field.path / "report-2.md").exists()
+    tagged = "---\ntags: [q3]\n---\n" + body  # more values: not the same page
+    assert field.write(tagged).filenames[0] == "report-2.md"
+    assert field.write(tagged).filenames[0] == "report-2.md"
+    changed = field.write(body + "\nOne more line.\n")
+    assert changed.filenames[0] == "report-3.md" and changed.pages[0].action == "created"
+
+
 def test_same_title_never_overwrites(field: deepfield.Field) -> None:
     names = [field.add("Same title", f"text {i}").pages[0].filename for i in range(3)]
     assert names == ["same-title.md", "same-title-2.md", "same-title-3.md"]

@@ -558,3 +558,156 @@ def test_jsonc_set_and_remove_touch_nothing_else(document: dict[str, Any], inden
         {k: v for k, v in document.items() if k != "mcpServers"}
     back = jsonc.remove_value(edited, ["mcpServers", "deepfield"], strict=True)
     assert json.loads(back) == document
+
+
+def test_update_keeps_what_the_user_added_to_the_entry(tmp_path: Path) -> None:
+    # An API key in the entry's env (the openai embedder needs one), a timeout: a new store
+    # path used to replace the whole entry and drop them.
+    h = host(tmp_path)
+    path = h.home / ".claude.json"
+    path.write_text(json.dumps({"mcpServers": {"deepfield": {
+        "type": "stdio", "command": "/old/deepfield", "args": ["mcp", "/old/store"],
+        "env": {"OPENAI_API_KEY": "sk-mine"}, "timeout": 60000}}}, indent=2))
+    plan = setup("claude-code", tmp_path, host=h)
+    entry = load(path, "json")["mcpServers"]["deepfield"]
+    assert entry["args"] == COMMAND[1:] and entry["command"] == COMMAND[0]
+    assert entry["env"] == {"OPENAI_API_KEY": "sk-mine"} and entry["timeout"] == 60000
+    assert plan.entry == entry  # --json reports what was written
+    assert not setup("claude-code", tmp_path, host=h).changed  # and again: nothing to do
+    # An entry that reached a server over HTTP is replaced whole (its url would not fit).
+    path.write_text(json.dumps({"mcpServers": {"deepfield": {"type": "http",
+                                                             "url": "http://x/mcp"}}}))
+    setup("claude-code", tmp_path, host=h)
+    assert load(path, "json")["mcpServers"]["deepfield"] == AGENTS["claude-code"].entry(COMMAND)
+
+
+CODEX_WITH_ENV = ('model = "o3"\n\n[mcp_servers.deepfield]\ncommand = "old"\n'
+                  'args = ["mcp", "/old"]\nstartup_timeout_sec = 30\n\n'
+                  '[mcp_servers.deepfield.env]\nFOO = "1"\n\n[profiles.x]\nmodel = "a"\n')
+
+
+def test_codex_update_keeps_the_entrys_env_table_and_remove_takes_it_out(
+        tmp_path: Path) -> None:
+    h = host(tmp_path)
+    path = h.home / ".codex" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(CODEX_WITH_ENV)
+    setup("codex", tmp_path, host=h)
+    assert path.read_text() == CODEX_WITH_ENV.replace('"old"', f'"{COMMAND[0]}"').replace(
+        '["mcp", "/old"]', '["mcp", "/home/me/memory"]')
+    # --remove used to cut [mcp_servers.deepfield] and leave [mcp_servers.deepfield.env]:
+    # an entry without a command, which Codex refuses to start with.
+    setup("codex", tmp_path, host=h, remove=True)
+    assert tomllib.loads(path.read_text()) == {"model": "o3", "profiles": {"x": {"model": "a"}}}
+
+
+def test_cli_carries_the_embedder_into_the_agents_command(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `deepfield --embedder none setup …` (or $DEEPFIELD_EMBEDDER, which an agent started
+    # from a desktop lacks) used to be dropped: the agent's server built the store's own.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    store = tmp_path / "memory"
+    runner = CliRunner()
+    assert runner.invoke(app, ["--embedder", "none", "init", str(store)]).exit_code == 0
+    printed = runner.invoke(app, ["--store", str(store), "--embedder", "none", "setup",
+                                  "codex", "--print"])
+    entry = tomllib.loads(printed.stdout)["mcp_servers"]["deepfield"]
+    assert entry["args"] == ["--embedder", "none", "mcp", str(store.resolve())]
+    monkeypatch.setenv("DEEPFIELD_EMBEDDER", "none")
+    monkeypatch.setenv("DEEPFIELD_EMBED_URL", "http://127.0.0.1:9/v1")
+    done = runner.invoke(app, ["--store", str(store), "setup", "cursor"])
+    assert done.exit_code == 0 and "DEEPFIELD_EMBED_*" in done.stderr
+    written = json.loads((tmp_path / "home" / ".cursor" / "mcp.json").read_text())
+    assert written["mcpServers"]["deepfield"]["args"][:3] == ["--embedder", "none", "mcp"]
+
+
+def test_codex_file_with_windows_line_endings_keeps_them(tmp_path: Path) -> None:
+    # The table setup added came with `\n` endings into a `\r\n` file (JSON files kept theirs).
+    h = host(tmp_path)
+    path = h.home / ".codex" / "config.toml"
+    path.parent.mkdir(parents=True)
+    before = b'model = "o3"\r\n\r\n[mcp_servers.other]\r\ncommand = "x"\r\n'
+    path.write_bytes(before)
+    setup("codex", tmp_path, host=h)
+    data = path.read_bytes()
+    assert b"[mcp_servers.deepfield]\r\n" in data
+    assert data.count(b"\n") == data.count(b"\r\n"), data
+    setup("codex", tmp_path, host=h, remove=True)
+    assert path.read_bytes() == before
+
+
+def test_instruction_block_in_a_file_with_windows_line_endings_keeps_them(
+        tmp_path: Path) -> None:
+    h = host(tmp_path)
+    path = h.home / ".claude" / "CLAUDE.md"
+    path.parent.mkdir(parents=True)
+    before = b"# Rules\r\n\r\nBe terse.\r\n"
+    path.write_bytes(before)
+    setup("claude-code", tmp_path, host=h, with_instructions=True)
+    data = path.read_bytes()
+    assert b"deepfield:begin" in data and data.count(b"\n") == data.count(b"\r\n"), data
+    assert not setup("claude-code", tmp_path, host=h, with_instructions=True).changed
+    setup("claude-code", tmp_path, host=h, with_instructions=True, remove=True)
+    assert path.read_bytes() == before
+
+
+def test_cli_refuses_a_project_folder_that_does_not_exist(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A mistyped --dir used to be created, with .cursor/mcp.json in it.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    store = tmp_path / "memory"
+    runner = CliRunner()
+    assert runner.invoke(app, ["--embedder", "none", "init", str(store)]).exit_code == 0
+    typo = tmp_path / "projcts" / "app"
+    done = runner.invoke(app, ["--store", str(store), "setup", "cursor", "--scope", "project",
+                               "--dir", str(typo)])
+    assert done.exit_code == 2 and "does not exist" in done.stderr
+    assert not (tmp_path / "projcts").exists()
+
+
+def test_codex_servers_as_an_array_of_tables_is_refused_in_plain_words(tmp_path: Path) -> None:
+    h = host(tmp_path)
+    path = h.home / ".codex" / "config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text('[[mcp_servers]]\nname = "x"\n')
+    with pytest.raises(AgentSetupError, match=r"mcp_servers is a TOML array of tables \(\[\["):
+        setup("codex", tmp_path, host=h)  # it used to say "a TOML AoT", tomlkit's class name
+    assert path.read_text() == '[[mcp_servers]]\nname = "x"\n'
+
+
+def test_zed_servers_object_holding_only_a_comment_is_restored_byte_for_byte(
+        tmp_path: Path) -> None:
+    # The entry went in above the comment with a line of blanks between them, and --remove
+    # left that line behind.
+    h = host(tmp_path)
+    path = h.home / ".config" / "zed" / "settings.json"
+    path.parent.mkdir(parents=True)
+    before = '{\n  "theme": "One Dark",\n  "context_servers": {\n    // none yet\n  },\n}\n'
+    path.write_text(before)
+    setup("zed", tmp_path, host=h)
+    written = path.read_text()
+    assert all(line.strip() for line in written.splitlines()), written
+    assert "    }\n    // none yet\n  },\n" in written
+    setup("zed", tmp_path, host=h, remove=True)
+    assert path.read_text() == before
+
+
+class _CountingText(str):
+    """A text that counts the characters its ``find`` calls look through."""
+
+    scanned = 0
+
+    def find(self, sub: str, start: Any = None, end: Any = None) -> int:  # type: ignore[override]
+        found = super().find(sub, start, end)
+        _CountingText.scanned += (found if found >= 0 else len(self)) - (start or 0)
+        return found
+
+
+def test_a_large_json_file_is_read_in_one_pass() -> None:
+    # Every string looked for a backslash to the end of the file: a 5 MB ~/.claude.json
+    # (Claude Code keeps its history there) took 20 seconds to set up.
+    text = _CountingText(json.dumps({"projects": {f"/p/{i}": {"history": "x" * 50}
+                                                  for i in range(2000)}}))
+    _CountingText.scanned = 0
+    assert len(jsonc.loads(text, strict=True)["projects"]) == 2000
+    assert _CountingText.scanned <= 2 * len(text), (_CountingText.scanned, len(text))

@@ -53,7 +53,6 @@ from .page import (
     INTRO_FILE,
     Page,
     can_be_a_file_name,
-    check_name,
     derive_title,
     is_valid_name,
     metadata_warnings,
@@ -62,6 +61,7 @@ from .page import (
 from .page_text import check_text, require_text
 from .read import PageView, find_section, outline, render_outline
 from .read_parts import outline_parts, part_names, section_in_parts
+from .same_page import identical_page, same_titled
 from .scan import scan_field
 from .search import SearchResponse, search_fields
 from .writer import (
@@ -69,9 +69,8 @@ from .writer import (
     PageWriter,
     WriteResult,
     WrittenPage,
-    identical_page,
+    page_to_write,
     refuse_special,
-    same_titled,
 )
 
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
@@ -163,8 +162,9 @@ class Field(FieldSync):
         require_text(ref, "a page reference", InvalidNameError)
         candidate = ref if ref.endswith(".md") else f"{ref}.md"
         if not can_be_a_file_name(candidate):
-            raise PageNotFoundError(f"no page {ref[:60]!r}… in field {self.name} (the name is "
-                                    "longer than any file name)")
+            why = "holds a NUL character" if "\x00" in ref else "is longer than any file name"
+            shown = f"{ref[:60]!r}…" if len(ref) > 60 else repr(ref)
+            raise PageNotFoundError(f"no page {shown} in field {self.name} (the name {why})")
         if "/" not in candidate and (self.path / candidate).is_file():
             return candidate
         if len(ref) >= 8 and all(c in "0123456789abcdef-" for c in ref.lower()):
@@ -182,7 +182,17 @@ class Field(FieldSync):
                     f"uuid {ref!r} matches several pages in {self.name}: {names}",
                     "give the full uuid or the filename",
                 )
-        raise PageNotFoundError(f"no page {ref!r} in field {self.name}")
+        raise PageNotFoundError(f"no page {ref!r} in field {self.name}{self._near(ref)}")
+
+    def _near(self, ref: str) -> str:
+        """"; did you mean NAME.md?" for a page named like ``ref`` (a title, other case)."""
+        import difflib
+
+        stems = [p.name[:-3] for p in self.path.glob("*.md") if p.name[:-3] not in
+                 ("index", "listing")]
+        wanted = slugify(ref.removesuffix(".md").removesuffix(".MD")) or ref.lower()
+        close = difflib.get_close_matches(wanted, stems, n=1, cutoff=0.75)
+        return f"; did you mean {close[0]}.md?" if close else ""
 
     def load(self, ref: str) -> tuple[str, Page]:
         """(filename, parsed page) for ``ref``."""
@@ -266,24 +276,10 @@ class Field(FieldSync):
         conditional: the page must still hold exactly these bytes, else WriteConflictError
         (HTTP's If-Match).
         """
-        if not isinstance(content, str | bytes | Page):
-            raise InvalidPageError(f"a page is text, bytes or a Page, not "
-                                   f"{type(content).__name__}")
-        if isinstance(content, Page):
-            page = content.copy()
-        else:
-            data = (require_text(content, "the page text").encode("utf-8")
-                    if isinstance(content, str) else content)
-            page = Page.parse(check_text(data, "page text", MAX_WRITE_BYTES))
-        if page.frontmatter_error:
-            raise InvalidPageError(
-                f"cannot write the page: {page.frontmatter_error}",
-                "fix the YAML between the '---' lines, or remove the block",
-            )
+        page, stem = page_to_write(content, name)
         if expected is not None and not name:  # the check needs a page to compare with
             raise DeepfieldError("expected= needs name=: a conditional write names its page",
                                  "pass name= with the page's filename, or drop expected=")
-        stem = check_name(name) if name else None
         reviewed = self.review_on_write if review is None else review
 
         def attempt() -> tuple[WriteResult, WritePlan]:
@@ -298,7 +294,7 @@ class Field(FieldSync):
                     check_expected(self.path / f"{stem}.md", expected)
                 same = None if stem or draft.uuid else identical_page(self.path, draft)
                 if same is not None:
-                    return WriteResult(self.name, [same]), WritePlan()
+                    return WriteResult(self.name, same), WritePlan()
                 plan = before_write(self, draft, stem, reviewed)
                 writer = PageWriter(self.path, self.name, self.index_handle(),
                                     batch=self._batch_depth > 0)

@@ -78,6 +78,12 @@ class PageView:
         }
 
 
+OUTLINE_SENTENCE_CHARS = 300
+"""The most of one first sentence an outline shows: a paragraph without a sentence end (a
+transcript without punctuation, prose that ends sentences after a number) would otherwise
+be a "sentence" as long as itself, and the outline as big as the page."""
+
+
 def outline(page: Page, depth: int = 2, sentences: int = 1) -> list[OutlineEntry]:
     """Headings down to ``depth`` (the text before the first heading counts as level 0)."""
     entries = []
@@ -87,10 +93,17 @@ def outline(page: Page, depth: int = 2, sentences: int = 1) -> list[OutlineEntry
         entries.append(
             OutlineEntry(
                 section.level, section.title, section.path, section.line,
-                first_sentences(section, sentences),
+                [_clipped(s) for s in first_sentences(section, sentences)],
             )
         )
     return entries
+
+
+def _clipped(sentence: str) -> str:
+    if len(sentence) <= OUTLINE_SENTENCE_CHARS:
+        return sentence
+    cut = sentence[:OUTLINE_SENTENCE_CHARS]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip() + " …"
 
 
 def render_outline(title: str, summary: str | None, entries: list[OutlineEntry],

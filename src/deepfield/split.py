@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from .markdown import SOURCES_TITLE, parse_sections, split_blocks, split_sentences
 from .page import PAGE_LIMIT_BYTES, Page, new_uuid
@@ -230,3 +231,34 @@ def split_page(
             return parts
         overhead += worst - limit + 128
     raise ValueError("could not split the page under the size limit")
+
+
+def stored_split(folder: Path, first: str, page: Page, title: str) -> list[tuple[str, str, int]]:
+    """The parts of the split page whose part 1 is ``first`` in ``folder``, as (filename,
+    uuid, bytes), when they hold ``page`` split the same way (each part's title and text, and
+    no part more or fewer); else []. ``page`` has the title, uuid and dates a write gives it,
+    as their sizes decide where the text is cut."""
+    base = first.removesuffix(".md")
+    try:  # only part 1 of a split page can be one (splitting a large page again takes time)
+        if Page.parse((folder / first).read_text("utf-8")).get("part") != 1:
+            return []
+    except (OSError, UnicodeDecodeError):
+        return []
+    try:
+        parts = split_page(page, title,
+                           lambda n: [first] + [f"{base}-part-{i}.md" for i in range(2, n + 1)],
+                           lambda index, filename: page.uuid or "")
+    except ValueError:
+        return []
+    found = []
+    for filename, part in parts:
+        try:
+            text = (folder / filename).read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return []
+        stored = Page.parse(text)
+        if stored.frontmatter_error or not stored.uuid or stored.body != part.body or any(
+                stored.get(key) != part.get(key) for key in ("title", "part", "parts")):
+            return []
+        found.append((filename, stored.uuid, len(text.encode())))
+    return found

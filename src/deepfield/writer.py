@@ -33,13 +33,14 @@ from .page import (
     PAGE_LIMIT_BYTES,
     SPECIAL_FILES,
     Page,
+    check_name,
     derive_title,
     is_valid_name,
     new_uuid,
     now_iso,
     slugify,
 )
-from .page_text import check_utf8
+from .page_text import check_text, check_utf8, require_text
 from .scan import scan_field, source_files
 from .split import split_page
 
@@ -310,64 +311,6 @@ class PageWriter:
         return free_names(self.path, stem, count, reusable)
 
 
-SAME_PAGE_CANDIDATES = 50
-"""Pages named like a new page (stem.md, stem-2.md …) compared with it before it is added."""
-
-
-def _named_like(stem: str) -> list[str]:
-    """The names a new page of ``stem`` may have been given, in the order they are taken."""
-    return [f"{stem}.md" if n == 1 else f"{stem}-{n}.md"
-            for n in range(1, SAME_PAGE_CANDIDATES + 1)]
-
-
-def identical_page(folder: Path, page: Page) -> WrittenPage | None:
-    """An existing page that already holds ``page`` (a new page, without a uuid or name),
-    else None: adding the same title and text twice (a retry after an error, a script run
-    again) leaves one page, reported ``unchanged``, instead of making ``stem-2.md``."""
-    title = derive_title(page)
-    stem = _stem_for(title, page)
-    for name in _named_like(stem):
-        path = folder / name
-        try:
-            current = path.read_text("utf-8")
-        except FileNotFoundError:
-            return None  # names are taken in order: no later one can hold it
-        except (OSError, UnicodeDecodeError):
-            continue
-        stored = Page.parse(current)
-        if stored.frontmatter_error or stored.body != page.body or not stored.uuid:
-            continue
-        wanted = dict(page.frontmatter or {})
-        wanted.setdefault("title", title)
-        if all(stored.get(key) == value for key, value in wanted.items()):
-            return WrittenPage(name, stored.uuid, title, "unchanged", len(current.encode()))
-    return None
-
-
-def same_titled(folder: Path, title: str, written: str) -> list[str]:
-    """Other current pages named like a new page titled ``title`` (stem.md, stem-2.md …)
-    whose title is the same, case and spacing aside; superseded pages do not count."""
-    key = " ".join(title.split()).casefold()
-    stem = _stem_for(title, Page(body="", frontmatter={}))
-    found = []
-    for attempt, name in enumerate(_named_like(stem), 1):
-        if name == written:
-            continue
-        try:
-            stored = Page.parse((folder / name).read_text("utf-8"))
-        except FileNotFoundError:
-            if attempt > 1:
-                break  # names are taken in order (a removed first page leaves stem-2 behind)
-            continue
-        except (OSError, UnicodeDecodeError):
-            continue
-        if stored.frontmatter_error or stored.get("superseded_by"):
-            continue
-        if " ".join(derive_title(stored, name).split()).casefold() == key:
-            found.append(name)
-    return found
-
-
 def free_names(folder: Path, stem: str, count: int = 1,
                reusable: set[str] | None = None) -> list[str]:
     """``count`` unused filenames in ``folder``: stem.md, stem-part-2.md … (suffix -2, -3 on
@@ -380,6 +323,26 @@ def free_names(folder: Path, stem: str, count: int = 1,
         if not taken:
             return names
     raise InvalidPageError(f"no free filename for {stem!r}")
+
+
+def page_to_write(content: str | bytes | Page, name: str | None) -> tuple[Page, str | None]:
+    """The page :meth:`Field.write` would store and the stem of its ``name``, once the text,
+    its frontmatter and the name pass the checks made before anything is written."""
+    if not isinstance(content, str | bytes | Page):
+        raise InvalidPageError(f"a page is text, bytes or a Page, not "
+                               f"{type(content).__name__}")
+    if isinstance(content, Page):
+        page = content.copy()
+    else:
+        data = (require_text(content, "the page text").encode("utf-8")
+                if isinstance(content, str) else content)
+        page = Page.parse(check_text(data, "page text", MAX_WRITE_BYTES))
+    if page.frontmatter_error:
+        raise InvalidPageError(
+            f"cannot write the page: {page.frontmatter_error}",
+            "fix the YAML between the '---' lines, or remove the block",
+        )
+    return page, check_name(name) if name else None
 
 
 def refuse_special(name: str, hint: str) -> None:

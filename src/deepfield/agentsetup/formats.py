@@ -8,6 +8,7 @@ text, so the caller can show a diff before anything is written. Syntax errors co
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from . import jsonc
@@ -42,12 +43,7 @@ def check(text: str, fmt: str) -> Any:
 
 
 def get(text: str, fmt: str, path: list[str]) -> Any:
-    document = check(text, fmt)
-    for key in path:
-        if not isinstance(document, dict):
-            return None
-        document = document.get(key)
-    return document
+    return _lookup(check(text, fmt), path)
 
 
 def _with(document: Any, path: list[str], value: Any) -> Any:
@@ -69,6 +65,15 @@ def _with(document: Any, path: list[str], value: Any) -> Any:
     return root
 
 
+def _lookup(document: Any, path: list[str]) -> Any:
+    """The value at ``path`` in a parsed document (None where there is none)."""
+    for key in path:
+        if not isinstance(document, dict):
+            return None
+        document = document.get(key)
+    return document
+
+
 def _checked(before: str, after: str, fmt: str, path: list[str], value: Any) -> str:
     """``after``, once a parser confirms it differs from ``before`` only at ``path``."""
     if fmt == "toml":
@@ -82,8 +87,8 @@ def _checked(before: str, after: str, fmt: str, path: list[str], value: Any) -> 
     else:
         got = jsonc.loads(after)
         want = _with(jsonc.loads(before), path, value)
-    if value is None and got is not None:
-        got = _with(got, path, None)
+    if value is None and got is not None and _lookup(got, path) is None:
+        got = _with(got, path, None)  # (an entry left behind, in part, stays a difference)
     if got != want:
         raise ConfigShapeError(
             f"{'.'.join(path[:-1])} is written in a way deepfield cannot edit without changing "
@@ -94,7 +99,8 @@ def _checked(before: str, after: str, fmt: str, path: list[str], value: Any) -> 
 def set_entry(text: str, fmt: str, path: list[str], value: dict[str, Any]) -> str:
     check(text, fmt)
     if fmt == "toml":
-        return _toml_set(text, path, value)
+        return _checked(text, _same_endings(text, _toml_set(text, path, value)), fmt, path,
+                        value)
     try:
         after = jsonc.set_value(text, path, value, strict=_strict(fmt))
     except jsonc.JSONCError as exc:
@@ -105,13 +111,21 @@ def set_entry(text: str, fmt: str, path: list[str], value: dict[str, Any]) -> st
 def remove_entry(text: str, fmt: str, path: list[str]) -> str:
     check(text, fmt)
     if fmt == "toml":
-        after = _toml_remove(text, path)
+        after = _same_endings(text, _toml_remove(text, path))
     else:
         after = jsonc.remove_value(text, path, strict=_strict(fmt))
     return _checked(text, after, fmt, path, None)
 
 
 # ---------------------------------------------------------------------- TOML
+
+
+def _same_endings(before: str, after: str) -> str:
+    """``after`` with Windows line endings where ``before`` has nothing else: tomlkit writes
+    the lines it adds with ``\n``, which would leave such a file with both."""
+    if "\r\n" not in before or before.count("\n") != before.count("\r\n"):
+        return after
+    return re.sub(r"(?<!\r)\n", "\r\n", after)
 
 
 def _toml_doc(text: str) -> Any:
@@ -123,6 +137,10 @@ def _toml_doc(text: str) -> Any:
     except ParseError as exc:
         reason = str(exc).split(" at line ")[0]
         raise ConfigSyntaxError(reason, exc.line, exc.col) from None
+
+
+TOML_KINDS = {"AoT": "array of tables ([[...]])", "Bool": "boolean"}
+"""tomlkit's class names that would not tell a user what the value is."""
 
 
 def _toml_container(doc: Any, path: list[str], create: bool) -> Any:
@@ -139,8 +157,9 @@ def _toml_container(doc: Any, path: list[str], create: bool) -> Any:
             child = tomlkit.table(is_super_table=depth == len(path) - 1)
             node[key] = child
         if not isinstance(child, dict):
-            raise ConfigShapeError(f"{'.'.join(path[: depth + 1])} is a TOML "
-                               f"{type(child).__name__}, not a table")
+            kind = TOML_KINDS.get(type(child).__name__, type(child).__name__.lower())
+            raise ConfigShapeError(f"{'.'.join(path[: depth + 1])} is a TOML {kind}, not a "
+                                   "table")
         node = child
     return node
 
@@ -156,6 +175,14 @@ def _toml_set(text: str, path: list[str], value: dict[str, Any]) -> str:
         table[key] = item
     existed = path[-1] in container
     old = container.get(path[-1])
+    if isinstance(old, tomlkit.items.Table) and not inline and set(old) == set(value):
+        # An entry setup updates key for key (the user's kept, see plan.merged_entry): only
+        # the values that differ change, so its sub-tables ([...deepfield.env]) keep their
+        # layout. (A new key would land after the comments that close the table.)
+        for key, item in value.items():
+            if old.get(key) != item:
+                old[key] = item
+        return _checked(text, str(tomlkit.dumps(doc)), "toml", path, value)
     if isinstance(old, tomlkit.items.Table) and not inline:
         # tomlkit keeps the blank lines and comments after a table's last key (those above
         # the next table) in the table's body: carry them over, or replacing it drops them.

@@ -86,7 +86,15 @@ def block_agents(text: str) -> list[str] | None:
 
 def add_block(text: str, server: str, agent: str) -> str:
     """``text`` with the deepfield block added at the end, or replaced where it already is;
-    the block names ``agent`` besides the agents it already named."""
+    the block names ``agent`` besides the agents it already named. A file with Windows line
+    endings only gets the block with them too."""
+    added = _add_block(text, server, agent)
+    if "\r\n" not in text or text.count("\n") != text.count("\r\n"):
+        return added
+    return re.sub(r"(?<!\r)\n", "\r\n", added)
+
+
+def _add_block(text: str, server: str, agent: str) -> str:
     span = _span(text)
     lines = _lines(text)
     if span is not None:

@@ -65,6 +65,9 @@ class Member:
     node: Node
 
 
+_QUOTE_OR_ESCAPE = re.compile(r'["\\]')
+
+
 class _Parser:
     def __init__(self, text: str, strict: bool) -> None:
         self.text = text
@@ -134,10 +137,13 @@ class _Parser:
         index = start + 1
         text = self.text
         while True:
-            index = min((i for i in (text.find('"', index), text.find("\\", index)) if i >= 0),
-                        default=-1)
-            if index < 0:
+            # One search for the next quote or backslash: finding each on its own looked for
+            # a backslash to the end of the file at every string, quadratic in a large file
+            # (a 5 MB ~/.claude.json took 20 seconds).
+            found = _QUOTE_OR_ESCAPE.search(text, index)
+            if found is None:
                 raise self.error("a string is never closed", start)
+            index = found.start()
             if text[index] == "\\":
                 index += 2
                 continue
@@ -186,9 +192,21 @@ class _Parser:
             self.skip()
 
 
+_PARSED: dict[tuple[str, bool], Node | None] = {}
+"""The last few trees parsed: one setup reads the same text several times (check it, find
+the entry, edit it, verify the edit), and a ~/.claude.json can be megabytes. Trees are never
+changed once parsed."""
+
+
 def parse(text: str, *, strict: bool = False) -> Node | None:
     """The tree of ``text`` (None for an empty file); raises :class:`JSONCError`."""
-    return _Parser(text, strict).parse()
+    key = (text, strict)
+    if key not in _PARSED:
+        node = _Parser(text, strict).parse()
+        if len(_PARSED) >= 4:
+            _PARSED.clear()
+        _PARSED[key] = node
+    return _PARSED[key]
 
 
 def loads(text: str, *, strict: bool = False) -> Any:
@@ -304,6 +322,11 @@ def _insert(text: str, obj: Node, key: str, value: Any, unit: str, newline: str)
         inner = base + unit
         member = f"{json.dumps(key, ensure_ascii=False)}: {render(value, inner, unit, newline)}"
         interior = text[obj.start + 1: obj.end - 1]
+        kept = interior.lstrip(" \t")
+        if interior.strip() and kept.startswith(("\n", "\r\n")):
+            # A comment on lines of its own stays below the new member, with its lines (no
+            # line of blanks between them, and --remove finds the text as it was).
+            return text[: obj.start + 1] + newline + inner + member + kept + text[obj.end - 1:]
         rest = text[obj.end - 1:] if not interior.strip() else interior.lstrip(" \t") + \
             text[obj.end - 1:]  # a comment inside stays, after the new member
         return text[: obj.start + 1] + newline + inner + member + newline + base + rest

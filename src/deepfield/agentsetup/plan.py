@@ -136,8 +136,10 @@ def plan_setup(agent: Agent, command: list[str], *, host: Host, project: Path,
     entry = server_entry(agent, command)
     if not remove:  # --remove takes any name out, even one an older setup accepted
         check_server_name(server)
-    plan = SetupPlan(agent, chosen, server, entry, remove)
     before = read_text(path)
+    if before is not None and not remove:
+        entry = merged_entry(_previous(agent, path, before, server), entry)
+    plan = SetupPlan(agent, chosen, server, entry, remove)
     if agent.own_file and remove and before is not None:
         rest = edit_config(agent, path, before, server, entry, remove=True)
         # The file is deepfield's own: once its entry is gone and nothing else is left, it goes.
@@ -152,6 +154,34 @@ def plan_setup(agent: Agent, command: list[str], *, host: Host, project: Path,
     if with_instructions:
         plan.changes.extend(_instruction_changes(agent, chosen, host, project, server, remove))
     return plan
+
+
+OTHER_TRANSPORT = ("url", "httpUrl", "serverUrl")
+"""Keys of an entry that reaches its server over HTTP rather than by starting a command."""
+
+
+def merged_entry(previous: Any, entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry to write over ``previous``: setup's own keys (command, args, ...) with what
+    the user added to the server's entry kept: its environment (an API key the embedder
+    needs), a timeout, a flag the agent reads. An entry that reached the server over HTTP is
+    replaced whole, as its keys would not fit a command."""
+    if not isinstance(previous, dict) or any(key in previous for key in OTHER_TRANSPORT):
+        return entry
+    merged = dict(previous)
+    for key, value in entry.items():
+        old = previous.get(key)
+        merged[key] = {**old, **value} if isinstance(value, dict) and isinstance(old, dict) \
+            else value
+    return merged
+
+
+def _previous(agent: Agent, path: Path, before: str, server: str) -> Any:
+    """The server's entry in ``before`` (None where the file cannot be read as its format:
+    :func:`edit_config` then says where it is broken)."""
+    try:
+        return formats.get(before, agent.format, [agent.key, server])
+    except formats.ConfigSyntaxError:
+        return None
 
 
 def edit_config(agent: Agent, path: Path, before: str | None, server: str,

@@ -254,7 +254,18 @@ def mcp_cmd(ctx: click.Context, store: str | None, transport: str, host: str, po
     from ..server.mcp_server import BasicAuthMiddleware, create_mcp_server
     from ..server.service import Service
 
+    if transport == "stdio":
+        # `deepfield mcp --port 9000` would otherwise wait on stdin for an agent, silently.
+        given = [f"--{name.replace('mcp_', '').replace('_', '-')}"
+                 for name in ("host", "port", "mcp_path", "tls_cert", "tls_key")
+                 if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} "
+                                   "only for --transport http (the default, stdio, talks over "
+                                   "stdin and stdout)")
     tls = _tls(tls_cert, tls_key)
+    # `--path mcp` means /mcp (the router asserted on a path without its leading slash).
+    mcp_path = "/" + mcp_path.lstrip("/")
     env = _store_settings(ctx, store)
     opened = env.store()
     users = opened.config.server.users

@@ -16,19 +16,20 @@ from ..errors import AgentSetupError
 from .app import app, json_option, print_json, settings, store_exists, warn
 
 
-def server_command(store: Path | str) -> list[str]:
+def server_command(store: Path | str, embedder: str | None = None) -> list[str]:
     """How the agent should start ``deepfield mcp STORE`` (a folder, or an ``s3://`` URL as
-    given): the deepfield script installed beside this Python (agents started from a desktop
-    often lack the shell's PATH), else the one on PATH, else this Python with ``-m
-    deepfield``."""
+    given), with ``--embedder`` when one was chosen: the deepfield script installed beside
+    this Python (agents started from a desktop often lack the shell's PATH), else the one on
+    PATH, else this Python with ``-m deepfield``."""
+    tail = [*(["--embedder", embedder] if embedder else []), "mcp", str(store)]
     scripts = Path(sys.executable).parent
     for name in ("deepfield.exe", "deepfield") if sys.platform == "win32" else ("deepfield",):
         if (scripts / name).is_file():
-            return [str(scripts / name), "mcp", str(store)]
+            return [str(scripts / name), *tail]
     found = shutil.which("deepfield")
     if found:
-        return [str(Path(found).resolve()), "mcp", str(store)]
-    return [sys.executable, "-m", "deepfield", "mcp", str(store)]
+        return [str(Path(found).resolve()), *tail]
+    return [sys.executable, "-m", "deepfield", *tail]
 
 
 def _list_agents(as_json: bool, host: Host, project: Path) -> None:
@@ -84,7 +85,9 @@ def _keep_connected(ctx: click.Context, plan: SetupPlan, store: Path) -> None:
 @click.option("--scope", type=click.Choice(["user", "project"]), default=None,
               help="user: your own configuration (default where the agent has one); project: "
               "the project folder's, to share with a team.")
-@click.option("--dir", "project_dir", type=click.Path(path_type=Path, file_okay=False),
+# The project folder must exist: a mistyped one would be created, config and all.
+@click.option("--dir", "project_dir", type=click.Path(path_type=Path, file_okay=False,
+                                                       exists=True),
               default=".", show_default=True, help="The project folder (project scope and "
               "instruction files).")
 @click.option("--print", "print_only", is_flag=True,
@@ -125,7 +128,13 @@ def setup_cmd(ctx: click.Context, agent: str | None, scope: str | None, project_
     # A bucket store is passed through as its URL (`deepfield mcp s3://…` opens it); its
     # store_path is only this process's working copy, no store the agent could open.
     store: Path | str = env.store_url or env.store_path.resolve()
-    command = server_command(store)
+    # --embedder (or $DEEPFIELD_EMBEDDER, which an agent started from a desktop lacks) goes
+    # into the command: the server would otherwise build the store's own, another model.
+    command = server_command(store, env.embedder_name)
+    if env.embed_options:
+        warn("the agent starts `deepfield mcp` without this shell's DEEPFIELD_EMBED_* "
+             "settings: put them in the store's deepfield.toml ([embedding]) or in the "
+             "server's env")
     if env.store_url is not None:
         warn(f"the agent starts `deepfield mcp {env.store_url}`: it needs the AWS_* "
              "credentials (and AWS_ENDPOINT_URL, if any) in its own environment")

@@ -99,7 +99,8 @@ def research(
                           f"raise --budget to at least {MIN_BUDGET} tokens; a few hundred "
                           "hold a useful answer")
     if not 1 <= max_rounds <= 10:
-        raise DeepfieldError(f"max rounds must be 1..10, not {max_rounds}")
+        raise DeepfieldError(f"max rounds must be 1..10, not {max_rounds}",
+                             "ask for 1 to 10 rounds (default 3)")
     warnings: list[str] = []
     for fld in fields:
         warnings += [f"{fld.name}/{w}" for w in fld.ensure_synced().warnings]

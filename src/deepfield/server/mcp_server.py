@@ -12,9 +12,11 @@ request needs their HTTP Basic login, since the tools can write.
 from __future__ import annotations
 
 import base64
+import difflib
 import functools
+import re
 from collections.abc import Callable
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
@@ -22,11 +24,19 @@ from mcp.types import Resource as MCPResource
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import DeepfieldError, UnknownFieldError
+from ..errors import (
+    DeepfieldError,
+    PageNotFoundError,
+    SectionNotFoundError,
+    UnknownFieldError,
+)
 from ..field import Field, WriteResult
 from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
+from ..sessions import parse_session
 from ..store import Store
+from ..writer import page_to_write
+from . import mcp_args as arg
 from .auth import Auth, is_loopback
 from .service import Service, read_view
 
@@ -34,7 +44,10 @@ P = ParamSpec("P")
 R = TypeVar("R")
 SCHEME = "memoryfield"
 MAX_LISTED_PAGES = 1000
-"""Pages listed per field by resources/list (all remain readable through the template)."""
+"""Pages listed per field by resources/list (all remain readable through the template), and
+the most one list_pages reply holds."""
+DEFAULT_PAGES_LISTED = 200
+"""Pages a list_pages reply holds unless the agent asks for more (about 15,000 tokens)."""
 
 INSTRUCTIONS = (
     "deepfield long-term memory: fields of Markdown pages. Search first (results are stubs: "
@@ -42,6 +55,24 @@ INSTRUCTIONS = (
     "need. Write pages you learn; keep a page's uuid to replace it. Use research for "
     "questions that need several searches, context for a ready-made context block."
 )
+
+
+AGENT_HINTS = {
+    UnknownFieldError.default_hint: "call list_fields; write or remember with "
+                                    "create_field=true starts a field",
+    PageNotFoundError.default_hint: "call list_pages, or search for the page",
+    SectionNotFoundError.default_hint: "read the page with mode=outline for its headings",
+}
+"""The CLI's hints an agent cannot follow, said in the tools' terms."""
+_FLAG = re.compile(r"--(mode|budget|name|level|depth|section|unit|max-rounds)\b")
+
+
+def for_agents(exc: DeepfieldError) -> str:
+    """The error as a tool error's text: the hint names tools and their arguments (``mode``)
+    where the CLI's names commands and options (``deepfield ls``, ``--mode``)."""
+    hint = AGENT_HINTS.get(exc.hint) or _FLAG.sub(
+        lambda flag: flag.group(1).replace("-", "_"), exc.hint)
+    return f"{exc.message} ({hint})" if hint else exc.message
 
 
 def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
@@ -52,7 +83,7 @@ def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except DeepfieldError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(for_agents(exc)) from None
         except OSError as exc:  # the machine's refusal (permissions, a full disk): say which
             where = f" ({exc.filename})" if exc.filename else ""
             raise ToolError(f"{exc.strerror or exc}{where}") from None
@@ -72,7 +103,10 @@ class DeepfieldMCP(MCPServer[Any]):
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Any = None) -> Any:
         """The SDK's call, with arguments that fail the tool's schema said in one line per
-        argument ("k: Input should be a valid integer") instead of pydantic's report."""
+        argument ("k: Input should be a valid integer") instead of pydantic's report, and
+        arguments the tool does not take refused: ignored, a ``field`` sent to ``search``
+        (which takes ``fields``) would search every field without a word."""
+        self._check_argument_names(name, arguments or {})
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -84,6 +118,22 @@ class DeepfieldMCP(MCPServer[Any]):
                 for error in cause.errors())
             raise ToolError(f"Error executing tool {name}: bad arguments: {wrong} (see the "
                             "tool's input schema)") from None
+
+    def _check_argument_names(self, name: str, arguments: dict[str, Any]) -> None:
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            return  # the SDK's own "unknown tool" error
+        known = list(tool.parameters.get("properties", {}))
+        unknown = [key for key in arguments if key not in known]
+        if not unknown:
+            return
+        close = [match for key in unknown
+                 for match in difflib.get_close_matches(key, known, n=1, cutoff=0.6)]
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        takes = ", ".join(known) or "no arguments"
+        raise ToolError(f"Error executing tool {name}: unknown argument"
+                        f"{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} ({hint}"
+                        f"{name} takes: {takes})")
 
     async def list_resources(self) -> list[MCPResource]:
         from starlette.concurrency import run_in_threadpool
@@ -130,8 +180,11 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         warnings = svc.field(field).copy_warnings()
         return {"warnings": warnings} if warnings else {}
 
-    def writable(field: str, create: bool) -> str:
+    def writable(field: str, create: bool, precheck: Callable[[], object]) -> str:
         if create:
+            if field not in svc.field_names():
+                # What fails before a write would leave an empty field behind: checked first.
+                precheck()
             svc.create_field(field)
         elif field not in svc.field_names():
             known = ", ".join(svc.field_names()) or "none yet"
@@ -153,19 +206,26 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
 
     @server.tool()
     @_tool_errors
-    def list_pages(field: str) -> dict[str, Any]:
-        """List a field's pages: filename, title, summary and uuid of each."""
+    def list_pages(field: arg.FieldName, offset: arg.Offset = 0,
+                   limit: arg.Limit = DEFAULT_PAGES_LISTED) -> dict[str, Any]:
+        """List a field's pages: filename, title, summary and uuid of each, by filename,
+        limit at a time (default 200, at most 1000) from offset; total counts them all and
+        next_offset, when not null, is the offset of the next ones. search finds pages in a
+        large field."""
         docs = svc.locked(field, lambda f: f.pages())
+        # A whole large field would be more than an agent can take in one reply (Claude Code
+        # refuses a tool result over 25,000 tokens): pages come limit at a time.
         pages = [{"filename": d.filename, "title": d.title, "summary": d.summary,
-                  "uuid": d.uuid} for d in docs]
-        return {"field": field, "pages": pages, "count": len(pages), **_copy_warnings(field)}
+                  "uuid": d.uuid} for d in docs[offset:offset + limit]]
+        following = offset + limit if offset + limit < len(docs) else None
+        return {"field": field, "pages": pages, "count": len(pages), "total": len(docs),
+                "next_offset": following, **_copy_warnings(field)}
 
     @server.tool()
     @_tool_errors
-    def search(query: str, fields: list[str] | str | None = None, k: int = 10,
-               mode: Literal["bm25", "vector", "hybrid"] | None = None,
-               unit: Literal["page", "chunk"] = "page",
-               frontmatter: bool = False) -> dict[str, Any]:
+    def search(query: arg.Query, fields: arg.FieldNames = None, k: arg.K = 10,
+               mode: arg.SearchMode = None, unit: arg.Unit = "page",
+               frontmatter: arg.WithFrontmatter = False) -> dict[str, Any]:
         """Search pages. Returns stubs (filename, title, summary, best snippet with its
         heading and lines), best first, and a confidence (high / low / none, why). mode: bm25,
         vector or hybrid (default: hybrid when the store has an embedding model); unit: page
@@ -186,8 +246,8 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
 
     @server.tool()
     @_tool_errors
-    def read(field: str, page: str, mode: Literal["outline", "full", "section"] | None = None,
-             section: str | None = None, depth: int = 2) -> dict[str, Any]:
+    def read(field: arg.FieldName, page: arg.Page, mode: arg.ReadMode = None,
+             section: arg.Section = None, depth: arg.Depth = 2) -> dict[str, Any]:
         """Read a page progressively: its outline (headings with first sentences; the
         default), the full text, or one section (section=HEADING or 'Parent > Child',
         mode=section or left out). page is a filename, stem or uuid."""
@@ -201,29 +261,30 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
 
     @server.tool()
     @_tool_errors
-    def write(field: str, text: str, name: str | None = None,
-              create_field: bool = False) -> dict[str, Any]:
+    def write(field: arg.FieldName, text: arg.Markdown, name: arg.PageName = None,
+              create_field: arg.CreateField = False) -> dict[str, Any]:
         """Write a page (Markdown, optional YAML frontmatter). Missing title/uuid/dates are
         filled in; a uuid of an existing page replaces that page; name picks the filename
         (else derived from the title); pages over 8 KB are split. create_field: create the
         field first if the store has none of that name. Returns what was written."""
-        writable(field, create_field)
+        writable(field, create_field, lambda: page_to_write(text, name))
         return svc.writing(field, lambda f: _write(f, text, name)).to_json()
 
     @server.tool()
     @_tool_errors
-    def remember(field: str, text: str, format: str | None = None,
-                 create_field: bool = False) -> dict[str, Any]:
+    def remember(field: arg.FieldName, text: arg.Text, format: arg.Format = None,
+                 create_field: arg.CreateField = False) -> dict[str, Any]:
         """Memorize a text (notes, a conversation, a document): the memorizer turns it into
         pages or updates existing ones. create_field: create the field first if the store has
         none of that name. Returns the pages written."""
-        writable(field, create_field)
+        writable(field, create_field,
+                 lambda: parse_session(text, format=format or "auto", label="the text"))
         return svc.remember(field, text, format=format, source="mcp", label="the text")
 
     @server.tool()
     @_tool_errors
-    def research(question: str, fields: list[str] | str | None = None, max_rounds: int = 3,
-                 budget: int = 1000, trace: bool = False) -> dict[str, Any]:
+    def research(question: arg.Question, fields: arg.FieldNames = None, max_rounds: arg.Rounds = 3,
+                 budget: arg.Budget = 1000, trace: arg.Trace = False) -> dict[str, Any]:
         """Research a question over several rounds of search and reading; returns a context
         of quoted evidence within budget tokens, the evidence with citations (field,
         filename, lines), sources and a confidence (high / low / none, why). trace: also
@@ -234,9 +295,8 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
 
     @server.tool()
     @_tool_errors
-    def context(field: str, task: str = "", budget: int = 2000,
-                level: Literal["light", "medium", "deep"] = "deep",
-                trace: bool = False) -> dict[str, Any]:
+    def context(field: arg.FieldName, task: arg.Task = "", budget: arg.Budget = 2000,
+                level: arg.Level = "deep", trace: arg.Trace = False) -> dict[str, Any]:
         """Build one context block to put in your prompt, within a token budget (tokens):
         preferences and always-load pages, the field's introduction, domain material of the
         level (light, medium) and, at level deep, research on the task (its sources and
