@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import deepfield
+from deepfield.domains import parse_taxonomy
 
 
 def test_a_write_lists_pages_saved_by_hand_since_the_last_sync(
@@ -22,3 +23,45 @@ def test_a_write_lists_pages_saved_by_hand_since_the_last_sync(
     store.field("notes").add("Third", "three")
     listing = (fresh.path / "listing.md").read_text()
     assert "hand.md" not in listing and "3 pages." in listing
+
+
+NESTED_FENCES = """# Nested
+
+## Example page
+
+Write the page like this:
+
+````markdown
+# My page
+
+```python
+# a comment
+x = 1
+```
+
+## Not a heading
+````
+
+## After
+
+After text.
+"""
+
+
+def test_a_longer_fence_keeps_inner_fences_and_hash_lines_as_code(field: deepfield.Field) -> None:
+    """A ```` block quoting Markdown holds ``` lines: they do not close it (CommonMark), so the
+    "# a comment" after ```python is no heading and the section runs to ````."""
+    field.write(NESTED_FENCES, name="nested")
+    view = field.read("nested", outline_only=True, depth=3)
+    assert [e.title for e in view.outline or []] == ["Nested", "Example page", "After"]
+    section = field.read("nested", section="Example page")
+    assert section.text.rstrip().endswith("````") and "## Not a heading" in section.text
+    assert section.line_end is not None and section.line_start is not None
+
+
+def test_taxonomy_skips_a_longer_fence_with_inner_fences() -> None:
+    text = ("# Taxonomy\n\n## Memory\n- RAG\n\n````markdown\n```\n## Example\n- Fake\n```\n"
+            "## Also example\n````\n\n## Evaluation\n- LoCoMo\n")
+    taxonomy = parse_taxonomy(text)
+    assert [node.name for node in taxonomy.categories()] == ["Memory", "Evaluation"]
+    assert [node.name for node in taxonomy.concepts()] == ["RAG", "LoCoMo"]

@@ -16,6 +16,7 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _RECORD = re.compile(
     r"^\s*(?:[-*+]\s|\d{1,3}[.)]\s|\||>|\[[^\]]{1,40}\]\s|[^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s"
     # "**Ana:** Great." / "__Ana:__ Great.": a Markdown transcript's bold speaker label
@@ -49,6 +50,21 @@ def below_title(heading: str, title: str) -> str:
 def is_fence(line: str) -> bool:
     """Whether ``line`` opens or closes a fenced code block."""
     return bool(_FENCE.match(line))
+
+
+def fence_step(line: str, fence: str | None) -> tuple[bool, str | None]:
+    """(whether ``line`` is a fence line, the fence open after it), ``fence`` being the one
+    open before it (its marker, e.g. "````") or None. As in CommonMark a fence is closed only
+    by a bare run of its own character at least as long as its opening, so a ````` ```` `````
+    block quoting Markdown keeps its inner ````` ```python ````` … ````` ``` ````` lines (and
+    the "# comment" between them) as code, not as headings."""
+    if fence is None:
+        opened = _FENCE.match(line)
+        return (True, opened.group(1)) if opened else (False, None)
+    closed = _FENCE_CLOSE.match(line)
+    if closed and closed.group(1)[0] == fence[0] and len(closed.group(1)) >= len(fence):
+        return True, None
+    return False, fence
 
 
 _LINK = re.compile(r"!?\[\[[^\]]*\]\]|!?\[[^\]]*\]\([^)]*\)")
@@ -169,16 +185,8 @@ def parse_sections(body: str, first_line: int = 1) -> list[Section]:
 
     for offset, line in enumerate(lines):
         number = first_line + offset
-        fence_match = _FENCE.match(line)
-        if fence_match:
-            marker = fence_match.group(1)
-            if fence is None:
-                fence = marker[0] * 3
-            elif marker.startswith(fence):
-                fence = None
-            own.append((number, line))
-            continue
-        if fence is not None:
+        fenced, fence = fence_step(line, fence)
+        if fenced or fence is not None:
             own.append((number, line))
             continue
         atx = _ATX.match(line)
@@ -220,17 +228,16 @@ def split_blocks(lines: tuple[tuple[int, str], ...] | list[tuple[int, str]]) -> 
         paragraph.clear()
 
     for number, line in lines:
-        fence_match = _FENCE.match(line)
         if fence is not None:
             code.append((number, line))
-            if fence_match and fence_match.group(1).startswith(fence):
-                fence = None
+            _, fence = fence_step(line, fence)
+            if fence is None:
                 blocks.append(Block("\n".join(t for _, t in code), code[0][0], number, "code"))
                 code = []
             continue
-        if fence_match:
+        opened, fence = fence_step(line, None)
+        if opened:
             flush()
-            fence = fence_match.group(1)[0] * 3
             code = [(number, line)]
             continue
         if line.strip():

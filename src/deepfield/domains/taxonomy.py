@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import TaxonomyError
+from ..markdown import fence_step
 from ..page import Page
 from .atomic import atomic_meta, entry_name, name_key, part_keys, unmatchable
 
@@ -39,7 +40,6 @@ TAXONOMY_FILE = "taxonomy.md"
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,3}[.)])(?:[ \t]+(.*?))?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 @dataclass
@@ -233,13 +233,8 @@ def _content_lines(body: str, first_line: int) -> list[tuple[int, str]]:
         if in_comment:
             in_comment = "-->" not in line
             continue
-        fence_match = _FENCE.match(line)
-        if fence is not None:
-            if fence_match and fence_match.group(1).startswith(fence):
-                fence = None
-            continue
-        if fence_match:
-            fence = fence_match.group(1)[0] * 3
+        fenced, fence = fence_step(line, fence)
+        if fenced or fence is not None:
             continue
         stripped = re.sub(r"<!--.*?-->", "", line)
         if "<!--" in stripped:
