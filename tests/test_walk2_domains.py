@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import deepfield
 from deepfield.domains import parse_taxonomy
+from deepfield.markdown import first_sentences, parse_sections
 
 
 def test_a_write_lists_pages_saved_by_hand_since_the_last_sync(
@@ -65,3 +66,33 @@ def test_taxonomy_skips_a_longer_fence_with_inner_fences() -> None:
     taxonomy = parse_taxonomy(text)
     assert [node.name for node in taxonomy.categories()] == ["Memory", "Evaluation"]
     assert [node.name for node in taxonomy.concepts()] == ["RAG", "LoCoMo"]
+
+
+def _split_page(field: deepfield.Field) -> list[str]:
+    """A page over 8 KB whose first part ends on an empty section: written split in two."""
+    sections = []
+    for i in range(1, 8):
+        sentences = " ".join(f"Sentence {i}.{j} fills the page about topic {i}." for j in range(30))
+        sections.append(f"## Section {i}\n\n{sentences}\n\n### Detail {i}\n\nDetail text {i}.\n")
+    body = "# Big page\n\n" + "\n".join(sections) + "\n## Notes\n\nLast notes. End.\n"
+    result = field.write(body, name="big-page")
+    return [page.filename for page in result.pages]
+
+
+def test_a_section_of_a_split_page_stops_before_the_parts_footer(field: deepfield.Field) -> None:
+    """The "---" rule and "Part 1 of 2 · next: […](…)" line under each part are navigation:
+    the last section of a part does not carry them."""
+    names = _split_page(field)
+    assert len(names) == 2
+    last_of_part_one = [e for e in field.read(names[0], outline_only=True, depth=3).outline or []
+                        if e.filename == names[0]][-1]
+    view = field.read(names[0], section=f"{last_of_part_one.title}@{last_of_part_one.line}")
+    assert "Part 1 of 2" not in view.text and not view.text.rstrip().endswith("---")
+    assert "Part 2 of 2" not in field.read(names[0], section="Notes").text
+    assert field.read(names[0], section="Notes").text == "## Notes\n\nLast notes. End.\n"
+
+
+def test_an_outline_never_quotes_the_parts_footer_as_a_sentence() -> None:
+    body = "## Empty\n\n---\nPart 1 of 2 · next: [Big page (part 2 of 2)](big-page-part-2.md)\n"
+    sections = [s for s in parse_sections(body) if s.level]
+    assert first_sentences(sections[0], 2) == []

@@ -314,7 +314,7 @@ def first_sentences(section: Section, count: int) -> list[str]:
         return []
     found: list[str] = []
     for block in split_blocks(section.text_lines):
-        if block.kind == "code":
+        if block.kind == "code" or is_parts_footer(block.text):  # code; a split's navigation
             continue
         for sentence in split_sentences(plain(block.text, backticks=True)):
             found.append(sentence)

@@ -12,7 +12,7 @@ from dataclasses import field as dc_field
 from typing import Any
 
 from .errors import SectionNotFoundError
-from .markdown import Section, first_sentences, parse_sections
+from .markdown import Section, first_sentences, is_parts_footer, parse_sections
 from .page import Page, jsonable_frontmatter, slugify
 
 
@@ -209,6 +209,13 @@ def _section_text(page: Page, sections: list[Section],
     # otherwise end on the empty string after the final line break (one past the file).
     while last > target.line and not lines[1][last - lines[0]].strip():
         last -= 1
+    # The last section of a part of a split page ends on the "---" rule and "Part 1 of 2 ·
+    # next: […](…)" footer split.py wrote: navigation, not the section's text.
+    if (last - 1 > target.line and is_parts_footer(lines[1][last - lines[0]])
+            and lines[1][last - 1 - lines[0]].strip() == "---"):
+        last -= 2
+        while last > target.line and not lines[1][last - lines[0]].strip():
+            last -= 1
     start = target.line - lines[0]
     text = "\n".join(lines[1][start : last - lines[0] + 1]).rstrip("\n") + "\n"
     return target, text, last
