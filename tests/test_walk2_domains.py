@@ -96,3 +96,19 @@ def test_an_outline_never_quotes_the_parts_footer_as_a_sentence() -> None:
     body = "## Empty\n\n---\nPart 1 of 2 · next: [Big page (part 2 of 2)](big-page-part-2.md)\n"
     sections = [s for s in parse_sections(body) if s.level]
     assert first_sentences(sections[0], 2) == []
+
+
+def test_headings_of_later_parts_keep_the_path_of_the_page_they_were_written_in(
+    field: deepfield.Field,
+) -> None:
+    """Part 2 starts under part 1's "# Big page": its sections are "Big page > Section 5" in
+    the outline of the whole page, and that path (copied from the page as written, or from
+    the outline) reads the section from either part."""
+    names = _split_page(field)
+    entries = field.read(names[0], outline_only=True).outline or []
+    second = [e for e in entries if e.filename == names[1]]
+    assert second and all(e.path[0] == "Big page" for e in second)
+    for name in names:
+        view = field.read(name, section="Big page > Notes")
+        assert view.filename == names[1] and view.section == ["Big page", "Notes"]
+    assert field.read(names[1], section="Notes").section == ["Big page", "Notes"]

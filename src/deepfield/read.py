@@ -78,10 +78,12 @@ class PageView:
         }
 
 
-def outline(page: Page, depth: int = 2, sentences: int = 1) -> list[OutlineEntry]:
-    """Headings down to ``depth`` (the text before the first heading counts as level 0)."""
+def outline(page: Page, depth: int = 2, sentences: int = 1,
+            sections: list[Section] | None = None) -> list[OutlineEntry]:
+    """Headings down to ``depth`` (the text before the first heading counts as level 0);
+    ``sections`` as for :func:`find_section`."""
     entries = []
-    for section in parse_sections(page.body, page.body_line):
+    for section in parse_sections(page.body, page.body_line) if sections is None else sections:
         if section.level > depth:
             continue
         entries.append(
@@ -151,10 +153,10 @@ def _matching(sections: list[Section], heading: str) -> list[Section]:
     return [s for s in sections if matches(s)]
 
 
-def count_matching(page: Page, heading: str) -> int:
+def count_matching(page: Page, heading: str, sections: list[Section] | None = None) -> int:
     """How many of the page's headings ``heading`` names (as :func:`find_section` reads it,
     ``NAME@LINE`` included); 0 when it names none."""
-    sections = [s for s in parse_sections(page.body, page.body_line) if s.level]
+    sections = _headed(page, sections)
     found = _matching(sections, heading)
     at = re.fullmatch(r"(.*\S)\s*@(\d+)", heading.strip())
     if at and not found:
@@ -162,14 +164,23 @@ def count_matching(page: Page, heading: str) -> int:
     return len(found)
 
 
-def find_section(page: Page, heading: str) -> tuple[Section, str, int]:
+def _headed(page: Page, sections: list[Section] | None) -> list[Section]:
+    if sections is None:
+        sections = parse_sections(page.body, page.body_line)
+    return [s for s in sections if s.level]
+
+
+def find_section(page: Page, heading: str,
+                 sections: list[Section] | None = None) -> tuple[Section, str, int]:
     """The section named ``heading`` with its subsections: (section, text, last line).
 
     ``heading`` matches a heading's text (any case), its slug, or a path written
     ``Parent > Child`` or ``Parent/Child``. Where several headings match, ``@LINE`` after
-    it (``Notes@11``: the heading on line 11 of the file) says which.
+    it (``Notes@11``: the heading on line 11 of the file) says which. ``sections``: the
+    page's sections when their paths are not the page's own (a part of a split page, whose
+    headings sit under the headings of the parts before it).
     """
-    sections = [s for s in parse_sections(page.body, page.body_line) if s.level]
+    sections = _headed(page, sections)
     at = re.fullmatch(r"(.*\S)\s*@(\d+)", heading.strip())
     if at and not _matching(sections, heading):  # a heading ending in "@2" is its own text
         named, line = _matching(sections, at.group(1)), int(at.group(2))
