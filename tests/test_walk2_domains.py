@@ -112,3 +112,13 @@ def test_headings_of_later_parts_keep_the_path_of_the_page_they_were_written_in(
         view = field.read(name, section="Big page > Notes")
         assert view.filename == names[1] and view.section == ["Big page", "Notes"]
     assert field.read(names[1], section="Notes").section == ["Big page", "Notes"]
+
+
+def test_taxonomy_reads_setext_headings_as_categories() -> None:
+    """"Memory" over "------" is a heading to read --outline: the taxonomy read it as prose,
+    lost the category and made its concepts categories."""
+    text = ("Taxonomy\n========\n\nMemory\n------\n- RAG\n- GraphRAG\n\n"
+            "Evaluation\n----------\n- LoCoMo\n\n- item\n---\n")
+    taxonomy = parse_taxonomy(text)
+    assert [n.name for n in taxonomy.roots] == ["Memory", "Evaluation"]
+    assert [n.name for n in taxonomy.concepts()] == ["RAG", "GraphRAG", "LoCoMo", "item"]

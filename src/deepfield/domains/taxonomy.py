@@ -2,8 +2,8 @@
 
 The page is free Markdown, as ResearcherZero wants, but its tree is taken from two things only:
 
-* headings: ``## Memory`` under ``# Taxonomy``; a single H1 at the top is the page's title,
-  not a category;
+* headings (ATX ``## Memory`` or setext, ``Memory`` over ``------``) under ``# Taxonomy``; a
+  single H1 at the top is the page's title, not a category;
 * list items, nested by indentation, under a heading or at the top level.
 
 Roots are categories; a deeper node with children is a sub-category; a deeper node without
@@ -39,6 +39,7 @@ TAXONOMY_FILE = "taxonomy.md"
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-{2,})[ \t]*$")
 _ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,3}[.)])(?:[ \t]+(.*?))?[ \t]*$")
 
 
@@ -161,7 +162,7 @@ def parse_taxonomy(text: str, filename: str = TAXONOMY_FILE) -> Taxonomy:
             f"{filename} line 1: {page.frontmatter_error}",
             "fix the YAML between the '---' lines, or remove the block",
         )
-    lines = _content_lines(page.body, page.body_line)
+    lines = _setext_as_atx(_content_lines(page.body, page.body_line))
     headings = [(n, m) for n, line in lines if (m := _HEADING.match(line))]
     h1s = [n for n, m in headings if len(m.group(1)) == 1]
     title_line = h1s[0] if len(h1s) == 1 and headings[0][0] == h1s[0] else None
@@ -221,6 +222,25 @@ def parse_taxonomy(text: str, filename: str = TAXONOMY_FILE) -> Taxonomy:
         name, aliases = _entry(item.group(2), filename, number)
         items.append((indent, attach(name, aliases, number, parent)))
     return taxonomy
+
+
+def _setext_as_atx(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Setext headings ("Memory" over "------") written as ATX ones ("## Memory"), as
+    read --outline reads them (markdown.parse_sections): else the category was lost and its
+    concepts became categories. Only a one-line paragraph is a heading so."""
+    out: list[tuple[int, str]] = []
+    for number, line in lines:
+        under = _SETEXT.match(line)
+        if under and out:
+            above_number, above = out[-1]
+            alone = len(out) < 2 or not out[-2][1].strip()
+            if (alone and above.strip() and not above[:1].isspace()
+                    and not _ITEM.match(above) and not _HEADING.match(above)):
+                marks = "#" if under.group(1)[0] == "=" else "##"
+                out[-1] = (above_number, f"{marks} {above.strip()}")
+                continue
+        out.append((number, line))
+    return out
 
 
 def _content_lines(body: str, first_line: int) -> list[tuple[int, str]]:
