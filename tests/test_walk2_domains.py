@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 import deepfield
-from deepfield.domains import parse_taxonomy
+from deepfield.domains import Filters, parse_taxonomy
+from deepfield.domains.domain import add_atomic
+from deepfield.errors import InvalidMetadataError
 from deepfield.markdown import first_sentences, parse_sections
+
+from .conftest import Cli, run_deepfield
 
 
 def test_a_write_lists_pages_saved_by_hand_since_the_last_sync(
@@ -122,3 +128,22 @@ def test_taxonomy_reads_setext_headings_as_categories() -> None:
     taxonomy = parse_taxonomy(text)
     assert [n.name for n in taxonomy.roots] == ["Memory", "Evaluation"]
     assert [n.name for n in taxonomy.concepts()] == ["RAG", "GraphRAG", "LoCoMo", "item"]
+
+
+def test_filters_take_one_name_as_a_string(field: deepfield.Field) -> None:
+    """Filters(category="Memory") iterated the string: it filtered on "M", "e", … and found
+    nothing, and Filters(kind="method") failed on kind 'm'."""
+    add_atomic(field, "GraphRAG", "method", category="Memory", concepts=["RAG"])
+    where = Filters(kind="method", category="Memory", concept="RAG")  # type: ignore[arg-type]
+    assert where == Filters(("method",), ("Memory",), ("RAG",))
+    assert [h.filename for h in field.search("GraphRAG", where=where).results] == ["graphrag.md"]
+
+
+def test_a_filter_name_without_letters_or_digits_is_refused(cli: Cli) -> None:
+    """--concept '***' can match no page (writes refuse such names): said, not "no results"."""
+    with pytest.raises(InvalidMetadataError, match="no letters or digits"):
+        Filters(concept=("***",))
+    assert cli("new", "notes").exit_code == 0
+    result = run_deepfield("--store", str(cli.store_path), "--embedder", "none", "search", "x",
+                           "--category", "--")
+    assert result.returncode == 1 and b"no letters or digits" in result.stderr

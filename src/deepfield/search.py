@@ -63,7 +63,7 @@ def check_where(where: object) -> None:
     if where is not None and not isinstance(where, Filters):
         raise DeepfieldError(
             f"where= takes a deepfield.domains.Filters, not a {type(where).__name__}",
-            'build one with deepfield.domains.Filters.of(kind="decision", category=..., '
+            'build one with deepfield.domains.Filters.of(kind="method", category=..., '
             "concept=...)")
 
 

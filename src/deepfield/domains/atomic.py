@@ -256,8 +256,19 @@ class Filters:
     concept: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        for option in ("kind", "category", "concept"):
+            value = getattr(self, option)
+            if isinstance(value, str):  # Filters(category="Memory"): one name, not letters
+                object.__setattr__(self, option, (value,))
         for kind in self.kind:
             check_kind(kind)
+        for option, values in (("category", self.category), ("concept", self.concept)):
+            for value in values:
+                if unmatchable(value):
+                    # Said, not an empty result: no page can be filed under such a name.
+                    raise InvalidMetadataError(
+                        f"{option} {value!r} has no letters or digits, so it matches no page",
+                        f"give the {option}'s name")
 
     @classmethod
     def of(
