@@ -6,7 +6,8 @@ import pytest
 
 import deepfield
 from deepfield.domains import Filters, parse_taxonomy
-from deepfield.domains.domain import add_atomic
+from deepfield.domains.domain import add_atomic, create_domain, domain_summary, taxonomy_report
+from deepfield.domains.levels import level_blocks
 from deepfield.errors import InvalidMetadataError
 from deepfield.markdown import first_sentences, parse_sections
 
@@ -147,3 +148,41 @@ def test_a_filter_name_without_letters_or_digits_is_refused(cli: Cli) -> None:
     result = run_deepfield("--store", str(cli.store_path), "--embedder", "none", "search", "x",
                            "--category", "--")
     assert result.returncode == 1 and b"no letters or digits" in result.stderr
+
+
+def _big_survey(field: deepfield.Field) -> list[str]:
+    body = "# Big survey\n\n" + "\n".join(
+        f"## Section {i}\n\n" + " ".join(f"Finding {i}.{j} on memory." for j in range(60)) + "\n"
+        for i in range(1, 7))
+    result = add_atomic(field, "Big survey", "survey", category="Memory", text=body)
+    return [page.filename for page in result.pages]
+
+
+def test_a_split_survey_counts_once_and_is_one_outline_in_order(store: deepfield.Store) -> None:
+    """Each part of a split page carries its frontmatter: the taxonomy counted a split survey
+    once per part, `domain ls` saw two surveys, and the medium level gave one outline per part,
+    part 2 first (filename order)."""
+    create_domain(store, "research")
+    domain = store.field("research")
+    (domain.path / "taxonomy.md").write_text("# Taxonomy\n\n## Memory\n- RAG\n")
+    names = _big_survey(domain)
+    assert len(names) == 2
+    report = taxonomy_report(domain)
+    assert report.counts.atomic == 1 and report.to_json()["tree"][0]["pages"] == 1
+    assert domain_summary(domain)["atomic"]["survey"] == 1
+    blocks = [b for b in level_blocks(domain, "medium") if b.filename in names]
+    assert [b.filename for b in blocks] == [names[0]]
+    text = blocks[0].text
+    assert text.index("## Section 1") < text.index("## Section 6")
+    assert blocks[0].label == "Survey outline: Big survey"
+
+
+def test_an_unfilled_survey_is_a_stub_not_bare_headings(store: deepfield.Store) -> None:
+    """The skeleton `domain add --kind survey` writes has headings and no text: the medium
+    level loaded those bare headings as the survey's outline."""
+    create_domain(store, "research")
+    domain = store.field("research")
+    add_atomic(domain, "Survey of memory", "survey", category="Memory", summary="A survey.")
+    blocks = [b for b in level_blocks(domain, "medium") if b.filename == "survey-of-memory.md"]
+    assert len(blocks) == 1 and blocks[0].layer == "atomic"
+    assert blocks[0].text.startswith("- [Survey of memory](survey-of-memory.md) — survey")

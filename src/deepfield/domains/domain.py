@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any
 
+from ..archive import part_names as split_part_names
 from ..errors import (
     FieldExistsError,
     InvalidMetadataError,
@@ -49,7 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DomainCreated", "TaxonomyReport", "add_atomic", "create_domain", "domain_summary",
-    "hidden_pages", "is_superseded", "load_taxonomy", "role_pages", "taxonomy_report",
+    "hidden_pages", "is_superseded", "later_parts", "load_taxonomy", "role_pages",
+    "taxonomy_report",
 ]
 
 MAX_NAME = 100
@@ -89,6 +91,21 @@ def role_pages(field: Field, docs: Sequence[DocRow] | None = None) -> dict[str, 
         if (row.frontmatter or {}).get(ROLE_KEY) in (None, spec.role):
             found[spec.role] = spec.filename
     return found
+
+
+def later_parts(docs: Sequence[DocRow]) -> set[str]:
+    """Filenames of the parts after the first of split pages whose first part is listed too:
+    a page over 8 KB is stored in parts that each carry its frontmatter, and counted, linted
+    or stubbed once per part it read as several pages (a split survey was two surveys)."""
+    listed = {doc.filename for doc in docs}
+    later: set[str] = set()
+    for doc in docs:
+        if not (doc.frontmatter or {}).get("split_from"):
+            continue
+        names = split_part_names(Page(body="", frontmatter=doc.frontmatter), doc.filename)
+        if names and len(names) > 1 and names[0] in listed and doc.filename != names[0]:
+            later.add(doc.filename)
+    return later
 
 
 def create_domain(
@@ -169,7 +186,8 @@ def taxonomy_report(field: Field) -> TaxonomyReport:
             "`role: taxonomy`)",
             f"add the domain's pages with `deepfield domain new {field.name} --adopt`",
         )
-    pages = [d for d in docs if d.filename != taxonomy.filename]
+    parts = later_parts(docs)
+    pages = [d for d in docs if d.filename != taxonomy.filename and d.filename not in parts]
     hidden = hidden_pages(docs)
     current = [d for d in pages if d.filename not in hidden]  # as search counts them
     return TaxonomyReport(
@@ -250,7 +268,10 @@ def domain_summary(field: Field) -> dict[str, Any]:
     present = role_pages(field, docs)
     kinds = dict.fromkeys(KINDS, 0)
     other = 0
+    parts = later_parts(docs)
     for doc in docs:
+        if doc.filename in parts:
+            continue
         kind = atomic_meta(doc.frontmatter).kind
         if kind in kinds:
             kinds[kind] += 1
