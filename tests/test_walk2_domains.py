@@ -8,7 +8,7 @@ import deepfield
 from deepfield.domains import Filters, parse_taxonomy
 from deepfield.domains.domain import add_atomic, create_domain, domain_summary, taxonomy_report
 from deepfield.domains.levels import level_blocks
-from deepfield.errors import InvalidMetadataError
+from deepfield.errors import InvalidMetadataError, InvalidPageError
 from deepfield.markdown import first_sentences, parse_sections
 
 from .conftest import Cli, run_deepfield
@@ -186,3 +186,14 @@ def test_an_unfilled_survey_is_a_stub_not_bare_headings(store: deepfield.Store) 
     blocks = [b for b in level_blocks(domain, "medium") if b.filename == "survey-of-memory.md"]
     assert len(blocks) == 1 and blocks[0].layer == "atomic"
     assert blocks[0].text.startswith("- [Survey of memory](survey-of-memory.md) — survey")
+
+
+def test_domain_add_refuses_text_that_brings_its_own_frontmatter(field: deepfield.Field) -> None:
+    """A page piped in whole (a ResearcherZero page with type, source…) was stored as body
+    text under the new frontmatter: a second "---" block nothing reads."""
+    page = "---\ntitle: GraphRAG\ntype: method\nsource: https://arxiv.org/abs/2404.16130\n---\nBody.\n"
+    with pytest.raises(InvalidPageError, match="frontmatter block"):
+        add_atomic(field, "GraphRAG", "method", category="Memory", text=page)
+    assert not (field.path / "graphrag.md").exists()
+    body = add_atomic(field, "Rule", "method", category="Memory", text="---\n\nAfter a rule.\n")
+    assert body.pages[0].action == "created"

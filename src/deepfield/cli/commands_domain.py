@@ -68,7 +68,9 @@ def domain_add(
 ) -> None:
     """File an atomic knowledge page in FIELD, with checked frontmatter.
 
-    The body is TEXT, standard input for -, or, when omitted, a section skeleton for the kind.
+    The body is TEXT, standard input for -, or, when omitted, a section skeleton for the kind
+    (the body alone: the frontmatter comes from the options; `deepfield write` stores a
+    whole page).
     Categories and concepts the taxonomy does not know are kept and reported as warnings.
     """
     fld = settings(ctx).field(field)

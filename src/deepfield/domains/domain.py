@@ -17,6 +17,7 @@ from ..errors import (
     FieldExistsError,
     InvalidMetadataError,
     InvalidNameError,
+    InvalidPageError,
     PageConflictError,
     PageNotFoundError,
     TaxonomyError,
@@ -226,6 +227,17 @@ def add_atomic(
                                 "choose another --name, or edit that page")
     keys = atomic_frontmatter(kind, category=category, concepts=concepts, source=source,
                               date=date)
+    if text and text.lstrip("\ufeff").startswith("---"):
+        parsed = Page.parse(text)
+        closed = any(line.strip() in ("---", "...") for line in text.split("\n")[1:])
+        if parsed.frontmatter is not None or (parsed.frontmatter_error and closed):
+            # It would be stored as body text under the page's own frontmatter: a second
+            # "---" block whose keys (a ResearcherZero page's type, source…) nothing reads.
+            raise InvalidPageError(
+                "the text starts with a frontmatter block; `domain add` writes the "
+                "frontmatter from its options",
+                "give the body alone (with --kind, --category, --concept, --source, --date), "
+                "or store the whole page as it is with `deepfield write FIELD -`")
     body = text if text and text.strip() else f"# {title}\n\n{KIND_BODIES[keys['kind']]}"
     result = field.add(title, body, summary=summary, name=name, frontmatter=keys)
     written = result.filenames[0]
