@@ -197,3 +197,19 @@ def test_domain_add_refuses_text_that_brings_its_own_frontmatter(field: deepfiel
     assert not (field.path / "graphrag.md").exists()
     body = add_atomic(field, "Rule", "method", category="Memory", text="---\n\nAfter a rule.\n")
     assert body.pages[0].action == "created"
+
+
+def test_a_full_width_colon_ends_a_taxonomy_name_without_a_space(store: deepfield.Store) -> None:
+    """CJK puts no space after "：": the whole line was the concept's name, so neither the
+    count nor a search filter found pages tagged with the name itself."""
+    create_domain(store, "zh")
+    domain = store.field("zh")
+    (domain.path / "taxonomy.md").write_text(
+        "# 分类网络\n\n## 记忆机制\n- 检索增强生成（RAG）：把记忆当作检索\n- Category：\n")
+    add_atomic(domain, "图RAG方法", "method", category="记忆机制", concepts=["检索增强生成"],
+               text="正文。")
+    report = taxonomy_report(domain)
+    assert [n.name for n in report.taxonomy.concepts()] == ["检索增强生成", "Category"]
+    assert not report.issues and report.to_json()["tree"][0]["children"][0]["pages"] == 1
+    hits = domain.search("正文", where=Filters.of(concept="RAG")).results
+    assert [h.title for h in hits] == ["图RAG方法"]

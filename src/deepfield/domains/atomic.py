@@ -44,7 +44,9 @@ _ARXIV = re.compile(r"^arxiv:\s*\S+$", re.IGNORECASE)
 _PATH_SEP = re.compile(r"\s*(?:>|/)\s*")
 _PUNCT = re.compile(r"[\s\-_–—·.,;:'\"`*()\[\]]+")
 _CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
-_DESCRIPTION = re.compile(r"\s+[—–-]\s+|[:：]\s|[:：]$")
+# A full-width colon cuts with or without a space: CJK text puts none after it, so
+# "检索增强生成（RAG）：把记忆当作检索" is named 检索增强生成, not the whole line.
+_DESCRIPTION = re.compile(r"\s+[—–-]\s+|:\s|:$|\s*：")
 _ALIASES = re.compile(r"[(（]([^()（）]*)[)）]")
 
 
@@ -58,7 +60,8 @@ def name_key(text: str) -> str:
 
 def entry_name(text: str) -> tuple[str, tuple[str, ...]]:
     """(name, aliases) of a taxonomy entry or a page's category or concept value: the text up
-    to ``: ``, `` — `` or `` - `` (the rest is a description), names in parentheses being
+    to ``: ``, a full-width ``：``, `` — `` or `` - `` (the rest is a description), names in
+    parentheses being
     aliases, so ``Retrieval-Augmented Generation (RAG): memory as retrieval`` is named
     ``Retrieval-Augmented Generation`` and also ``RAG``. The name is "" when there is none."""
     flat = plain(_CHECKBOX.sub("", text.strip())).replace("[[", "").replace("]]", "").strip()
