@@ -213,3 +213,17 @@ def test_a_full_width_colon_ends_a_taxonomy_name_without_a_space(store: deepfiel
     assert not report.issues and report.to_json()["tree"][0]["children"][0]["pages"] == 1
     hits = domain.search("正文", where=Filters.of(concept="RAG")).results
     assert [h.title for h in hits] == ["图RAG方法"]
+
+
+def test_a_heading_with_a_slash_or_angle_bracket_is_read_by_its_text(
+    field: deepfield.Field,
+) -> None:
+    """"/" and ">" separate a heading path, so "## Input/Output" could not be read at all:
+    the error listed the very heading that was asked for."""
+    field.write("# Notes\n\n## Input/Output\nIO text.\n\n## A > B comparison\nCmp.\n\n"
+                "## TCP/IP\nNet.\n", name="notes")
+    assert field.read("notes", section="Input/Output").text == "## Input/Output\nIO text.\n"
+    assert field.read("notes", section="a > b comparison").section == ["Notes",
+                                                                      "A > B comparison"]
+    assert field.read("notes", section="Notes > TCP/IP").section == ["Notes", "TCP/IP"]
+    assert field.read("notes", section="Notes").section == ["Notes"]

@@ -138,13 +138,26 @@ def _same_heading(title: str, wanted: str) -> bool:
     return bool(slug) and slugify(title) == slug
 
 
+def _joined(text: str) -> str:
+    """A heading or heading path compared as written: case, spacing and which of ``>`` and
+    ``/`` separates (either may be part of a heading's text) do not matter."""
+    return re.sub(r"\s*(?:>|/)\s*", ">", _normal(text))
+
+
 def _matching(sections: list[Section], heading: str) -> list[Section]:
     """The sections whose heading (or heading path ``A > B``) is ``heading``."""
     wanted = [_normal(part) for part in re.split(r"\s*(?:>|/)\s*", heading) if part.strip()]
     if not wanted:
         raise SectionNotFoundError("no heading given")
 
+    written = _joined(heading)
+
     def matches(section: Section) -> bool:
+        # A heading whose own text holds "/" or ">" ("## Input/Output", "Setup > Usage >
+        # TCP/IP"): its text, or a path ending in it, read as written.
+        if any(_joined(" > ".join(section.path[-n:])) == written
+               for n in range(1, len(section.path) + 1)):
+            return True
         tail = section.path[-len(wanted) :]
         if len(tail) != len(wanted):
             return False
