@@ -8,7 +8,7 @@ import deepfield
 from deepfield.domains import Filters, parse_taxonomy
 from deepfield.domains.domain import add_atomic, create_domain, domain_summary, taxonomy_report
 from deepfield.domains.levels import level_blocks
-from deepfield.errors import InvalidMetadataError, InvalidPageError
+from deepfield.errors import InvalidMetadataError, InvalidPageError, SectionNotFoundError
 from deepfield.markdown import first_sentences, parse_sections
 
 from .conftest import Cli, run_deepfield
@@ -227,3 +227,20 @@ def test_a_heading_with_a_slash_or_angle_bracket_is_read_by_its_text(
                                                                       "A > B comparison"]
     assert field.read("notes", section="Notes > TCP/IP").section == ["Notes", "TCP/IP"]
     assert field.read("notes", section="Notes").section == ["Notes"]
+
+
+def test_headings_inside_an_html_comment_are_not_headings(store: deepfield.Store) -> None:
+    """The taxonomy template's guidance comment holds an example "## Memory": the outline
+    listed it as a section of every new domain, `read --section Memory` returned half the
+    comment, and the comment was quoted as a section's first sentence."""
+    create_domain(store, "research")
+    domain = store.field("research")
+    view = domain.read("taxonomy", outline_only=True, depth=3)
+    assert [e.title for e in view.outline or []] == ["Taxonomy: research"]
+    assert all(not s.startswith("<!--") for e in view.outline or [] for s in e.sentences)
+    with pytest.raises(SectionNotFoundError):
+        domain.read("taxonomy", section="Memory")
+    body = "## Notes\n<!-- guidance --> Real text. More.\n<!-- two\nlines -->\n## Next\nx\n"
+    sections = [s for s in parse_sections(body) if s.level]
+    assert [s.title for s in sections] == ["Notes", "Next"]
+    assert first_sentences(sections[0], 2) == ["Real text.", "More."]

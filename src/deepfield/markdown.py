@@ -76,6 +76,7 @@ _NAVIGATION = frozenset({
 _FOOTER = re.compile(r"^part \d+ of \d+$", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+")
 _COMMENT = re.compile(r"^<!--.*-->$")
+_COMMENT_OPEN = re.compile(r"^ {0,3}<!--")
 _SESSION_CONTEXT = re.compile(
     r"^When: [^\n]*?\. Who: [^\n]*?\.(?: (?:Topic|Project|Related): [^\n]*)?$")
 """The context paragraph the memorizer writes under a session page's title ("When: unknown.
@@ -167,6 +168,7 @@ def parse_sections(body: str, first_line: int = 1) -> list[Section]:
     current: tuple[int, str, int] = (0, "", first_line)
     own: list[tuple[int, str]] = []
     fence: str | None = None
+    comment = False  # inside an HTML comment block ("<!-- … -->" over several lines)
 
     def close() -> None:
         level, title, line = current
@@ -185,8 +187,19 @@ def parse_sections(body: str, first_line: int = 1) -> list[Section]:
 
     for offset, line in enumerate(lines):
         number = first_line + offset
+        if comment:
+            comment = "-->" not in line
+            own.append((number, line))
+            continue
         fenced, fence = fence_step(line, fence)
         if fenced or fence is not None:
+            own.append((number, line))
+            continue
+        opened = _COMMENT_OPEN.match(line)
+        if opened and "-->" not in line[opened.end():]:
+            # As in CommonMark, an HTML comment block runs to its "-->": a template's
+            # "## Memory" example inside one is no heading.
+            comment = True
             own.append((number, line))
             continue
         atx = _ATX.match(line)
@@ -308,12 +321,45 @@ def plain(text: str, *, backticks: bool = False) -> str:
     return "".join(pieces)
 
 
+def _uncommented(lines: tuple[tuple[int, str], ...]) -> list[tuple[int, str]]:
+    """The lines with HTML comments blanked out (line numbers kept): a template's guidance
+    is not the first sentence of its section. Fenced code is kept as it is."""
+    text = "\n".join(line for _, line in lines)
+    if "<!--" not in text:
+        return list(lines)
+    kept: list[tuple[int, str]] = []
+    fence: str | None = None
+    comment = False
+    for number, line in lines:
+        fenced, fence = fence_step(line, fence)
+        if not comment and (fenced or fence is not None):
+            kept.append((number, line))
+            continue
+        out = ""
+        rest = line
+        while rest:
+            if comment:
+                end = rest.find("-->")
+                if end < 0:
+                    rest = ""
+                    break
+                comment, rest = False, rest[end + 3:]
+                continue
+            start = rest.find("<!--")
+            if start < 0:
+                out += rest
+                break
+            out, rest, comment = out + rest[:start], rest[start + 4:], True
+        kept.append((number, out))
+    return kept
+
+
 def first_sentences(section: Section, count: int) -> list[str]:
     """The first ``count`` sentences of a section's own text, skipping code blocks."""
     if count <= 0:
         return []
     found: list[str] = []
-    for block in split_blocks(section.text_lines):
+    for block in split_blocks(_uncommented(section.text_lines)):
         if block.kind == "code" or is_parts_footer(block.text):  # code; a split's navigation
             continue
         for sentence in split_sentences(plain(block.text, backticks=True)):
