@@ -244,3 +244,9 @@ def test_headings_inside_an_html_comment_are_not_headings(store: deepfield.Store
     sections = [s for s in parse_sections(body) if s.level]
     assert [s.title for s in sections] == ["Notes", "Next"]
     assert first_sentences(sections[0], 2) == ["Real text.", "More."]
+
+
+def test_listing_lists_the_parts_of_a_split_page_in_order(field: deepfield.Field) -> None:
+    names = _split_page(field)
+    listing = (field.path / "listing.md").read_text()
+    assert listing.index(f"]({names[0]})") < listing.index(f"]({names[1]})")

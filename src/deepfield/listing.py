@@ -71,7 +71,9 @@ def render_listing(field_name: str, docs: Sequence[CatalogueEntry]) -> str:
         f"{len(docs)} page{'s' if len(docs) != 1 else ''}.",
         "",
     ]
-    for doc in docs:
+    # By name without ".md": "big-page.md" before "big-page-part-2.md" ("-" sorts before
+    # "."), so a split page's parts are listed in order.
+    for doc in sorted(docs, key=lambda entry: entry.filename.removesuffix(".md")):
         summary = " ".join((doc.summary or "").split())
         # One line per page whatever the title holds (a line break would start a new entry).
         title = " ".join(doc.title.split()).replace("[", "(").replace("]", ")")
