@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import deepfield
-from deepfield.domains import Filters, parse_taxonomy
+from deepfield.domains import Filters, atomic_frontmatter, parse_taxonomy
 from deepfield.domains.domain import add_atomic, create_domain, domain_summary, taxonomy_report
 from deepfield.domains.levels import level_blocks
 from deepfield.errors import InvalidMetadataError, InvalidPageError, SectionNotFoundError
@@ -250,3 +250,11 @@ def test_listing_lists_the_parts_of_a_split_page_in_order(field: deepfield.Field
     names = _split_page(field)
     listing = (field.path / "listing.md").read_text()
     assert listing.index(f"]({names[0]})") < listing.index(f"]({names[1]})")
+
+
+def test_a_bare_arxiv_id_is_a_source() -> None:
+    """--source 2404.16130 was refused as "not a URL, DOI or arXiv id": it is an arXiv id."""
+    for source in ("2404.16130", "2404.16130v2", "hep-th/9901001", "math.GT/0309136"):
+        assert atomic_frontmatter("method", source=source)["source"] == source
+    with pytest.raises(InvalidMetadataError):
+        atomic_frontmatter("method", source="2404")

@@ -41,6 +41,8 @@ _DATE = re.compile(r"^\d{4}(?:-(?:0[1-9]|1[0-2])(?:-(?:0[1-9]|[12]\d|3[01])(?:[T
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://[^\s/]+\S*$", re.IGNORECASE)
 _DOI = re.compile(r"^(?:doi:\s*)?10\.\d{4,9}/\S+$", re.IGNORECASE)
 _ARXIV = re.compile(r"^arxiv:\s*\S+$", re.IGNORECASE)
+# A bare arXiv identifier is one too: 2404.16130(v2) since 2007, hep-th/9901001 before.
+_ARXIV_ID = re.compile(r"^(?:\d{4}\.\d{4,5}|[a-z-]+(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?$")
 _PATH_SEP = re.compile(r"\s*(?:>|/)\s*")
 _PUNCT = re.compile(r"[\s\-_–—·.,;:'\"`*()\[\]]+")
 _CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
@@ -190,7 +192,8 @@ def _real_day(value: str) -> bool:
 
 def check_source(source: str) -> str:
     value = source.strip()
-    if not (_URL.match(value) or _DOI.match(value) or _ARXIV.match(value)):
+    if not (_URL.match(value) or _DOI.match(value) or _ARXIV.match(value)
+            or _ARXIV_ID.match(value)):
         raise InvalidMetadataError(
             f"source {source!r} is not a URL, DOI or arXiv id",
             "give e.g. https://arxiv.org/abs/2501.00001, 10.1145/3295500 or arXiv:2501.00001",
