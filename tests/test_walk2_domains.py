@@ -258,3 +258,8 @@ def test_a_bare_arxiv_id_is_a_source() -> None:
         assert atomic_frontmatter("method", source=source)["source"] == source
     with pytest.raises(InvalidMetadataError):
         atomic_frontmatter("method", source="2404")
+
+
+def test_an_outline_skips_a_tables_rule_row() -> None:
+    sections = [s for s in parse_sections("## T\n| a | b |\n|:---|---:|\n| 1 | 2 |\n") if s.level]
+    assert first_sentences(sections[0], 3) == ["| a | b |", "| 1 | 2 |"]

@@ -77,6 +77,7 @@ _FOOTER = re.compile(r"^part \d+ of \d+$", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+")
 _COMMENT = re.compile(r"^<!--.*-->$")
 _COMMENT_OPEN = re.compile(r"^ {0,3}<!--")
+_TABLE_RULE = re.compile(r"^\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?$")
 _SESSION_CONTEXT = re.compile(
     r"^When: [^\n]*?\. Who: [^\n]*?\.(?: (?:Topic|Project|Related): [^\n]*)?$")
 """The context paragraph the memorizer writes under a session page's title ("When: unknown.
@@ -361,6 +362,8 @@ def first_sentences(section: Section, count: int) -> list[str]:
     found: list[str] = []
     for block in split_blocks(_uncommented(section.text_lines)):
         if block.kind == "code" or is_parts_footer(block.text):  # code; a split's navigation
+            continue
+        if _TABLE_RULE.match(block.text):  # "|---|---|" under a table's header says nothing
             continue
         for sentence in split_sentences(plain(block.text, backticks=True)):
             found.append(sentence)
