@@ -263,3 +263,11 @@ def test_a_bare_arxiv_id_is_a_source() -> None:
 def test_an_outline_skips_a_tables_rule_row() -> None:
     sections = [s for s in parse_sections("## T\n| a | b |\n|:---|---:|\n| 1 | 2 |\n") if s.level]
     assert first_sentences(sections[0], 3) == ["| a | b |", "| 1 | 2 |"]
+
+
+def test_domain_add_says_when_no_taxonomy_checked_the_names(field: deepfield.Field) -> None:
+    """In a field without a taxonomy page the names went unchecked without a word, while
+    the help promises unknown categories are reported."""
+    result = add_atomic(field, "GraphRAG", "method", category="Memroy")
+    assert any("no taxonomy page" in w for w in result.warnings)
+    assert not add_atomic(field, "Plain", "blog").warnings

@@ -251,7 +251,13 @@ def add_atomic(
     except TaxonomyError as exc:
         result.warnings.append(f"categories not checked: {exc.message}")
         return result
-    if taxonomy is not None:
+    if taxonomy is None:
+        if keys.get("category") or keys.get("concepts"):
+            # Said, as an unknown name would be: nothing checked them.
+            result.warnings.append(
+                f"categories and concepts not checked: {field.name} has no taxonomy page "
+                f"(make it a domain with `deepfield domain new {field.name} --adopt`)")
+    else:
         # Only this page's problems: the taxonomy's own warnings belong to `taxonomy --lint`.
         quiet = Taxonomy(taxonomy.filename, taxonomy.roots)
         page = _PageRef(written, keys)
