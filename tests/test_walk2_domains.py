@@ -9,6 +9,7 @@ from deepfield.domains import Filters, atomic_frontmatter, parse_taxonomy
 from deepfield.domains.domain import add_atomic, create_domain, domain_summary, taxonomy_report
 from deepfield.domains.levels import level_blocks
 from deepfield.errors import InvalidMetadataError, InvalidPageError, SectionNotFoundError
+from deepfield.manage.supersede import supersede
 from deepfield.markdown import first_sentences, parse_sections
 
 from .conftest import Cli, run_deepfield
@@ -271,3 +272,13 @@ def test_domain_add_says_when_no_taxonomy_checked_the_names(field: deepfield.Fie
     result = add_atomic(field, "GraphRAG", "method", category="Memroy")
     assert any("no taxonomy page" in w for w in result.warnings)
     assert not add_atomic(field, "Plain", "blog").warnings
+
+
+def test_domain_ls_leaves_superseded_pages_out_as_the_taxonomy_does(store: deepfield.Store) -> None:
+    create_domain(store, "research")
+    domain = store.field("research")
+    add_atomic(domain, "GraphRAG", "method", category="Memory", text="Old.")
+    add_atomic(domain, "GraphRAG v2", "method", category="Memory", text="New.")
+    supersede(domain, "graphrag", "graphrag-v2")
+    assert domain_summary(domain)["atomic"]["method"] == 1
+    assert taxonomy_report(domain).counts.atomic == 1

@@ -286,9 +286,10 @@ def domain_summary(field: Field) -> dict[str, Any]:
     present = role_pages(field, docs)
     kinds = dict.fromkeys(KINDS, 0)
     other = 0
-    parts = later_parts(docs)
+    # Counted as the taxonomy counts them: once per split page, superseded pages left out.
+    skip = later_parts(docs) | hidden_pages(docs)
     for doc in docs:
-        if doc.filename in parts:
+        if doc.filename in skip:
             continue
         kind = atomic_meta(doc.frontmatter).kind
         if kind in kinds:
