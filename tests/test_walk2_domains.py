@@ -282,3 +282,12 @@ def test_domain_ls_leaves_superseded_pages_out_as_the_taxonomy_does(store: deepf
     supersede(domain, "graphrag", "graphrag-v2")
     assert domain_summary(domain)["atomic"]["method"] == 1
     assert taxonomy_report(domain).counts.atomic == 1
+
+
+def test_search_json_says_which_filters_it_applied(cli: Cli) -> None:
+    """`search --json` echoed query, mode, unit and k but not --kind/--category/--concept: a
+    filtered "no results" could not be told from an unfiltered one."""
+    assert cli("new", "notes").exit_code == 0
+    data = cli.json("search", "anything", "--kind", "method", "--concept", "RAG")
+    assert data["filters"] == {"kind": ["method"], "category": [], "concept": ["RAG"]}
+    assert cli.json("search", "anything")["filters"] is None
