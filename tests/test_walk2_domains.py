@@ -291,3 +291,9 @@ def test_search_json_says_which_filters_it_applied(cli: Cli) -> None:
     data = cli.json("search", "anything", "--kind", "method", "--concept", "RAG")
     assert data["filters"] == {"kind": ["method"], "category": [], "concept": ["RAG"]}
     assert cli.json("search", "anything")["filters"] is None
+
+
+def test_a_heading_with_a_link_is_read_by_the_text_it_shows(field: deepfield.Field) -> None:
+    field.write("# Notes\n\n## [Linked](x.md) part\nC.\n\n## **Bold** heading\nB.\n", name="fmt")
+    assert field.read("fmt", section="Linked part").section == ["Notes", "[Linked](x.md) part"]
+    assert field.read("fmt", section="Bold heading").text.startswith("## **Bold** heading")

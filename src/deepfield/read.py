@@ -12,7 +12,7 @@ from dataclasses import field as dc_field
 from typing import Any
 
 from .errors import SectionNotFoundError
-from .markdown import Section, first_sentences, is_parts_footer, parse_sections
+from .markdown import Section, first_sentences, is_parts_footer, parse_sections, plain
 from .page import Page, jsonable_frontmatter, slugify
 
 
@@ -133,6 +133,9 @@ def _same_heading(title: str, wanted: str) -> bool:
     there is one: Chinese, Japanese or Korean text has none, and "" == "" matched every
     heading."""
     if _normal(title) == wanted:
+        return True
+    # As the heading reads: "[Linked](x.md) part" is "Linked part", "**Bold** x" "Bold x".
+    if _normal(plain(title, backticks=True)) == _normal(plain(wanted, backticks=True)):
         return True
     slug = slugify(wanted)
     return bool(slug) and slugify(title) == slug
