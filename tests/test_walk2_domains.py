@@ -297,3 +297,11 @@ def test_a_heading_with_a_link_is_read_by_the_text_it_shows(field: deepfield.Fie
     field.write("# Notes\n\n## [Linked](x.md) part\nC.\n\n## **Bold** heading\nB.\n", name="fmt")
     assert field.read("fmt", section="Linked part").section == ["Notes", "[Linked](x.md) part"]
     assert field.read("fmt", section="Bold heading").text.startswith("## **Bold** heading")
+
+
+def test_an_outline_shows_no_empty_line_for_a_comment_before_the_first_heading(
+    field: deepfield.Field,
+) -> None:
+    field.write("<!-- generated: do not edit -->\n# Catalogue\n\nTwo pages.\n", name="cat")
+    text = field.read("cat", outline_only=True).text
+    assert text == "# Catalogue\nTwo pages.\n"

@@ -108,7 +108,8 @@ def render_outline(title: str, summary: str | None, entries: list[OutlineEntry],
         lines += [f"> {summary}", ""]
     files = parts or []
     marked: set[str] = set()
-    for index, entry in enumerate(entries):
+    shown = [e for e in entries if e.level or e.sentences]  # a comment before any heading
+    for index, entry in enumerate(shown):
         # The page's own title heading stays first; part 1's line follows it.
         leading_title = index == 0 and entry.level == 1
         if len(files) > 1 and entry.filename in files and entry.filename not in marked \
