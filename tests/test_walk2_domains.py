@@ -305,3 +305,16 @@ def test_an_outline_shows_no_empty_line_for_a_comment_before_the_first_heading(
     field.write("<!-- generated: do not edit -->\n# Catalogue\n\nTwo pages.\n", name="cat")
     text = field.read("cat", outline_only=True).text
     assert text == "# Catalogue\nTwo pages.\n"
+
+
+def test_adopt_adds_a_page_whose_usual_filename_holds_another_role(store: deepfield.Store) -> None:
+    """taxonomy.md holding the network page (role: network) was reported "kept" twice; the
+    domain stayed without a taxonomy, and the hint said to run the same --adopt again."""
+    store.create_field("weird")
+    (store.field("weird").path / "taxonomy.md").write_text(
+        "---\ntitle: Net\nrole: network\n---\n# Net\nA → B\n")
+    created = create_domain(store, "weird", exist_ok=True)
+    assert created.kept == ["taxonomy.md"] and "taxonomy.md" not in created.created
+    summary = domain_summary(store.field("weird"))
+    assert summary["missing"] == [] and summary["pages"]["network"] == "taxonomy.md"
+    assert taxonomy_report(store.field("weird")).taxonomy.filename == summary["pages"]["taxonomy"]

@@ -134,15 +134,19 @@ def create_domain(
     created: list[str] = []
     kept: list[str] = []
     for spec in WELL_KNOWN:
-        if spec.role in present or (field.path / spec.filename).exists():
-            kept.append(present.get(spec.role, spec.filename))
+        if spec.role in present:
+            kept.append(present[spec.role])
             continue
         keys: dict[str, Any] = {LAYER_KEY: spec.layer, ROLE_KEY: spec.role}
         if spec.always_load:
             keys[ALWAYS_LOAD_KEY] = True
+        # The usual filename may hold a page of another role (or a name that is no page):
+        # the missing page then takes a free name and is found by its role key. Reporting
+        # that file as "kept" left the domain without the page, and --adopt could not help.
+        taken = (field.path / spec.filename).exists()
         result = field.add(
             spec.title, spec.render_body(name, description), summary=spec.summary,
-            name=spec.filename[:-3], frontmatter=keys,
+            name=None if taken else spec.filename[:-3], frontmatter=keys,
         )
         created += result.filenames
     return DomainCreated(field.name, str(field.path), created, kept)
