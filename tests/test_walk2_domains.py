@@ -318,3 +318,19 @@ def test_adopt_adds_a_page_whose_usual_filename_holds_another_role(store: deepfi
     summary = domain_summary(store.field("weird"))
     assert summary["missing"] == [] and summary["pages"]["network"] == "taxonomy.md"
     assert taxonomy_report(store.field("weird")).taxonomy.filename == summary["pages"]["taxonomy"]
+
+
+def test_a_filter_naming_a_concept_as_a_category_says_so(store: deepfield.Store) -> None:
+    """--category LoCoMo (a concept in the taxonomy) found nothing without a word."""
+    create_domain(store, "research")
+    domain = store.field("research")
+    (domain.path / "taxonomy.md").write_text("# Taxonomy\n\n## Evaluation\n- LoCoMo\n")
+    add_atomic(domain, "LoCoMo bench", "benchmark", category="Evaluation", concepts=["LoCoMo"],
+               text="A benchmark.")
+    wrong = domain.search("benchmark", where=Filters.of(category="LoCoMo"))
+    assert not wrong.results
+    assert any("'LoCoMo' is a concept there" in w for w in wrong.warnings)
+    swapped = domain.search("benchmark", where=Filters.of(concept="Evaluation"))
+    assert any("--category 'Evaluation'" in w for w in swapped.warnings)
+    right = domain.search("benchmark", where=Filters.of(concept="LoCoMo"))
+    assert right.results and not right.warnings
