@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import deepfield
+from deepfield.context import build_context
 from deepfield.domains import Filters, atomic_frontmatter, parse_taxonomy
 from deepfield.domains.domain import add_atomic, create_domain, domain_summary, taxonomy_report
 from deepfield.domains.levels import level_blocks
@@ -334,3 +335,24 @@ def test_a_filter_naming_a_concept_as_a_category_says_so(store: deepfield.Store)
     assert any("--category 'Evaluation'" in w for w in swapped.warnings)
     right = domain.search("benchmark", where=Filters.of(concept="LoCoMo"))
     assert right.results and not right.warnings
+
+
+def test_context_never_quotes_a_page_it_also_shows_whole(keyword_store: deepfield.Store) -> None:
+    """At a tight budget the taxonomy tree is left out, research quotes taxonomy lines, then
+    the tree is put back into the room research did not use: the context held it twice."""
+    create_domain(keyword_store, "research", description="Memory for LLM agents.")
+    domain = keyword_store.field("research")
+    (domain.path / "taxonomy.md").write_text(
+        "---\ntitle: Taxonomy\nrole: taxonomy\n---\n# Taxonomy\n\n## Memory\n"
+        "- Retrieval-Augmented Generation (RAG): memory as retrieval\n  - GraphRAG\n"
+        "- Memory consolidation\n\n## Evaluation\n- Long-context QA\n- LoCoMo\n")
+    add_atomic(domain, "GraphRAG", "method", category="Memory", concepts=["RAG"],
+               text="other text")
+    domain.index()
+    for budget in range(200, 460, 20):
+        result = build_context(domain, "graphrag method", budget=budget, level="deep")
+        whole = {b["filename"] for b in result.blocks
+                 if b["filename"] in ("taxonomy.md", "basic-info.md", "index.md")}
+        quoted = {e.filename for e in (result.research.evidence if result.research else [])}
+        assert not (whole & quoted) or quoted <= whole, (budget, whole & quoted)
+        assert result.tokens <= budget

@@ -141,6 +141,12 @@ def build_context(
                             "tokens at least)")
     _refill(parts, described, omitted, blocks, field.name, budget, before=len(kept) + 1,
             related=related)
+    if found is not None and found.context:
+        trimmed = _drop_repeats(parts, described, found, blocks, field.name, task)
+        if trimmed is not found:  # the room the repeats took: more blocks may come back
+            found = trimmed
+            _refill(parts, described, omitted, blocks, field.name, budget,
+                    before=len(parts) - 1, related=related)
     if not blocks and not want_research:
         warnings.append(_nothing_to_load(field.name, level))
     text = "\n\n".join(parts) + "\n"
@@ -177,6 +183,23 @@ def _without_pages(found: ResearchResult, field_name: str, shown: set[str]) -> R
         return found
     return replace(found, context=packed.text, evidence=packed.evidence, tokens=packed.tokens,
                    left_out=packed.left_out, ranked=others)
+
+
+def _drop_repeats(parts: list[str], described: list[dict[str, Any]], found: ResearchResult,
+                  blocks: list[LevelBlock], field_name: str, task: str) -> ResearchResult:
+    """The research block (last in ``parts``) without the quotes from pages that _refill put
+    back whole after the research ran (the taxonomy tree left out at first for want of room):
+    the context held them twice. Only shrinks, so the budget still holds."""
+    shown_now = {d.get("filename") for d in described}
+    shown = {b.filename for b in blocks if b.whole and b.filename in shown_now}
+    trimmed = _without_pages(found, field_name, shown)
+    if trimmed is found:
+        return found
+    parts[-1] = fence(field_name, "research", "research", trimmed.context, task=task)
+    for entry in described:
+        if entry.get("layer") == "research":
+            entry.update(tokens=trimmed.tokens, sources=len(trimmed.sources))
+    return trimmed
 
 
 def _nothing_to_load(field_name: str, level: str) -> str:
