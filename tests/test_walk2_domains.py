@@ -356,3 +356,15 @@ def test_context_never_quotes_a_page_it_also_shows_whole(keyword_store: deepfiel
         quoted = {e.filename for e in (result.research.evidence if result.research else [])}
         assert not (whole & quoted) or quoted <= whole, (budget, whole & quoted)
         assert result.tokens <= budget
+
+
+def test_a_split_method_page_is_one_stub_named_by_its_title(store: deepfield.Store) -> None:
+    create_domain(store, "research")
+    domain = store.field("research")
+    body = "# Big method\n\n" + "\n".join(
+        f"## Step {i}\n\n" + " ".join(f"Detail {i}.{j} of the method." for j in range(60)) + "\n"
+        for i in range(1, 7))
+    names = add_atomic(domain, "Big method", "method", category="Memory", text=body).filenames
+    stubs = [b for b in level_blocks(domain, "medium") if b.layer == "atomic"]
+    assert len(names) == 2 and [b.filename for b in stubs] == [names[0]]
+    assert stubs[0].text.startswith(f"- [Big method]({names[0]}) — method")
