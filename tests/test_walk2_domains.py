@@ -246,6 +246,8 @@ def test_headings_inside_an_html_comment_are_not_headings(store: deepfield.Store
     sections = [s for s in parse_sections(body) if s.level]
     assert [s.title for s in sections] == ["Notes", "Next"]
     assert first_sentences(sections[0], 2) == ["Real text.", "More."]
+    fenced = [s for s in parse_sections("## A\n<!-- e.g.\n```\nx\n-->\nReal. Two.\n") if s.level]
+    assert first_sentences(fenced[0], 2) == ["Real.", "Two."]  # a fence inside the comment
 
 
 def test_listing_lists_the_parts_of_a_split_page_in_order(field: deepfield.Field) -> None:

@@ -332,10 +332,11 @@ def _uncommented(lines: tuple[tuple[int, str], ...]) -> list[tuple[int, str]]:
     fence: str | None = None
     comment = False
     for number, line in lines:
-        fenced, fence = fence_step(line, fence)
-        if not comment and (fenced or fence is not None):
-            kept.append((number, line))
-            continue
+        if not comment:  # a fence inside a comment is part of the comment
+            fenced, fence = fence_step(line, fence)
+            if fenced or fence is not None:
+                kept.append((number, line))
+                continue
         out = ""
         rest = line
         while rest:
