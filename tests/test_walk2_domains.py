@@ -370,3 +370,9 @@ def test_a_split_method_page_is_one_stub_named_by_its_title(store: deepfield.Sto
     stubs = [b for b in level_blocks(domain, "medium") if b.layer == "atomic"]
     assert len(names) == 2 and [b.filename for b in stubs] == [names[0]]
     assert stubs[0].text.startswith(f"- [Big method]({names[0]}) — method")
+
+
+def test_an_outline_joins_chinese_sentences_without_a_space(field: deepfield.Field) -> None:
+    field.write("# 中文页面\n\n## 背景\n第一句话。第二句话！第三句话？\n", name="zh")
+    text = field.read("zh", outline_only=True, sentences=2).text
+    assert "第一句话。第二句话！" in text

@@ -120,9 +120,17 @@ def render_outline(title: str, summary: str | None, entries: list[OutlineEntry],
         if entry.level:
             lines.append(f"{'#' * entry.level} {entry.title}")
         if entry.sentences:
-            lines.append(" ".join(entry.sentences))
+            lines.append(_join_sentences(entry.sentences))
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _join_sentences(sentences: list[str]) -> str:
+    """Sentences as one line: no space after a full-width stop (CJK text has none)."""
+    out = ""
+    for sentence in sentences:
+        out += ("" if not out or out[-1] in "。！？；…" else " ") + sentence
+    return out
 
 
 def _normal(text: str) -> str:
