@@ -376,3 +376,9 @@ def test_an_outline_joins_chinese_sentences_without_a_space(field: deepfield.Fie
     field.write("# 中文页面\n\n## 背景\n第一句话。第二句话！第三句话？\n", name="zh")
     text = field.read("zh", outline_only=True, sentences=2).text
     assert "第一句话。第二句话！" in text
+
+
+def test_domain_add_writes_a_name_given_twice_in_two_spellings_once() -> None:
+    keys = atomic_frontmatter("method", category=["Memory", "memory"],
+                              concepts=["RAG", "rag", "Graph-RAG", "GraphRAG"])
+    assert keys["category"] == "Memory" and keys["concepts"] == ["RAG", "Graph-RAG"]

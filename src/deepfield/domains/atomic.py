@@ -214,7 +214,8 @@ def _names(values: Iterable[str], what: str) -> list[str]:
                 f"{what} {text!r} has no letters or digits, so no search or taxonomy can match "
                 "it", f"give the {what}'s name"
             )
-        if text not in names:
+        # "Memory" and "memory" are one name to every filter and taxonomy: written once.
+        if all(name_key(text) != name_key(kept) for kept in names):
             names.append(text)
     return names
 
