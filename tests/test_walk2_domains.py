@@ -9,7 +9,12 @@ from deepfield.context import build_context
 from deepfield.domains import Filters, atomic_frontmatter, parse_taxonomy
 from deepfield.domains.domain import add_atomic, create_domain, domain_summary, taxonomy_report
 from deepfield.domains.levels import level_blocks
-from deepfield.errors import InvalidMetadataError, InvalidPageError, SectionNotFoundError
+from deepfield.errors import (
+    DeepfieldError,
+    InvalidMetadataError,
+    InvalidPageError,
+    SectionNotFoundError,
+)
 from deepfield.manage.supersede import supersede
 from deepfield.markdown import first_sentences, parse_sections
 
@@ -382,3 +387,15 @@ def test_domain_add_writes_a_name_given_twice_in_two_spellings_once() -> None:
     keys = atomic_frontmatter("method", category=["Memory", "memory"],
                               concepts=["RAG", "rag", "Graph-RAG", "GraphRAG"])
     assert keys["category"] == "Memory" and keys["concepts"] == ["RAG", "Graph-RAG"]
+
+
+def test_read_refuses_arguments_it_would_fail_on_or_ignore(field: deepfield.Field) -> None:
+    """section=5 was an AttributeError, depth="2" a TypeError, and outline_only with a section
+    returned the section (the CLI and HTTP refuse both at once)."""
+    field.write("# Notes\n\n## A\nText.\n", name="notes")
+    for kwargs in ({"section": 5}, {"outline_only": True, "depth": "2"},
+                   {"outline_only": True, "sentences": -1},
+                   {"outline_only": True, "section": "A"}):
+        with pytest.raises(DeepfieldError):
+            field.read("notes", **kwargs)  # type: ignore[arg-type]
+    assert field.read("notes", outline_only=True, depth=0).view == "outline"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
 
-from .errors import SectionNotFoundError
+from .errors import DeepfieldError, SectionNotFoundError
 from .markdown import Section, first_sentences, is_parts_footer, parse_sections, plain
 from .page import Page, jsonable_frontmatter, slugify
 
@@ -76,6 +76,22 @@ class PageView:
             "warnings": self.warnings,
             "parts": self.parts,
         }
+
+
+def check_view(outline_only: bool, depth: object, sentences: object,
+               section: object) -> None:
+    """DeepfieldError for arguments of ``Field.read`` that would fail deep inside it (a
+    section given as a number, a depth given as text) or be ignored (an outline and a
+    section at once: the CLI and HTTP refuse that too)."""
+    if section is not None and not isinstance(section, str):
+        raise DeepfieldError(f"section must be a heading's text, not {type(section).__name__}",
+                             "pass the heading, a path `A > B`, or NAME@LINE")
+    for name, value in (("depth", depth), ("sentences", sentences)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise DeepfieldError(f"{name} must be a whole number of 0 or more, not {value!r}")
+    if outline_only and section is not None:
+        raise DeepfieldError("outline_only and section ask for different views: give one",
+                             "section= reads that section, outline_only=True lists headings")
 
 
 def outline(page: Page, depth: int = 2, sentences: int = 1,
