@@ -399,3 +399,10 @@ def test_read_refuses_arguments_it_would_fail_on_or_ignore(field: deepfield.Fiel
         with pytest.raises(DeepfieldError):
             field.read("notes", **kwargs)  # type: ignore[arg-type]
     assert field.read("notes", outline_only=True, depth=0).view == "outline"
+
+
+def test_one_concept_given_as_a_string_is_that_concept(field: deepfield.Field) -> None:
+    """concepts="RAG" wrote the concepts R, A and G."""
+    assert atomic_frontmatter("method", concepts="RAG")["concepts"] == ["RAG"]
+    add_atomic(field, "GraphRAG", "method", concepts="RAG", text="Body.")
+    assert "- RAG" in (field.path / "graphrag.md").read_text()

@@ -237,7 +237,8 @@ def atomic_frontmatter(
     categories = _names([category] if isinstance(category, str) else category or [], "category")
     if categories:
         fm["category"] = categories[0] if len(categories) == 1 else categories
-    names = _names(concepts, "concept")
+    # One concept as a string is that concept, not its letters (as category= takes it).
+    names = _names([concepts] if isinstance(concepts, str) else concepts, "concept")
     if names:
         fm["concepts"] = names
     if source is not None:
