@@ -406,3 +406,24 @@ def test_one_concept_given_as_a_string_is_that_concept(field: deepfield.Field) -
     assert atomic_frontmatter("method", concepts="RAG")["concepts"] == ["RAG"]
     add_atomic(field, "GraphRAG", "method", concepts="RAG", text="Body.")
     assert "- RAG" in (field.path / "graphrag.md").read_text()
+
+
+def test_domain_api_refuses_values_of_the_wrong_type(field: deepfield.Field,
+                                                      store: deepfield.Store) -> None:
+    """Numbers, None or bytes where text goes failed deep inside (AttributeError, TypeError);
+    they are DeepfieldErrors naming the argument. A year as a number is that year."""
+    calls = [
+        lambda: create_domain(store, "other", description=5),
+        lambda: add_atomic(field, "T", None),  # type: ignore[arg-type]
+        lambda: add_atomic(field, "T", "method", category=5),  # type: ignore[arg-type]
+        lambda: add_atomic(field, "T", "method", concepts=["a", 5]),  # type: ignore[list-item]
+        lambda: add_atomic(field, "T", "method", source=5),  # type: ignore[arg-type]
+        lambda: add_atomic(field, "T", "method", text=b"x"),  # type: ignore[arg-type]
+        lambda: Filters(kind=5),  # type: ignore[arg-type]
+        lambda: Filters(category=(5,)),  # type: ignore[arg-type]
+        lambda: Filters.of(concept=5),  # type: ignore[arg-type]
+    ]
+    for call in calls:
+        with pytest.raises(DeepfieldError):
+            call()
+    assert atomic_frontmatter("method", date=2024)["date"] == "2024"  # type: ignore[arg-type]

@@ -159,8 +159,28 @@ def atomic_meta(frontmatter: Mapping[str, Any] | None) -> AtomicMeta:
     )
 
 
+def _text(value: object, what: str) -> str:
+    """``value`` when it is text; InvalidMetadataError naming ``what`` otherwise (a number or
+    None failed deep inside with an AttributeError)."""
+    if not isinstance(value, str):
+        raise InvalidMetadataError(f"{what} must be text, not {type(value).__name__}")
+    return value
+
+
+def _names_of(value: object, what: str) -> list[str]:
+    """One name (a string) or several (a list or tuple of strings), as text."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list | tuple):
+        raise InvalidMetadataError(
+            f"{what} must be a name or a list of names, not {type(value).__name__}")
+    return [_text(item, f"a {what} name") for item in value]
+
+
 def check_kind(kind: str) -> str:
-    value = kind.strip().lower()
+    value = _text(kind, "the kind").strip().lower()
     if value not in KINDS:
         raise InvalidMetadataError(
             f"kind {kind!r} is not one of {', '.join(KINDS)}",
@@ -169,8 +189,10 @@ def check_kind(kind: str) -> str:
     return value
 
 
-def check_date(date: str) -> str:
-    value = date.strip()
+def check_date(date: str | int) -> str:
+    # A year as a number (date=2024) is that year; other non-text values are refused.
+    value = (str(date) if isinstance(date, int) and not isinstance(date, bool)
+             else _text(date, "the date")).strip()
     if not _DATE.match(value) or not _real_day(value):
         raise InvalidMetadataError(
             f"date {date!r} is not a date",
@@ -191,7 +213,7 @@ def _real_day(value: str) -> bool:
 
 
 def check_source(source: str) -> str:
-    value = source.strip()
+    value = _text(source, "the source").strip()
     if not (_URL.match(value) or _DOI.match(value) or _ARXIV.match(value)
             or _ARXIV_ID.match(value)):
         raise InvalidMetadataError(
@@ -234,11 +256,11 @@ def atomic_frontmatter(
     ``concepts`` is always a list.
     """
     fm: dict[str, Any] = {"kind": check_kind(kind)}
-    categories = _names([category] if isinstance(category, str) else category or [], "category")
+    categories = _names(_names_of(category, "category"), "category")
     if categories:
         fm["category"] = categories[0] if len(categories) == 1 else categories
     # One concept as a string is that concept, not its letters (as category= takes it).
-    names = _names([concepts] if isinstance(concepts, str) else concepts, "concept")
+    names = _names(_names_of(concepts, "concept"), "concept")
     if names:
         fm["concepts"] = names
     if source is not None:
@@ -265,9 +287,8 @@ class Filters:
 
     def __post_init__(self) -> None:
         for option in ("kind", "category", "concept"):
-            value = getattr(self, option)
-            if isinstance(value, str):  # Filters(category="Memory"): one name, not letters
-                object.__setattr__(self, option, (value,))
+            # Filters(category="Memory"): one name, not its letters; a number is refused.
+            object.__setattr__(self, option, tuple(_names_of(getattr(self, option), option)))
         for kind in self.kind:
             check_kind(kind)
         for option, values in (("category", self.category), ("concept", self.concept)):
@@ -290,8 +311,12 @@ class Filters:
         def values(value: str | Iterable[str] | None) -> tuple[str, ...]:
             if value is None:
                 return ()
+            if isinstance(value, bytes | dict) or not isinstance(value, str | Iterable):
+                raise InvalidMetadataError(
+                    f"a filter is a name or a list of names, not {type(value).__name__}")
             items = [value] if isinstance(value, str) else list(value)
-            return tuple(v.strip() for v in items if v and v.strip())
+            return tuple(v.strip() for v in (_text(i, "a filter name") for i in items)
+                         if v.strip())
 
         made = cls(values(kind), values(category), values(concept))
         return made if made else None

@@ -231,6 +231,9 @@ def add_atomic(
                                 "choose another --name, or edit that page")
     keys = atomic_frontmatter(kind, category=category, concepts=concepts, source=source,
                               date=date)
+    if text is not None and not isinstance(text, str):
+        raise InvalidPageError(f"the text must be a str, not {type(text).__name__}",
+                               "decode bytes first, e.g. data.decode('utf-8')")
     if text and text.lstrip("\ufeff").startswith("---"):
         parsed = Page.parse(text)
         closed = any(line.strip() in ("---", "...") for line in text.split("\n")[1:])
@@ -273,6 +276,8 @@ def _require_words(value: str | None, what: str, option: str) -> None:
     """Refuse an empty text option: left to ``field.add``, an empty title becomes the
     heading ``# `` of a page named after its first line, and an empty summary or filename
     is silently dropped."""
+    if value is not None and not isinstance(value, str):
+        raise InvalidMetadataError(f"{what} must be text, not {type(value).__name__}")
     if value is not None and not value.strip():
         optional = "" if option == "--title" else ", or leave it out"
         raise InvalidMetadataError(f"{what} is empty", f"give {option} a few words{optional}")
