@@ -422,6 +422,7 @@ def test_domain_api_refuses_values_of_the_wrong_type(field: deepfield.Field,
         lambda: Filters(kind=5),  # type: ignore[arg-type]
         lambda: Filters(category=(5,)),  # type: ignore[arg-type]
         lambda: Filters.of(concept=5),  # type: ignore[arg-type]
+        lambda: parse_taxonomy(None),  # type: ignore[arg-type]
     ]
     for call in calls:
         with pytest.raises(DeepfieldError):

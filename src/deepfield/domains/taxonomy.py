@@ -156,6 +156,9 @@ def _entry(text: str, filename: str, line: int) -> tuple[str, tuple[str, ...]]:
 
 def parse_taxonomy(text: str, filename: str = TAXONOMY_FILE) -> Taxonomy:
     """The tree in a taxonomy page's text (frontmatter allowed); see the module docstring."""
+    if not isinstance(text, str):
+        raise TaxonomyError(f"{filename}: the taxonomy must be text, not {type(text).__name__}",
+                            "read the file first, e.g. path.read_text('utf-8')")
     page = Page.parse(text)
     if page.frontmatter_error:
         raise TaxonomyError(
