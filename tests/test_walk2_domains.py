@@ -428,3 +428,27 @@ def test_domain_api_refuses_values_of_the_wrong_type(field: deepfield.Field,
         with pytest.raises(DeepfieldError):
             call()
     assert atomic_frontmatter("method", date=2024)["date"] == "2024"  # type: ignore[arg-type]
+
+
+def test_a_taxonomy_over_8_kb_is_read_whole(store: deepfield.Store) -> None:
+    """A long taxonomy.md is split into parts that all carry `role: taxonomy`: the domain
+    took "taxonomy-part-2.md" (it sorts first) and read only its categories, so pages filed
+    under the others were lint warnings and filters missed them."""
+    create_domain(store, "research")
+    domain = store.field("research")
+    lines = ["---", "title: Taxonomy", "role: taxonomy", "---", "# Taxonomy", ""]
+    for c in range(40):
+        lines += [f"## Category {c}"] + [
+            f"- Concept {c}.{k}: a description of this concept that takes some room"
+            for k in range(6)] + [""]
+    assert len(domain.write("\n".join(lines), name="taxonomy").pages) > 1
+    add_atomic(domain, "X", "method", category="Category 39", concepts=["Concept 0.1"],
+               text="graph x")
+    report = taxonomy_report(domain)
+    assert report.taxonomy.filename == "taxonomy.md" and not report.issues
+    assert len(report.taxonomy.categories()) == 40 and len(report.taxonomy.concepts()) == 240
+    light = [b for b in level_blocks(domain, "light") if b.label == "Taxonomy"]
+    assert "Category 0 [" in light[0].text and "Category 39 [1]" in light[0].text
+    assert "Part 1 of" not in light[0].text
+    hits = domain.search("graph", where=Filters.of(category="Category 39")).results
+    assert [h.filename for h in hits] == ["x.md"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..archive import part_names as split_part_names
@@ -23,6 +24,7 @@ from ..errors import (
     TaxonomyError,
 )
 from ..manage.supersede import hidden_pages, is_superseded
+from ..markdown import is_parts_footer
 from ..page import Page, check_name
 from .atomic import KINDS, atomic_frontmatter, atomic_meta
 from .taxonomy import (
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DomainCreated", "TaxonomyReport", "add_atomic", "create_domain", "domain_summary",
     "hidden_pages", "is_superseded", "later_parts", "load_taxonomy", "role_pages",
-    "taxonomy_report",
+    "taxonomy_report", "whole_text",
 ]
 
 MAX_NAME = 100
@@ -77,6 +79,10 @@ def role_pages(field: Field, docs: Sequence[DocRow] | None = None) -> dict[str, 
     A page's ``role`` key wins; a page at the usual filename counts unless it names another
     role. A superseded page counts only when no current page has its role."""
     rows = list(field.pages() if docs is None else docs)
+    # Every part of a split page carries its role key: the first part stands for the page
+    # (whole_text reads the rest), else "taxonomy-part-2.md" sorted first and was taken.
+    parts = later_parts(rows)
+    rows = [doc for doc in rows if doc.filename not in parts]
     hidden = hidden_pages(rows)
     rows.sort(key=lambda doc: doc.filename in hidden)  # stable: current pages first
     found: dict[str, str] = {}
@@ -158,8 +164,31 @@ def load_taxonomy(field: Field, docs: Sequence[DocRow] | None = None) -> Taxonom
     filename = role_pages(field, docs).get("taxonomy")
     if filename is None:
         return None
-    text = (field.path / filename).read_text("utf-8", "replace")
-    return parse_taxonomy(text, filename)
+    return parse_taxonomy(whole_text(field.path, filename), filename)
+
+
+def whole_text(folder: Path, filename: str) -> str:
+    """A page's text; for the first part of a page split into parts, followed by the bodies
+    of its other parts in order, without the "Part 1 of 2 · next" footers: a taxonomy (or a
+    main-challenge page) over 8 KB is one page to read, not its first 8 KB."""
+    text = (folder / filename).read_text("utf-8", "replace")
+    page = Page.parse(text)
+    names = split_part_names(page, filename) or []
+    if len(names) < 2 or names[0] != filename:
+        return text
+    pieces = [_without_footer(text)]
+    for name in names[1:]:
+        try:
+            other = Page.parse((folder / name).read_text("utf-8", "replace"))
+        except OSError:
+            continue  # a part deleted by hand: the rest still reads
+        pieces.append(_without_footer(other.body))
+    return "\n\n".join(piece.rstrip("\n") for piece in pieces) + "\n"
+
+
+def _without_footer(text: str) -> str:
+    head, rule, tail = text.rstrip().rpartition("\n---\n")
+    return head if rule and is_parts_footer(tail) else text
 
 
 @dataclass

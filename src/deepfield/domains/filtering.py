@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import TaxonomyError
 from .atomic import Filters
+from .domain import whole_text
 from .taxonomy import TAXONOMY_FILE, Taxonomy, parse_taxonomy
 from .templates import ROLE_KEY
 
@@ -59,10 +60,11 @@ def _below(
 ) -> tuple[set[str], set[str]] | None:
     """Names under the wanted categories and concepts in the field's taxonomy (None when it
     has none, or one that cannot be read: filters then match page values only)."""
-    names = [f for _, f, fm in rows if isinstance(fm, dict) and fm.get(ROLE_KEY) == "taxonomy"]
+    names = [f for _, f, fm in rows if isinstance(fm, dict) and fm.get(ROLE_KEY) == "taxonomy"
+             and not _later_part(fm)]
     path = index.field_dir / (names[0] if names else TAXONOMY_FILE)
     try:
-        taxonomy = parse_taxonomy(path.read_text("utf-8", "replace"), path.name)
+        taxonomy = parse_taxonomy(whole_text(path.parent, path.name), path.name)
     except OSError:
         return None
     except TaxonomyError as exc:
@@ -76,6 +78,12 @@ def _below(
         misfiled += _misfiled(index.field_dir.name, taxonomy, where)
     return (taxonomy.keys_below(where.category, categories=True),
             taxonomy.keys_below(where.concept, categories=False))
+
+
+def _later_part(frontmatter: dict[str, Any]) -> bool:
+    """A part after the first of a split page (it carries the page's role key too)."""
+    part = frontmatter.get("part")
+    return bool(frontmatter.get("split_from")) and isinstance(part, int) and part > 1
 
 
 def _misfiled(field_name: str, taxonomy: Taxonomy, where: Filters) -> list[str]:

@@ -28,7 +28,7 @@ from ..read import OutlineEntry, outline, render_outline
 from ..read_parts import outline_parts, part_names
 from ..tokens import count_tokens
 from .atomic import atomic_meta
-from .domain import hidden_pages, later_parts, load_taxonomy, role_pages
+from .domain import hidden_pages, later_parts, load_taxonomy, role_pages, whole_text
 from .taxonomy import count_pages, render_tree
 
 if TYPE_CHECKING:
@@ -134,7 +134,8 @@ def level_blocks(field: Field, level: str) -> list[LevelBlock]:
 
 
 def _read(field: Field, filename: str) -> str:
-    return (field.path / filename).read_text("utf-8", "replace")
+    """The page's text, all its parts when it was split (a long main-challenge page)."""
+    return whole_text(field.path, filename)
 
 
 def clean_page(text: str) -> str:
@@ -185,7 +186,7 @@ def _taxonomy_block(field: Field, docs: Sequence[DocRow]) -> LevelBlock | None:
 def _survey_outline(field: Field, doc: DocRow) -> str:
     """Headings and first sentences of a survey (of all its parts when it was split); "" when
     no section says anything (an unfilled skeleton: its bare headings are no material)."""
-    page = Page.parse(_read(field, doc.filename))
+    page = Page.parse((field.path / doc.filename).read_text("utf-8", "replace"))  # one part
     names = part_names(doc.filename, page)
     if names:
         entries, _missing = outline_parts(doc.filename, page, names, field.load,
