@@ -452,3 +452,12 @@ def test_a_taxonomy_over_8_kb_is_read_whole(store: deepfield.Store) -> None:
     assert "Part 1 of" not in light[0].text
     hits = domain.search("graph", where=Filters.of(category="Category 39")).results
     assert [h.filename for h in hits] == ["x.md"]
+
+
+def test_domain_ls_text_names_pages_of_another_kind(cli: Cli) -> None:
+    """--json counted them (atomic_other_kind); the text said only "no atomic pages"."""
+    assert cli("domain", "new", "research").exit_code == 0
+    (cli.store_path / "research" / "paper.md").write_text(
+        "---\ntitle: Paper\nkind: paper\n---\nText.\n")
+    out = cli("domain", "ls").output
+    assert "research: 1 of another kind (see `deepfield taxonomy research --lint`)" in out
