@@ -16,7 +16,7 @@ from deepfield.errors import (
     SectionNotFoundError,
 )
 from deepfield.manage.supersede import supersede
-from deepfield.markdown import first_sentences, parse_sections
+from deepfield.markdown import SENTENCE_CHARS, first_sentences, parse_sections
 
 from .conftest import Cli, run_deepfield
 
@@ -461,3 +461,14 @@ def test_domain_ls_text_names_pages_of_another_kind(cli: Cli) -> None:
         "---\ntitle: Paper\nkind: paper\n---\nText.\n")
     out = cli("domain", "ls").output
     assert "research: 1 of another kind (see `deepfield taxonomy research --lint`)" in out
+
+
+def test_an_outline_sentence_is_cut_when_a_paragraph_has_no_stops(field: deepfield.Field) -> None:
+    """A paragraph without stops (a pasted log) was one sentence as long as the page, so the
+    outline cost as much as reading the page."""
+    words = " ".join(f"word{i}" for i in range(900))
+    field.write(f"# Log\n\n## Run\n{words}\n\n## Next\nShort.\n", name="log")
+    view = field.read("log", outline_only=True)
+    assert view.bytes < 500 and "## Next" in view.text
+    sentence = (view.outline or [])[1].sentences[0]
+    assert sentence.endswith(" …") and len(sentence) <= SENTENCE_CHARS + 2

@@ -356,8 +356,23 @@ def _uncommented(lines: tuple[tuple[int, str], ...]) -> list[tuple[int, str]]:
     return kept
 
 
+SENTENCE_CHARS = 300
+"""An outline sentence is cut (at a word, with "…") past this many characters: a paragraph
+without stops (a pasted log, a transcript on one line) was one "sentence" as long as the
+page, and the outline that should save reading it cost as much."""
+
+
+def _capped(sentence: str) -> str:
+    if len(sentence) <= SENTENCE_CHARS:
+        return sentence
+    cut = sentence[:SENTENCE_CHARS]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > SENTENCE_CHARS // 2 else cut).rstrip() + " …"
+
+
 def first_sentences(section: Section, count: int) -> list[str]:
-    """The first ``count`` sentences of a section's own text, skipping code blocks."""
+    """The first ``count`` sentences of a section's own text, skipping code blocks, each
+    cut to SENTENCE_CHARS."""
     if count <= 0:
         return []
     found: list[str] = []
@@ -367,7 +382,7 @@ def first_sentences(section: Section, count: int) -> list[str]:
         if _TABLE_RULE.match(block.text):  # "|---|---|" under a table's header says nothing
             continue
         for sentence in split_sentences(plain(block.text, backticks=True)):
-            found.append(sentence)
+            found.append(_capped(sentence))
             if len(found) >= count:
                 return found
     return found
