@@ -472,3 +472,23 @@ def test_an_outline_sentence_is_cut_when_a_paragraph_has_no_stops(field: deepfie
     assert view.bytes < 500 and "## Next" in view.text
     sentence = (view.outline or [])[1].sentences[0]
     assert sentence.endswith(" …") and len(sentence) <= SENTENCE_CHARS + 2
+
+
+def test_a_second_page_with_the_taxonomy_role_does_not_replace_taxonomy_md(
+    store: deepfield.Store,
+) -> None:
+    """alt-tax.md with `role: taxonomy` sorted before taxonomy.md and silently became the
+    domain's taxonomy: every page was unplaced and filters used the other tree."""
+    create_domain(store, "research")
+    domain = store.field("research")
+    (domain.path / "taxonomy.md").write_text(
+        "---\ntitle: Taxonomy\nrole: taxonomy\n---\n# Taxonomy\n\n## Memory\n- RAG\n")
+    (domain.path / "alt-tax.md").write_text(
+        "---\ntitle: Alt\nrole: taxonomy\n---\n# Alt\n\n## Other\n- Thing\n")
+    add_atomic(domain, "GraphRAG", "method", category="Memory", concepts=["RAG"], text="graph")
+    report = taxonomy_report(domain)
+    assert report.taxonomy.filename == "taxonomy.md" and report.counts.atomic == 1
+    assert [i.filename for i in report.issues] == ["alt-tax.md"]
+    assert domain_summary(domain)["pages"]["taxonomy"] == "taxonomy.md"
+    hits = domain.search("graph", where=Filters.of(category="Memory")).results
+    assert [h.filename for h in hits] == ["graphrag.md"] and not hits[0].score < 0

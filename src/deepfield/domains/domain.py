@@ -84,7 +84,10 @@ def role_pages(field: Field, docs: Sequence[DocRow] | None = None) -> dict[str, 
     parts = later_parts(rows)
     rows = [doc for doc in rows if doc.filename not in parts]
     hidden = hidden_pages(rows)
-    rows.sort(key=lambda doc: doc.filename in hidden)  # stable: current pages first
+    # Stable: current pages first and, among pages claiming one role, the one at the usual
+    # filename (a second "role: taxonomy" page sorting before taxonomy.md took its place).
+    usual = {spec.filename for spec in WELL_KNOWN}
+    rows.sort(key=lambda doc: (doc.filename in hidden, doc.filename not in usual))
     found: dict[str, str] = {}
     for doc in rows:
         role = (doc.frontmatter or {}).get(ROLE_KEY)
@@ -223,9 +226,14 @@ def taxonomy_report(field: Field) -> TaxonomyReport:
     parts = later_parts(docs)
     pages = [d for d in docs if d.filename != taxonomy.filename and d.filename not in parts]
     hidden = hidden_pages(docs)
+    rivals = [LintIssue(d.filename, f"also has `role: taxonomy`; {taxonomy.filename} is the "
+                        "domain's taxonomy (give this page another role, or merge the two)")
+              for d in pages if (d.frontmatter or {}).get(ROLE_KEY) == "taxonomy"
+              and d.filename not in hidden]
     current = [d for d in pages if d.filename not in hidden]  # as search counts them
     return TaxonomyReport(
-        field.name, taxonomy, count_pages(taxonomy, current), lint_pages(taxonomy, pages)
+        field.name, taxonomy, count_pages(taxonomy, current),
+        rivals + lint_pages(taxonomy, pages),
     )
 
 

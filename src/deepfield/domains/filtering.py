@@ -62,7 +62,9 @@ def _below(
     has none, or one that cannot be read: filters then match page values only)."""
     names = [f for _, f, fm in rows if isinstance(fm, dict) and fm.get(ROLE_KEY) == "taxonomy"
              and not _later_part(fm)]
-    path = index.field_dir / (names[0] if names else TAXONOMY_FILE)
+    # As role_pages chooses: taxonomy.md when it is one of them.
+    chosen = TAXONOMY_FILE if TAXONOMY_FILE in names or not names else sorted(names)[0]
+    path = index.field_dir / chosen
     try:
         taxonomy = parse_taxonomy(whole_text(path.parent, path.name), path.name)
     except OSError:
