@@ -6,7 +6,7 @@ import pytest
 
 import deepfield
 from deepfield.context import build_context
-from deepfield.domains import Filters, atomic_frontmatter, parse_taxonomy
+from deepfield.domains import Filters, atomic_frontmatter, atomic_meta, parse_taxonomy
 from deepfield.domains.domain import add_atomic, create_domain, domain_summary, taxonomy_report
 from deepfield.domains.levels import level_blocks
 from deepfield.errors import (
@@ -492,3 +492,17 @@ def test_a_second_page_with_the_taxonomy_role_does_not_replace_taxonomy_md(
     assert domain_summary(domain)["pages"]["taxonomy"] == "taxonomy.md"
     hits = domain.search("graph", where=Filters.of(category="Memory")).results
     assert [h.filename for h in hits] == ["graphrag.md"] and not hits[0].score < 0
+
+
+def test_remembered_sessions_in_a_domain_are_not_atomic_pages(store: deepfield.Store) -> None:
+    """`remember` files a conversation with `kind: session`: in a domain field it was linted
+    as a bad kind, counted as "another kind" and stubbed as an atomic page."""
+    create_domain(store, "research")
+    domain = store.field("research")
+    (domain.path / "taxonomy.md").write_text("# Taxonomy\n\n## Memory\n- RAG\n")
+    domain.write("---\ntitle: Ana and Ben\nkind: session\n---\nAna: try GraphRAG.\n",
+                 name="ana-and-ben")
+    assert not atomic_meta({"kind": "session"}).is_atomic
+    assert not taxonomy_report(domain).issues
+    assert domain_summary(domain)["atomic_other_kind"] == 0
+    assert all(b.filename != "ana-and-ben.md" for b in level_blocks(domain, "medium"))

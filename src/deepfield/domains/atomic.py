@@ -34,6 +34,9 @@ __all__ = [
 
 KINDS: tuple[str, ...] = ("method", "benchmark", "survey", "blog")
 KIND_KEYS: tuple[str, ...] = ("kind", "type")
+OWN_KINDS: frozenset[str] = frozenset({"session"})
+"""Kinds deepfield itself writes on pages that are not atomic knowledge (`remember` files a
+conversation as ``kind: session``): no lint warning, no count, no stub."""
 CATEGORY_KEYS: tuple[str, ...] = ("category", "categories")
 CONCEPT_KEYS: tuple[str, ...] = ("concepts", "concept")
 
@@ -142,6 +145,8 @@ def atomic_meta(frontmatter: Mapping[str, Any] | None) -> AtomicMeta:
     fm = frontmatter or {}
     kinds = _strings(_first(fm, KIND_KEYS))
     kind = kinds[0].lower() if kinds else None
+    if kind in OWN_KINDS:
+        kind = None
     problems: list[str] = []
     if kind is not None and kind not in KINDS:
         problems.append(f"kind {kinds[0]!r} is not one of {', '.join(KINDS)}")
