@@ -506,3 +506,12 @@ def test_remembered_sessions_in_a_domain_are_not_atomic_pages(store: deepfield.S
     assert not taxonomy_report(domain).issues
     assert domain_summary(domain)["atomic_other_kind"] == 0
     assert all(b.filename != "ana-and-ben.md" for b in level_blocks(domain, "medium"))
+
+
+def test_a_foreign_type_key_does_not_make_a_page_atomic() -> None:
+    """basic-memory notes carry `type: note`: read as an atomic kind, every imported note was
+    a lint warning and a stub. `type: method` (ResearcherZero) still counts."""
+    assert not atomic_meta({"type": "note"}).is_atomic
+    assert not atomic_meta({"type": "note"}).problems
+    assert atomic_meta({"type": "Method"}).kind == "method"
+    assert atomic_meta({"kind": "paper"}).problems  # our own key: a bad value is said

@@ -147,6 +147,10 @@ def atomic_meta(frontmatter: Mapping[str, Any] | None) -> AtomicMeta:
     kind = kinds[0].lower() if kinds else None
     if kind in OWN_KINDS:
         kind = None
+    if kind not in KINDS and fm.get("kind") is None:
+        # `type` is read for ResearcherZero, but other tools use it for their own kinds
+        # (basic-memory's `type: note`): only one of ours makes such a page atomic.
+        kind = None
     problems: list[str] = []
     if kind is not None and kind not in KINDS:
         problems.append(f"kind {kinds[0]!r} is not one of {', '.join(KINDS)}")
