@@ -515,3 +515,17 @@ def test_a_foreign_type_key_does_not_make_a_page_atomic() -> None:
     assert not atomic_meta({"type": "note"}).problems
     assert atomic_meta({"type": "Method"}).kind == "method"
     assert atomic_meta({"kind": "paper"}).problems  # our own key: a bad value is said
+
+
+def test_lint_says_when_a_concept_is_a_category_of_the_taxonomy() -> None:
+    from deepfield.domains.taxonomy import lint_pages
+    from deepfield.page import Page
+
+    class Doc:
+        filename = "x.md"
+        frontmatter = Page.parse("---\nkind: method\ncategory: Memory\nconcepts: [Memory]\n"
+                                 "---\n").frontmatter
+
+    issues = lint_pages(parse_taxonomy("## Memory\n- RAG\n"), [Doc()])
+    assert [i.message for i in issues] == [
+        "concept 'Memory' is not in taxonomy.md (it is a category there)"]

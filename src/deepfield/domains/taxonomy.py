@@ -350,8 +350,11 @@ def lint_pages(taxonomy: Taxonomy, pages: Iterable[PageLike]) -> list[LintIssue]
                 ))
         for value in meta.concepts:
             if not unmatchable(value) and not taxonomy.find(value, categories=False):
+                # As for categories: say when the name is there, as a top category.
+                note = " (it is a category there)" if taxonomy.find(value, categories=True) \
+                    else ""
                 issues.append(LintIssue(
-                    page.filename, f"concept {value!r} is not in {taxonomy.filename}"
+                    page.filename, f"concept {value!r} is not in {taxonomy.filename}{note}"
                 ))
     return issues
 
