@@ -529,3 +529,24 @@ def test_lint_says_when_a_concept_is_a_category_of_the_taxonomy() -> None:
     issues = lint_pages(parse_taxonomy("## Memory\n- RAG\n"), [Doc()])
     assert [i.message for i in issues] == [
         "concept 'Memory' is not in taxonomy.md (it is a category there)"]
+
+
+def test_taxonomy_names_holding_a_slash_or_angle_bracket_are_found(store: deepfield.Store) -> None:
+    """"/" and ">" always split a value into a path, so a category "Input/Output" or a
+    concept "TCP/IP" could never be matched: every page using them was a lint warning and
+    counted nowhere."""
+    taxonomy = parse_taxonomy("## Input/Output\n- TCP/IP\n- A > B testing\n## Memory\n"
+                              "- RAG\n  - GraphRAG\n")
+    assert [n.name for n in taxonomy.find("Input/Output", categories=True)] == ["Input/Output"]
+    assert [n.name for n in taxonomy.find("TCP/IP", categories=False)] == ["TCP/IP"]
+    assert [n.name for n in taxonomy.find("A > B testing", categories=False)] == ["A > B testing"]
+    assert [n.name for n in taxonomy.find("Input/Output > TCP/IP", categories=False)] == [
+        "TCP/IP"]
+    assert [n.name for n in taxonomy.find("Memory/RAG", categories=True)] == ["RAG"]
+    create_domain(store, "net")
+    domain = store.field("net")
+    (domain.path / "taxonomy.md").write_text("# Taxonomy\n\n## Input/Output\n- TCP/IP\n")
+    add_atomic(domain, "Sockets", "method", category="Input/Output", concepts=["TCP/IP"],
+               text="Sockets text.")
+    report = taxonomy_report(domain)
+    assert not report.issues and report.to_json()["tree"][0]["pages"] == 1

@@ -105,7 +105,16 @@ class Taxonomy:
         """Nodes a page value names: categories (roots and sub-categories) or concepts (any
         node below a root). In a path ``A > B``, B names the node and A one of its ancestors
         (not necessarily its parent)."""
-        parts = [s for s in re.split(r"\s*(?:>|/)\s*", value) if s.strip()]
+        # A name may hold "/" or ">" itself ("Input/Output", "TCP/IP"): read as written
+        # first, then as a path split at ">", then at ">" and "/".
+        for pattern in (None, r"\s*>\s*", r"\s*(?:>|/)\s*"):
+            parts = [value] if pattern is None else re.split(pattern, value)
+            found = self._find_path([s for s in parts if s.strip()], categories=categories)
+            if found:
+                return found
+        return []
+
+    def _find_path(self, parts: list[str], *, categories: bool) -> list[TaxonomyNode]:
         if not parts:
             return []
         segments = [name_key(s) for s in parts]
