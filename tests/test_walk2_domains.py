@@ -550,3 +550,20 @@ def test_taxonomy_names_holding_a_slash_or_angle_bracket_are_found(store: deepfi
                text="Sockets text.")
     report = taxonomy_report(domain)
     assert not report.issues and report.to_json()["tree"][0]["pages"] == 1
+
+
+def test_a_split_human_preference_page_is_loaded_once_in_order(store: deepfield.Store) -> None:
+    """Each part carries `role: human-preference`: context loaded part 2 first (its name sorts
+    first), then part 1, each with its "Part 1 of 2 · next" footer."""
+    create_domain(store, "research")
+    domain = store.field("research")
+    body = "# Human preferences\n\n" + "\n".join(
+        f"## Rule {i}\n\n" + " ".join(f"Preference {i}.{j} holds." for j in range(60)) + "\n"
+        for i in range(1, 7))
+    page = "---\ntitle: Human preferences\nrole: human-preference\nalways_load: true\n---\n"
+    assert len(domain.write(page + body, name="human-preference").pages) > 1
+    result = build_context(domain, "", budget=20000, level="light")
+    assert [b["filename"] for b in result.blocks].count("human-preference.md") == 1
+    assert all("part-2" not in (b["filename"] or "") for b in result.blocks)
+    assert result.text.index("## Rule 1") < result.text.index("## Rule 6")
+    assert "Part 1 of" not in result.text

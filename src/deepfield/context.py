@@ -13,12 +13,14 @@ not use goes back to the pieces left out.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from typing import Any
 
+from .domains.domain import later_parts, whole_text
 from .domains.levels import (
     LEVELS,
     LevelBlock,
@@ -263,17 +265,20 @@ def _fixed_blocks(field: Field, level: str) -> list[LevelBlock]:
     level's domain material (no repeats, nothing superseded, template comments removed)."""
     first: list[LevelBlock] = []
     always: list[LevelBlock] = []
-    for doc in field.pages():
+    docs = field.pages()
+    parts = later_parts(docs)  # a split page is loaded once, all its parts in order
+    for doc in docs:
         meta = doc.frontmatter or {}
-        if is_superseded(meta):
+        if is_superseded(meta) or doc.filename in parts:
             continue
         preference = meta.get("role") == "human-preference"
         if not (preference or _truthy(meta.get("always_load"))):
             continue
-        text = clean_page((field.path / doc.filename).read_text("utf-8", errors="replace"))
+        text = clean_page(whole_text(field.path, doc.filename))
         if text.strip():
+            title = _PART_TITLE.sub("", doc.title)
             (first if preference else always).append(
-                LevelBlock(doc.title, doc.filename, text.strip(), "alignment", True))
+                LevelBlock(title, doc.filename, text.strip(), "alignment", True))
     blocks = first + always
     intro = field.intro()
     if intro and intro.strip():
@@ -285,6 +290,9 @@ def _fixed_blocks(field: Field, level: str) -> list[LevelBlock]:
             blocks.append(block)
             seen.add(block.filename)
     return blocks
+
+
+_PART_TITLE = re.compile(r" \(part \d+ of \d+\)$")
 
 
 def _truthy(value: Any) -> bool:
