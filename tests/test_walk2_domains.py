@@ -567,3 +567,11 @@ def test_a_split_human_preference_page_is_loaded_once_in_order(store: deepfield.
     assert all("part-2" not in (b["filename"] or "") for b in result.blocks)
     assert result.text.index("## Rule 1") < result.text.index("## Rule 6")
     assert "Part 1 of" not in result.text
+
+
+def test_an_alias_with_a_slash_between_letters_is_one_alias() -> None:
+    """"Input/Output (I/O)" got the aliases I and O: a page tagged "I" or "O" matched it."""
+    from deepfield.domains.atomic import entry_name
+
+    assert entry_name("Input/Output (I/O)") == ("Input/Output", ("I/O",))
+    assert entry_name("Retrieval (RAG/GraphRAG)") == ("Retrieval", ("RAG", "GraphRAG"))

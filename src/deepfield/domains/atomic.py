@@ -74,7 +74,10 @@ def entry_name(text: str) -> tuple[str, tuple[str, ...]]:
     head = flat[: cut.start()] if cut and cut.start() > 0 else flat
     aliases: list[str] = []
     for group in _ALIASES.findall(head):
-        for alias in re.split(r"[,，/、;]", group):
+        split = re.split(r"[,，/、;]", group)
+        if any(len(alias.strip()) == 1 for alias in split):
+            split = [group]  # "(I/O)" is one alias, not the letters I and O
+        for alias in split:
             alias = alias.strip()
             if alias and not alias.isdigit():  # "(12)": a page count copied from our output
                 aliases.append(alias)
