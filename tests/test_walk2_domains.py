@@ -575,3 +575,9 @@ def test_an_alias_with_a_slash_between_letters_is_one_alias() -> None:
 
     assert entry_name("Input/Output (I/O)") == ("Input/Output", ("I/O",))
     assert entry_name("Retrieval (RAG/GraphRAG)") == ("Retrieval", ("RAG", "GraphRAG"))
+
+
+def test_an_outline_quotes_a_multi_line_summary_on_one_line(field: deepfield.Field) -> None:
+    field.write("---\ntitle: S\nsummary: |\n  First line.\n  Second line.\n---\n# S\n\nText.\n",
+                name="s")
+    assert field.read("s", outline_only=True).text.startswith("> First line. Second line.\n")

@@ -121,7 +121,7 @@ def render_outline(title: str, summary: str | None, entries: list[OutlineEntry],
     if not has_h1:
         lines += [f"# {title}", ""]
     if summary:
-        lines += [f"> {summary}", ""]
+        lines += [f"> {' '.join(summary.split())}", ""]  # one quoted line, whatever it holds
     files = parts or []
     marked: set[str] = set()
     shown = [e for e in entries if e.level or e.sentences]  # a comment before any heading
