@@ -13,12 +13,14 @@ not use goes back to the pieces left out.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from typing import Any
 
+from .domains.domain import later_parts, whole_text
 from .domains.levels import (
     LEVELS,
     LevelBlock,
@@ -141,6 +143,12 @@ def build_context(
                             "tokens at least)")
     _refill(parts, described, omitted, blocks, field.name, budget, before=len(kept) + 1,
             related=related)
+    if found is not None and found.context:
+        trimmed = _drop_repeats(parts, described, found, blocks, field.name, task)
+        if trimmed is not found:  # the room the repeats took: more blocks may come back
+            found = trimmed
+            _refill(parts, described, omitted, blocks, field.name, budget,
+                    before=len(parts) - 1, related=related)
     if not blocks and not want_research:
         warnings.append(_nothing_to_load(field.name, level))
     text = "\n\n".join(parts) + "\n"
@@ -177,6 +185,23 @@ def _without_pages(found: ResearchResult, field_name: str, shown: set[str]) -> R
         return found
     return replace(found, context=packed.text, evidence=packed.evidence, tokens=packed.tokens,
                    left_out=packed.left_out, ranked=others)
+
+
+def _drop_repeats(parts: list[str], described: list[dict[str, Any]], found: ResearchResult,
+                  blocks: list[LevelBlock], field_name: str, task: str) -> ResearchResult:
+    """The research block (last in ``parts``) without the quotes from pages that _refill put
+    back whole after the research ran (the taxonomy tree left out at first for want of room):
+    the context held them twice. Only shrinks, so the budget still holds."""
+    shown_now = {d.get("filename") for d in described}
+    shown = {b.filename for b in blocks if b.whole and b.filename in shown_now}
+    trimmed = _without_pages(found, field_name, shown)
+    if trimmed is found:
+        return found
+    parts[-1] = fence(field_name, "research", "research", trimmed.context, task=task)
+    for entry in described:
+        if entry.get("layer") == "research":
+            entry.update(tokens=trimmed.tokens, sources=len(trimmed.sources))
+    return trimmed
 
 
 def _nothing_to_load(field_name: str, level: str) -> str:
@@ -242,17 +267,19 @@ def _fixed_blocks(field: Field, level: str) -> list[LevelBlock]:
     always: list[LevelBlock] = []
     docs = field.pages()
     hidden = hidden_as_superseded(field.index_handle(), docs)  # a dead successor: shown
+    parts = later_parts(docs)  # a split page is loaded once, all its parts in order
     for doc in docs:
         meta = doc.frontmatter or {}
-        if doc.filename in hidden:
+        if doc.filename in hidden or doc.filename in parts:
             continue
         preference = meta.get("role") == "human-preference"
         if not (preference or _truthy(meta.get("always_load"))):
             continue
-        text = clean_page((field.path / doc.filename).read_text("utf-8", errors="replace"))
+        text = clean_page(whole_text(field.path, doc.filename))
         if text.strip():
+            title = _PART_TITLE.sub("", doc.title)
             (first if preference else always).append(
-                LevelBlock(doc.title, doc.filename, text.strip(), "alignment", True))
+                LevelBlock(title, doc.filename, text.strip(), "alignment", True))
     blocks = first + always
     intro = field.intro()
     if intro and intro.strip():
@@ -264,6 +291,9 @@ def _fixed_blocks(field: Field, level: str) -> list[LevelBlock]:
             blocks.append(block)
             seen.add(block.filename)
     return blocks
+
+
+_PART_TITLE = re.compile(r" \(part \d+ of \d+\)$")
 
 
 def _truthy(value: Any) -> bool:

@@ -59,7 +59,7 @@ from .page import (
     slugify,
 )
 from .page_text import check_text, require_text
-from .read import PageView, find_section, outline, render_outline
+from .read import PageView, check_view, find_section, outline, render_outline
 from .read_parts import outline_parts, part_names, section_in_parts
 from .same_page import identical_page, same_titled
 from .scan import scan_field
@@ -219,6 +219,7 @@ class Field(FieldSync):
     ) -> PageView:
         """Read a page whole, as an outline, or one section of it (a use of the page is
         logged as activation unless ``record=False``)."""
+        check_view(outline_only, depth, sentences, section)
         filename, page = self.load(ref)
         parts = part_names(filename, page) or None
         if section is not None and parts:  # the heading may be in another part

@@ -73,6 +73,9 @@ class SearchResponse:
     took_ms: float
     warnings: list[str] = dc_field(default_factory=list)
     pending_vectors: int = 0
+    filters: dict[str, list[str]] | None = None
+    """The search's filters (``Filters.to_json()``), None when it had none: results that
+    were filtered must say so, or "no results" reads as "nothing about it"."""
 
     @property
     def confidence(self) -> Confidence:
@@ -96,6 +99,7 @@ class SearchResponse:
             "k": self.k,
             "took_ms": round(self.took_ms, 2),
             "pending_vectors": self.pending_vectors,
+            "filters": self.filters,
             "warnings": self.warnings,
             "confidence": self.confidence.to_json(),
         }

@@ -16,6 +16,7 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _RECORD = re.compile(
     r"^\s*(?:[-*+]\s|\d{1,3}[.)]\s|\||>|\[[^\]]{1,40}\]\s|[^\s:|(](?:[^:|(]|\([^)]{0,30}\)){0,60}:\s"
     # "**Ana:** Great." / "__Ana:__ Great.": a Markdown transcript's bold speaker label
@@ -51,6 +52,21 @@ def is_fence(line: str) -> bool:
     return bool(_FENCE.match(line))
 
 
+def fence_step(line: str, fence: str | None) -> tuple[bool, str | None]:
+    """(whether ``line`` is a fence line, the fence open after it), ``fence`` being the one
+    open before it (its marker, e.g. "````") or None. As in CommonMark a fence is closed only
+    by a bare run of its own character at least as long as its opening, so a ````` ```` `````
+    block quoting Markdown keeps its inner ````` ```python ````` … ````` ``` ````` lines (and
+    the "# comment" between them) as code, not as headings."""
+    if fence is None:
+        opened = _FENCE.match(line)
+        return (True, opened.group(1)) if opened else (False, None)
+    closed = _FENCE_CLOSE.match(line)
+    if closed and closed.group(1)[0] == fence[0] and len(closed.group(1)) >= len(fence):
+        return True, None
+    return False, fence
+
+
 _LINK = re.compile(r"!?\[\[[^\]]*\]\]|!?\[[^\]]*\]\([^)]*\)")
 _NAVIGATION = frozenset({
     "part", "parts", "of", "page", "pages", "next", "previous", "prev", "back", "to", "the",
@@ -60,6 +76,8 @@ _NAVIGATION = frozenset({
 _FOOTER = re.compile(r"^part \d+ of \d+$", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+")
 _COMMENT = re.compile(r"^<!--.*-->$")
+_COMMENT_OPEN = re.compile(r"^ {0,3}<!--")
+_TABLE_RULE = re.compile(r"^\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?$")
 _SESSION_CONTEXT = re.compile(
     r"^When: [^\n]*?\. Who: [^\n]*?\.(?: (?:Topic|Project|Related): [^\n]*)?$")
 """The context paragraph the memorizer writes under a session page's title ("When: unknown.
@@ -151,6 +169,7 @@ def parse_sections(body: str, first_line: int = 1) -> list[Section]:
     current: tuple[int, str, int] = (0, "", first_line)
     own: list[tuple[int, str]] = []
     fence: str | None = None
+    comment = False  # inside an HTML comment block ("<!-- … -->" over several lines)
 
     def close() -> None:
         level, title, line = current
@@ -169,16 +188,19 @@ def parse_sections(body: str, first_line: int = 1) -> list[Section]:
 
     for offset, line in enumerate(lines):
         number = first_line + offset
-        fence_match = _FENCE.match(line)
-        if fence_match:
-            marker = fence_match.group(1)
-            if fence is None:
-                fence = marker[0] * 3
-            elif marker.startswith(fence):
-                fence = None
+        if comment:
+            comment = "-->" not in line
             own.append((number, line))
             continue
-        if fence is not None:
+        fenced, fence = fence_step(line, fence)
+        if fenced or fence is not None:
+            own.append((number, line))
+            continue
+        opened = _COMMENT_OPEN.match(line)
+        if opened and "-->" not in line[opened.end():]:
+            # As in CommonMark, an HTML comment block runs to its "-->": a template's
+            # "## Memory" example inside one is no heading.
+            comment = True
             own.append((number, line))
             continue
         atx = _ATX.match(line)
@@ -220,17 +242,16 @@ def split_blocks(lines: tuple[tuple[int, str], ...] | list[tuple[int, str]]) -> 
         paragraph.clear()
 
     for number, line in lines:
-        fence_match = _FENCE.match(line)
         if fence is not None:
             code.append((number, line))
-            if fence_match and fence_match.group(1).startswith(fence):
-                fence = None
+            _, fence = fence_step(line, fence)
+            if fence is None:
                 blocks.append(Block("\n".join(t for _, t in code), code[0][0], number, "code"))
                 code = []
             continue
-        if fence_match:
+        opened, fence = fence_step(line, None)
+        if opened:
             flush()
-            fence = fence_match.group(1)[0] * 3
             code = [(number, line)]
             continue
         if line.strip():
@@ -301,16 +322,67 @@ def plain(text: str, *, backticks: bool = False) -> str:
     return "".join(pieces)
 
 
+def _uncommented(lines: tuple[tuple[int, str], ...]) -> list[tuple[int, str]]:
+    """The lines with HTML comments blanked out (line numbers kept): a template's guidance
+    is not the first sentence of its section. Fenced code is kept as it is."""
+    text = "\n".join(line for _, line in lines)
+    if "<!--" not in text:
+        return list(lines)
+    kept: list[tuple[int, str]] = []
+    fence: str | None = None
+    comment = False
+    for number, line in lines:
+        if not comment:  # a fence inside a comment is part of the comment
+            fenced, fence = fence_step(line, fence)
+            if fenced or fence is not None:
+                kept.append((number, line))
+                continue
+        out = ""
+        rest = line
+        while rest:
+            if comment:
+                end = rest.find("-->")
+                if end < 0:
+                    rest = ""
+                    break
+                comment, rest = False, rest[end + 3:]
+                continue
+            start = rest.find("<!--")
+            if start < 0:
+                out += rest
+                break
+            out, rest, comment = out + rest[:start], rest[start + 4:], True
+        kept.append((number, out))
+    return kept
+
+
+SENTENCE_CHARS = 300
+"""An outline sentence is cut (at a word, with "…") past this many characters: a paragraph
+without stops (a pasted log, a transcript on one line) was one "sentence" as long as the
+page, and the outline that should save reading it cost as much."""
+
+
+def _capped(sentence: str) -> str:
+    if len(sentence) <= SENTENCE_CHARS:
+        return sentence
+    cut = sentence[:SENTENCE_CHARS]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > SENTENCE_CHARS // 2 else cut).rstrip() + " …"
+
+
 def first_sentences(section: Section, count: int) -> list[str]:
-    """The first ``count`` sentences of a section's own text, skipping code blocks."""
+    """The first ``count`` sentences of a section's own text, skipping code blocks, each
+    cut to SENTENCE_CHARS."""
     if count <= 0:
         return []
     found: list[str] = []
-    for block in split_blocks(section.text_lines):
-        if block.kind == "code":
+    for block in split_blocks(_uncommented(section.text_lines)):
+        if block.kind == "code" or is_parts_footer(block.text):  # code; a split's navigation
+            continue
+        if _TABLE_RULE.match(block.text):  # "|---|---|" under a table's header says nothing
             continue
         for sentence in split_sentences(plain(block.text, backticks=True)):
-            found.append(sentence)
+            found.append(_capped(sentence))
             if len(found) >= count:
                 return found
     return found

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
 
-from .errors import SectionNotFoundError
-from .markdown import Section, first_sentences, parse_sections
+from .errors import DeepfieldError, SectionNotFoundError
+from .markdown import Section, first_sentences, is_parts_footer, parse_sections, plain
 from .page import Page, jsonable_frontmatter, slugify
 
 
@@ -78,32 +78,37 @@ class PageView:
         }
 
 
-OUTLINE_SENTENCE_CHARS = 300
-"""The most of one first sentence an outline shows: a paragraph without a sentence end (a
-transcript without punctuation, prose that ends sentences after a number) would otherwise
-be a "sentence" as long as itself, and the outline as big as the page."""
+def check_view(outline_only: bool, depth: object, sentences: object,
+               section: object) -> None:
+    """DeepfieldError for arguments of ``Field.read`` that would fail deep inside it (a
+    section given as a number, a depth given as text) or be ignored (an outline and a
+    section at once: the CLI and HTTP refuse that too)."""
+    if section is not None and not isinstance(section, str):
+        raise DeepfieldError(f"section must be a heading's text, not {type(section).__name__}",
+                             "pass the heading, a path `A > B`, or NAME@LINE")
+    for name, value in (("depth", depth), ("sentences", sentences)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise DeepfieldError(f"{name} must be a whole number of 0 or more, not {value!r}")
+    if outline_only and section is not None:
+        raise DeepfieldError("outline_only and section ask for different views: give one",
+                             "section= reads that section, outline_only=True lists headings")
 
 
-def outline(page: Page, depth: int = 2, sentences: int = 1) -> list[OutlineEntry]:
-    """Headings down to ``depth`` (the text before the first heading counts as level 0)."""
+def outline(page: Page, depth: int = 2, sentences: int = 1,
+            sections: list[Section] | None = None) -> list[OutlineEntry]:
+    """Headings down to ``depth`` (the text before the first heading counts as level 0);
+    ``sections`` as for :func:`find_section`."""
     entries = []
-    for section in parse_sections(page.body, page.body_line):
+    for section in parse_sections(page.body, page.body_line) if sections is None else sections:
         if section.level > depth:
             continue
         entries.append(
             OutlineEntry(
                 section.level, section.title, section.path, section.line,
-                [_clipped(s) for s in first_sentences(section, sentences)],
+                first_sentences(section, sentences),  # each cut to SENTENCE_CHARS
             )
         )
     return entries
-
-
-def _clipped(sentence: str) -> str:
-    if len(sentence) <= OUTLINE_SENTENCE_CHARS:
-        return sentence
-    cut = sentence[:OUTLINE_SENTENCE_CHARS]
-    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip() + " …"
 
 
 def render_outline(title: str, summary: str | None, entries: list[OutlineEntry],
@@ -116,10 +121,11 @@ def render_outline(title: str, summary: str | None, entries: list[OutlineEntry],
     if not has_h1:
         lines += [f"# {title}", ""]
     if summary:
-        lines += [f"> {summary}", ""]
+        lines += [f"> {' '.join(summary.split())}", ""]  # one quoted line, whatever it holds
     files = parts or []
     marked: set[str] = set()
-    for index, entry in enumerate(entries):
+    shown = [e for e in entries if e.level or e.sentences]  # a comment before any heading
+    for index, entry in enumerate(shown):
         # The page's own title heading stays first; part 1's line follows it.
         leading_title = index == 0 and entry.level == 1
         if len(files) > 1 and entry.filename in files and entry.filename not in marked \
@@ -130,9 +136,17 @@ def render_outline(title: str, summary: str | None, entries: list[OutlineEntry],
         if entry.level:
             lines.append(f"{'#' * entry.level} {entry.title}")
         if entry.sentences:
-            lines.append(" ".join(entry.sentences))
+            lines.append(_join_sentences(entry.sentences))
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _join_sentences(sentences: list[str]) -> str:
+    """Sentences as one line: no space after a full-width stop (CJK text has none)."""
+    out = ""
+    for sentence in sentences:
+        out += ("" if not out or out[-1] in "。！？；…" else " ") + sentence
+    return out
 
 
 def _normal(text: str) -> str:
@@ -145,8 +159,17 @@ def _same_heading(title: str, wanted: str) -> bool:
     heading."""
     if _normal(title) == wanted:
         return True
+    # As the heading reads: "[Linked](x.md) part" is "Linked part", "**Bold** x" "Bold x".
+    if _normal(plain(title, backticks=True)) == _normal(plain(wanted, backticks=True)):
+        return True
     slug = slugify(wanted)
     return bool(slug) and slugify(title) == slug
+
+
+def _joined(text: str) -> str:
+    """A heading or heading path compared as written: case, spacing and which of ``>`` and
+    ``/`` separates (either may be part of a heading's text) do not matter."""
+    return re.sub(r"\s*(?:>|/)\s*", ">", _normal(text))
 
 
 def _matching(sections: list[Section], heading: str) -> list[Section]:
@@ -155,7 +178,14 @@ def _matching(sections: list[Section], heading: str) -> list[Section]:
     if not wanted:
         raise SectionNotFoundError("no heading given")
 
+    written = _joined(heading)
+
     def matches(section: Section) -> bool:
+        # A heading whose own text holds "/" or ">" ("## Input/Output", "Setup > Usage >
+        # TCP/IP"): its text, or a path ending in it, read as written.
+        if any(_joined(" > ".join(section.path[-n:])) == written
+               for n in range(1, len(section.path) + 1)):
+            return True
         tail = section.path[-len(wanted) :]
         if len(tail) != len(wanted):
             return False
@@ -164,10 +194,10 @@ def _matching(sections: list[Section], heading: str) -> list[Section]:
     return [s for s in sections if matches(s)]
 
 
-def count_matching(page: Page, heading: str) -> int:
+def count_matching(page: Page, heading: str, sections: list[Section] | None = None) -> int:
     """How many of the page's headings ``heading`` names (as :func:`find_section` reads it,
     ``NAME@LINE`` included); 0 when it names none."""
-    sections = [s for s in parse_sections(page.body, page.body_line) if s.level]
+    sections = _headed(page, sections)
     found = _matching(sections, heading)
     at = re.fullmatch(r"(.*\S)\s*@(\d+)", heading.strip())
     if at and not found:
@@ -175,14 +205,23 @@ def count_matching(page: Page, heading: str) -> int:
     return len(found)
 
 
-def find_section(page: Page, heading: str) -> tuple[Section, str, int]:
+def _headed(page: Page, sections: list[Section] | None) -> list[Section]:
+    if sections is None:
+        sections = parse_sections(page.body, page.body_line)
+    return [s for s in sections if s.level]
+
+
+def find_section(page: Page, heading: str,
+                 sections: list[Section] | None = None) -> tuple[Section, str, int]:
     """The section named ``heading`` with its subsections: (section, text, last line).
 
     ``heading`` matches a heading's text (any case), its slug, or a path written
     ``Parent > Child`` or ``Parent/Child``. Where several headings match, ``@LINE`` after
-    it (``Notes@11``: the heading on line 11 of the file) says which.
+    it (``Notes@11``: the heading on line 11 of the file) says which. ``sections``: the
+    page's sections when their paths are not the page's own (a part of a split page, whose
+    headings sit under the headings of the parts before it).
     """
-    sections = [s for s in parse_sections(page.body, page.body_line) if s.level]
+    sections = _headed(page, sections)
     at = re.fullmatch(r"(.*\S)\s*@(\d+)", heading.strip())
     if at and not _matching(sections, heading):  # a heading ending in "@2" is its own text
         named, line = _matching(sections, at.group(1)), int(at.group(2))
@@ -222,6 +261,13 @@ def _section_text(page: Page, sections: list[Section],
     # otherwise end on the empty string after the final line break (one past the file).
     while last > target.line and not lines[1][last - lines[0]].strip():
         last -= 1
+    # The last section of a part of a split page ends on the "---" rule and "Part 1 of 2 ·
+    # next: […](…)" footer split.py wrote: navigation, not the section's text.
+    if (last - 1 > target.line and is_parts_footer(lines[1][last - lines[0]])
+            and lines[1][last - 1 - lines[0]].strip() == "---"):
+        last -= 2
+        while last > target.line and not lines[1][last - lines[0]].strip():
+            last -= 1
     start = target.line - lines[0]
     text = "\n".join(lines[1][start : last - lines[0] + 1]).rstrip("\n") + "\n"
     return target, text, last

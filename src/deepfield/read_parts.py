@@ -10,7 +10,7 @@ in the part asked for first, then in the others in order.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .archive import part_names as split_part_names
 from .errors import PageNotFoundError, SectionNotFoundError
@@ -53,10 +53,12 @@ def outline_parts(filename: str, page: Page, names: list[str], load: Loader, *,
 
     A small sources section is copied into every part (split.py); it is listed once."""
     loaded, warnings = _load_parts(filename, page, names, load)
+    continued = continued_sections(loaded)
     entries: list[OutlineEntry] = []
     seen_sources: set[tuple[int, str, tuple[str, ...]]] = set()
     for name, part in loaded:
-        for entry in outline(part, depth=depth, sentences=sentences):
+        for entry in outline(part, depth=depth, sentences=sentences,
+                             sections=continued[name]):
             if entry.level and SOURCES_TITLE.match(entry.title):
                 key = (entry.level, entry.title, tuple(entry.sentences))
                 if key in seen_sources:
@@ -65,6 +67,27 @@ def outline_parts(filename: str, page: Page, names: list[str], load: Loader, *,
             entries.append(OutlineEntry(entry.level, entry.title, entry.path, entry.line,
                                         entry.sentences, name))
     return entries, warnings
+
+
+def continued_sections(loaded: list[tuple[str, Page]]) -> dict[str, list[Section]]:
+    """Each part's sections with heading paths that go on from the parts before it: part 2
+    starts under part 1's "# Big page", so its "## Section 5" is "Big page > Section 5", as in
+    the page that was written (and as an outline of the whole page must say)."""
+    carried: list[tuple[int, str]] = []
+    out: dict[str, list[Section]] = {}
+    for name, part in loaded:
+        stack = list(carried)
+        sections: list[Section] = []
+        for section in parse_sections(part.body, part.body_line):
+            if section.level:
+                while stack and stack[-1][0] >= section.level:
+                    stack.pop()
+                stack.append((section.level, section.title))
+                section = replace(section, path=tuple(title for _, title in stack))
+            sections.append(section)
+        carried = stack
+        out[name] = sections
+    return out
 
 
 @dataclass(frozen=True)
@@ -81,21 +104,25 @@ def section_in_parts(filename: str, page: Page, names: list[str], load: Loader,
                      heading: str) -> FoundSection:
     """The section ``heading`` of a split page: from the part asked for when it is there
     (copied sources are in every part), else from the first other part that has it."""
-    if not names or count_matching(page, heading):
+    if not names:
         found, text, last = find_section(page, heading)
         return FoundSection(filename, page, found, text, last, [])
     loaded, warnings = _load_parts(filename, page, names, load)
+    continued = continued_sections(loaded)
+    if filename in continued and count_matching(page, heading, continued[filename]):
+        found, text, last = find_section(page, heading, continued[filename])
+        return FoundSection(filename, page, found, text, last, warnings)
     having = [(name, part) for name, part in loaded if name != filename
-              and count_matching(part, heading)]
+              and count_matching(part, heading, continued[name])]
     if not having:
-        headings = [" > ".join(s.path) for _name, part in loaded
-                    for s in parse_sections(part.body, part.body_line) if s.level]
+        headings = [" > ".join(s.path) for name, _part in loaded
+                    for s in continued[name] if s.level]
         known = "; ".join(headings[:20]) or "the page has no headings"
         raise SectionNotFoundError(
             f"no section {heading!r} in any of the page's {len(names)} parts "
             f"(headings: {known})")
     name, part = having[0]
-    found, text, last = find_section(part, heading)
+    found, text, last = find_section(part, heading, continued[name])
     if len(having) > 1:
         others = ", ".join(n for n, _ in having[1:])
         warnings.append(f"{heading!r} is also a heading in {others} (read that part by its "

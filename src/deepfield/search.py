@@ -63,7 +63,7 @@ def check_where(where: object) -> None:
     if where is not None and not isinstance(where, Filters):
         raise DeepfieldError(
             f"where= takes a deepfield.domains.Filters, not a {type(where).__name__}",
-            'build one with deepfield.domains.Filters.of(kind="decision", category=..., '
+            'build one with deepfield.domains.Filters.of(kind="method", category=..., '
             "concept=...)")
 
 
@@ -147,7 +147,8 @@ def search_fields(
     if not query.strip():
         # Nothing to match: a vector search of "" returned whatever lay nearest the empty
         # text, ten arbitrary pages an agent took for results.
-        return SearchResponse(query, mode, unit, k, [], 0.0, ["the query is empty"])
+        return SearchResponse(query, mode, unit, k, [], 0.0, ["the query is empty"],
+                              filters=where.to_json() if where else None)
     clock = time.perf_counter()
     # Shared by every field searched.
     deadline = Deadline.for_search(time.monotonic() if started is None else started)
@@ -243,7 +244,8 @@ def search_fields(
     if hidden:
         warnings += superseded_matched(hidden, hits, k)
     took = (time.perf_counter() - clock) * 1000
-    return SearchResponse(query, mode, unit, k, hits, took, warnings, pending)
+    return SearchResponse(query, mode, unit, k, hits, took, warnings, pending,
+                          filters=where.to_json() if where else None)
 
 
 def superseded_matched(hidden: dict[tuple[int, str], float], hits: Sequence[Hit],

@@ -27,7 +27,7 @@ from .errors import (
 )
 from .fsutil import atomic_write, create_new, write_together
 from .index import FieldIndex
-from .listing import refresh_listing
+from .listing import catch_up, refresh_listing
 from .page import (
     INTRO_FILE,
     PAGE_LIMIT_BYTES,
@@ -177,6 +177,7 @@ class PageWriter:
         try:
             report = index.sync_names(source_files(self.path, touched), touched)
             if not self.batch:
+                catch_up(self.path, index, report, touched)
                 refresh_listing(self.path, self.name, index, report)
         except (sqlite3.Error, IndexStateError, OSError) as exc:
             # The pages are stored: that is the write. The caller reports this as a warning.

@@ -68,7 +68,9 @@ def domain_add(
 ) -> None:
     """File an atomic knowledge page in FIELD, with checked frontmatter.
 
-    The body is TEXT, standard input for -, or, when omitted, a section skeleton for the kind.
+    The body is TEXT, standard input for -, or, when omitted, a section skeleton for the kind
+    (the body alone: the frontmatter comes from the options; `deepfield write` stores a
+    whole page).
     Categories and concepts the taxonomy does not know are kept and reported as warnings.
     """
     fld = settings(ctx).field(field)
@@ -103,7 +105,11 @@ def domain_ls(ctx: click.Context, as_json: bool) -> None:
     if not domains:
         click.echo("no domains yet (create one with `deepfield domain new NAME`)")
     for row in domains:
-        kinds = ", ".join(f"{n} {k}" for k, n in row["atomic"].items() if n) or "no atomic pages"
+        counts = [f"{n} {k}" for k, n in row["atomic"].items() if n]
+        if row["atomic_other_kind"]:  # said, as in --json: `taxonomy --lint` names them
+            counts.append(f"{row['atomic_other_kind']} of another kind (see `deepfield "
+                          f"taxonomy {row['field']} --lint`)")
+        kinds = ", ".join(counts) or "no atomic pages"
         missing = f"; missing: {', '.join(row['missing'])}" if row["missing"] else ""
         click.echo(f"{row['field']}: {kinds}{missing}")
 

@@ -34,6 +34,9 @@ __all__ = [
 
 KINDS: tuple[str, ...] = ("method", "benchmark", "survey", "blog")
 KIND_KEYS: tuple[str, ...] = ("kind", "type")
+OWN_KINDS: frozenset[str] = frozenset({"session"})
+"""Kinds deepfield itself writes on pages that are not atomic knowledge (`remember` files a
+conversation as ``kind: session``): no lint warning, no count, no stub."""
 CATEGORY_KEYS: tuple[str, ...] = ("category", "categories")
 CONCEPT_KEYS: tuple[str, ...] = ("concepts", "concept")
 
@@ -41,10 +44,14 @@ _DATE = re.compile(r"^\d{4}(?:-(?:0[1-9]|1[0-2])(?:-(?:0[1-9]|[12]\d|3[01])(?:[T
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://[^\s/]+\S*$", re.IGNORECASE)
 _DOI = re.compile(r"^(?:doi:\s*)?10\.\d{4,9}/\S+$", re.IGNORECASE)
 _ARXIV = re.compile(r"^arxiv:\s*\S+$", re.IGNORECASE)
+# A bare arXiv identifier is one too: 2404.16130(v2) since 2007, hep-th/9901001 before.
+_ARXIV_ID = re.compile(r"^(?:\d{4}\.\d{4,5}|[a-z-]+(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?$")
 _PATH_SEP = re.compile(r"\s*(?:>|/)\s*")
 _PUNCT = re.compile(r"[\s\-_–—·.,;:'\"`*()\[\]]+")
 _CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
-_DESCRIPTION = re.compile(r"\s+[—–-]\s+|[:：]\s|[:：]$")
+# A full-width colon cuts with or without a space: CJK text puts none after it, so
+# "检索增强生成（RAG）：把记忆当作检索" is named 检索增强生成, not the whole line.
+_DESCRIPTION = re.compile(r"\s+[—–-]\s+|:\s|:$|\s*：")
 _ALIASES = re.compile(r"[(（]([^()（）]*)[)）]")
 
 
@@ -58,7 +65,8 @@ def name_key(text: str) -> str:
 
 def entry_name(text: str) -> tuple[str, tuple[str, ...]]:
     """(name, aliases) of a taxonomy entry or a page's category or concept value: the text up
-    to ``: ``, `` — `` or `` - `` (the rest is a description), names in parentheses being
+    to ``: ``, a full-width ``：``, `` — `` or `` - `` (the rest is a description), names in
+    parentheses being
     aliases, so ``Retrieval-Augmented Generation (RAG): memory as retrieval`` is named
     ``Retrieval-Augmented Generation`` and also ``RAG``. The name is "" when there is none."""
     flat = plain(_CHECKBOX.sub("", text.strip())).replace("[[", "").replace("]]", "").strip()
@@ -66,7 +74,10 @@ def entry_name(text: str) -> tuple[str, tuple[str, ...]]:
     head = flat[: cut.start()] if cut and cut.start() > 0 else flat
     aliases: list[str] = []
     for group in _ALIASES.findall(head):
-        for alias in re.split(r"[,，/、;]", group):
+        split = re.split(r"[,，/、;]", group)
+        if any(len(alias.strip()) == 1 for alias in split):
+            split = [group]  # "(I/O)" is one alias, not the letters I and O
+        for alias in split:
             alias = alias.strip()
             if alias and not alias.isdigit():  # "(12)": a page count copied from our output
                 aliases.append(alias)
@@ -137,6 +148,12 @@ def atomic_meta(frontmatter: Mapping[str, Any] | None) -> AtomicMeta:
     fm = frontmatter or {}
     kinds = _strings(_first(fm, KIND_KEYS))
     kind = kinds[0].lower() if kinds else None
+    if kind in OWN_KINDS:
+        kind = None
+    if kind not in KINDS and fm.get("kind") is None:
+        # `type` is read for ResearcherZero, but other tools use it for their own kinds
+        # (basic-memory's `type: note`): only one of ours makes such a page atomic.
+        kind = None
     problems: list[str] = []
     if kind is not None and kind not in KINDS:
         problems.append(f"kind {kinds[0]!r} is not one of {', '.join(KINDS)}")
@@ -154,8 +171,28 @@ def atomic_meta(frontmatter: Mapping[str, Any] | None) -> AtomicMeta:
     )
 
 
+def _text(value: object, what: str) -> str:
+    """``value`` when it is text; InvalidMetadataError naming ``what`` otherwise (a number or
+    None failed deep inside with an AttributeError)."""
+    if not isinstance(value, str):
+        raise InvalidMetadataError(f"{what} must be text, not {type(value).__name__}")
+    return value
+
+
+def _names_of(value: object, what: str) -> list[str]:
+    """One name (a string) or several (a list or tuple of strings), as text."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list | tuple):
+        raise InvalidMetadataError(
+            f"{what} must be a name or a list of names, not {type(value).__name__}")
+    return [_text(item, f"a {what} name") for item in value]
+
+
 def check_kind(kind: str) -> str:
-    value = kind.strip().lower()
+    value = _text(kind, "the kind").strip().lower()
     if value not in KINDS:
         raise InvalidMetadataError(
             f"kind {kind!r} is not one of {', '.join(KINDS)}",
@@ -164,8 +201,10 @@ def check_kind(kind: str) -> str:
     return value
 
 
-def check_date(date: str) -> str:
-    value = date.strip()
+def check_date(date: str | int) -> str:
+    # A year as a number (date=2024) is that year; other non-text values are refused.
+    value = (str(date) if isinstance(date, int) and not isinstance(date, bool)
+             else _text(date, "the date")).strip()
     if not _DATE.match(value) or not _real_day(value):
         raise InvalidMetadataError(
             f"date {date!r} is not a date",
@@ -186,8 +225,9 @@ def _real_day(value: str) -> bool:
 
 
 def check_source(source: str) -> str:
-    value = source.strip()
-    if not (_URL.match(value) or _DOI.match(value) or _ARXIV.match(value)):
+    value = _text(source, "the source").strip()
+    if not (_URL.match(value) or _DOI.match(value) or _ARXIV.match(value)
+            or _ARXIV_ID.match(value)):
         raise InvalidMetadataError(
             f"source {source!r} is not a URL, DOI or arXiv id",
             "give e.g. https://arxiv.org/abs/2501.00001, 10.1145/3295500 or arXiv:2501.00001",
@@ -208,7 +248,8 @@ def _names(values: Iterable[str], what: str) -> list[str]:
                 f"{what} {text!r} has no letters or digits, so no search or taxonomy can match "
                 "it", f"give the {what}'s name"
             )
-        if text not in names:
+        # "Memory" and "memory" are one name to every filter and taxonomy: written once.
+        if all(name_key(text) != name_key(kept) for kept in names):
             names.append(text)
     return names
 
@@ -227,10 +268,11 @@ def atomic_frontmatter(
     ``concepts`` is always a list.
     """
     fm: dict[str, Any] = {"kind": check_kind(kind)}
-    categories = _names([category] if isinstance(category, str) else category or [], "category")
+    categories = _names(_names_of(category, "category"), "category")
     if categories:
         fm["category"] = categories[0] if len(categories) == 1 else categories
-    names = _names(concepts, "concept")
+    # One concept as a string is that concept, not its letters (as category= takes it).
+    names = _names(_names_of(concepts, "concept"), "concept")
     if names:
         fm["concepts"] = names
     if source is not None:
@@ -256,8 +298,18 @@ class Filters:
     concept: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        for option in ("kind", "category", "concept"):
+            # Filters(category="Memory"): one name, not its letters; a number is refused.
+            object.__setattr__(self, option, tuple(_names_of(getattr(self, option), option)))
         for kind in self.kind:
             check_kind(kind)
+        for option, values in (("category", self.category), ("concept", self.concept)):
+            for value in values:
+                if unmatchable(value):
+                    # Said, not an empty result: no page can be filed under such a name.
+                    raise InvalidMetadataError(
+                        f"{option} {value!r} has no letters or digits, so it matches no page",
+                        f"give the {option}'s name")
 
     @classmethod
     def of(
@@ -271,8 +323,12 @@ class Filters:
         def values(value: str | Iterable[str] | None) -> tuple[str, ...]:
             if value is None:
                 return ()
+            if isinstance(value, bytes | dict) or not isinstance(value, str | Iterable):
+                raise InvalidMetadataError(
+                    f"a filter is a name or a list of names, not {type(value).__name__}")
             items = [value] if isinstance(value, str) else list(value)
-            return tuple(v.strip() for v in items if v and v.strip())
+            return tuple(v.strip() for v in (_text(i, "a filter name") for i in items)
+                         if v.strip())
 
         made = cls(values(kind), values(category), values(concept))
         return made if made else None

@@ -10,17 +10,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..archive import part_names as split_part_names
 from ..errors import (
     FieldExistsError,
     InvalidMetadataError,
     InvalidNameError,
+    InvalidPageError,
     PageConflictError,
     PageNotFoundError,
     TaxonomyError,
 )
 from ..manage.supersede import hidden_pages, is_superseded
+from ..markdown import is_parts_footer
 from ..page import Page, check_name
 from .atomic import KINDS, atomic_frontmatter, atomic_meta
 from .taxonomy import (
@@ -49,7 +53,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DomainCreated", "TaxonomyReport", "add_atomic", "create_domain", "domain_summary",
-    "hidden_pages", "is_superseded", "load_taxonomy", "role_pages", "taxonomy_report",
+    "hidden_pages", "is_superseded", "later_parts", "load_taxonomy", "role_pages",
+    "taxonomy_report", "whole_text",
 ]
 
 MAX_NAME = 100
@@ -74,8 +79,15 @@ def role_pages(field: Field, docs: Sequence[DocRow] | None = None) -> dict[str, 
     A page's ``role`` key wins; a page at the usual filename counts unless it names another
     role. A superseded page counts only when no current page has its role."""
     rows = list(field.pages() if docs is None else docs)
+    # Every part of a split page carries its role key: the first part stands for the page
+    # (whole_text reads the rest), else "taxonomy-part-2.md" sorted first and was taken.
+    parts = later_parts(rows)
+    rows = [doc for doc in rows if doc.filename not in parts]
     hidden = hidden_pages(rows)
-    rows.sort(key=lambda doc: doc.filename in hidden)  # stable: current pages first
+    # Stable: current pages first and, among pages claiming one role, the one at the usual
+    # filename (a second "role: taxonomy" page sorting before taxonomy.md took its place).
+    usual = {spec.filename for spec in WELL_KNOWN}
+    rows.sort(key=lambda doc: (doc.filename in hidden, doc.filename not in usual))
     found: dict[str, str] = {}
     for doc in rows:
         role = (doc.frontmatter or {}).get(ROLE_KEY)
@@ -89,6 +101,21 @@ def role_pages(field: Field, docs: Sequence[DocRow] | None = None) -> dict[str, 
         if (row.frontmatter or {}).get(ROLE_KEY) in (None, spec.role):
             found[spec.role] = spec.filename
     return found
+
+
+def later_parts(docs: Sequence[DocRow]) -> set[str]:
+    """Filenames of the parts after the first of split pages whose first part is listed too:
+    a page over 8 KB is stored in parts that each carry its frontmatter, and counted, linted
+    or stubbed once per part it read as several pages (a split survey was two surveys)."""
+    listed = {doc.filename for doc in docs}
+    later: set[str] = set()
+    for doc in docs:
+        if not (doc.frontmatter or {}).get("split_from"):
+            continue
+        names = split_part_names(Page(body="", frontmatter=doc.frontmatter), doc.filename)
+        if names and len(names) > 1 and names[0] in listed and doc.filename != names[0]:
+            later.add(doc.filename)
+    return later
 
 
 def create_domain(
@@ -116,15 +143,19 @@ def create_domain(
     created: list[str] = []
     kept: list[str] = []
     for spec in WELL_KNOWN:
-        if spec.role in present or (field.path / spec.filename).exists():
-            kept.append(present.get(spec.role, spec.filename))
+        if spec.role in present:
+            kept.append(present[spec.role])
             continue
         keys: dict[str, Any] = {LAYER_KEY: spec.layer, ROLE_KEY: spec.role}
         if spec.always_load:
             keys[ALWAYS_LOAD_KEY] = True
+        # The usual filename may hold a page of another role (or a name that is no page):
+        # the missing page then takes a free name and is found by its role key. Reporting
+        # that file as "kept" left the domain without the page, and --adopt could not help.
+        taken = (field.path / spec.filename).exists()
         result = field.add(
             spec.title, spec.render_body(name, description), summary=spec.summary,
-            name=spec.filename[:-3], frontmatter=keys,
+            name=None if taken else spec.filename[:-3], frontmatter=keys,
         )
         created += result.filenames
     return DomainCreated(field.name, str(field.path), created, kept)
@@ -136,8 +167,31 @@ def load_taxonomy(field: Field, docs: Sequence[DocRow] | None = None) -> Taxonom
     filename = role_pages(field, docs).get("taxonomy")
     if filename is None:
         return None
-    text = (field.path / filename).read_text("utf-8", "replace")
-    return parse_taxonomy(text, filename)
+    return parse_taxonomy(whole_text(field.path, filename), filename)
+
+
+def whole_text(folder: Path, filename: str) -> str:
+    """A page's text; for the first part of a page split into parts, followed by the bodies
+    of its other parts in order, without the "Part 1 of 2 · next" footers: a taxonomy (or a
+    main-challenge page) over 8 KB is one page to read, not its first 8 KB."""
+    text = (folder / filename).read_text("utf-8", "replace")
+    page = Page.parse(text)
+    names = split_part_names(page, filename) or []
+    if len(names) < 2 or names[0] != filename:
+        return text
+    pieces = [_without_footer(text)]
+    for name in names[1:]:
+        try:
+            other = Page.parse((folder / name).read_text("utf-8", "replace"))
+        except OSError:
+            continue  # a part deleted by hand: the rest still reads
+        pieces.append(_without_footer(other.body))
+    return "\n\n".join(piece.rstrip("\n") for piece in pieces) + "\n"
+
+
+def _without_footer(text: str) -> str:
+    head, rule, tail = text.rstrip().rpartition("\n---\n")
+    return head if rule and is_parts_footer(tail) else text
 
 
 @dataclass
@@ -169,11 +223,17 @@ def taxonomy_report(field: Field) -> TaxonomyReport:
             "`role: taxonomy`)",
             f"add the domain's pages with `deepfield domain new {field.name} --adopt`",
         )
-    pages = [d for d in docs if d.filename != taxonomy.filename]
+    parts = later_parts(docs)
+    pages = [d for d in docs if d.filename != taxonomy.filename and d.filename not in parts]
     hidden = hidden_pages(docs)
+    rivals = [LintIssue(d.filename, f"also has `role: taxonomy`; {taxonomy.filename} is the "
+                        "domain's taxonomy (give this page another role, or merge the two)")
+              for d in pages if (d.frontmatter or {}).get(ROLE_KEY) == "taxonomy"
+              and d.filename not in hidden]
     current = [d for d in pages if d.filename not in hidden]  # as search counts them
     return TaxonomyReport(
-        field.name, taxonomy, count_pages(taxonomy, current), lint_pages(taxonomy, pages)
+        field.name, taxonomy, count_pages(taxonomy, current),
+        rivals + lint_pages(taxonomy, pages),
     )
 
 
@@ -208,6 +268,20 @@ def add_atomic(
                                 "choose another --name, or edit that page")
     keys = atomic_frontmatter(kind, category=category, concepts=concepts, source=source,
                               date=date)
+    if text is not None and not isinstance(text, str):
+        raise InvalidPageError(f"the text must be a str, not {type(text).__name__}",
+                               "decode bytes first, e.g. data.decode('utf-8')")
+    if text and text.lstrip("\ufeff").startswith("---"):
+        parsed = Page.parse(text)
+        closed = any(line.strip() in ("---", "...") for line in text.split("\n")[1:])
+        if parsed.frontmatter is not None or (parsed.frontmatter_error and closed):
+            # It would be stored as body text under the page's own frontmatter: a second
+            # "---" block whose keys (a ResearcherZero page's type, source…) nothing reads.
+            raise InvalidPageError(
+                "the text starts with a frontmatter block; `domain add` writes the "
+                "frontmatter from its options",
+                "give the body alone (with --kind, --category, --concept, --source, --date), "
+                "or store the whole page as it is with `deepfield write FIELD -`")
     body = text if text and text.strip() else f"# {title}\n\n{KIND_BODIES[keys['kind']]}"
     result = field.add(title, body, summary=summary, name=name, frontmatter=keys)
     written = result.filenames[0]
@@ -221,7 +295,13 @@ def add_atomic(
     except TaxonomyError as exc:
         result.warnings.append(f"categories not checked: {exc.message}")
         return result
-    if taxonomy is not None:
+    if taxonomy is None:
+        if keys.get("category") or keys.get("concepts"):
+            # Said, as an unknown name would be: nothing checked them.
+            result.warnings.append(
+                f"categories and concepts not checked: {field.name} has no taxonomy page "
+                f"(make it a domain with `deepfield domain new {field.name} --adopt`)")
+    else:
         # Only this page's problems: the taxonomy's own warnings belong to `taxonomy --lint`.
         quiet = Taxonomy(taxonomy.filename, taxonomy.roots)
         page = _PageRef(written, keys)
@@ -233,6 +313,8 @@ def _require_words(value: str | None, what: str, option: str) -> None:
     """Refuse an empty text option: left to ``field.add``, an empty title becomes the
     heading ``# `` of a page named after its first line, and an empty summary or filename
     is silently dropped."""
+    if value is not None and not isinstance(value, str):
+        raise InvalidMetadataError(f"{what} must be text, not {type(value).__name__}")
     if value is not None and not value.strip():
         optional = "" if option == "--title" else ", or leave it out"
         raise InvalidMetadataError(f"{what} is empty", f"give {option} a few words{optional}")
@@ -250,7 +332,11 @@ def domain_summary(field: Field) -> dict[str, Any]:
     present = role_pages(field, docs)
     kinds = dict.fromkeys(KINDS, 0)
     other = 0
+    # Counted as the taxonomy counts them: once per split page, superseded pages left out.
+    skip = later_parts(docs) | hidden_pages(docs)
     for doc in docs:
+        if doc.filename in skip:
+            continue
         kind = atomic_meta(doc.frontmatter).kind
         if kind in kinds:
             kinds[kind] += 1

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import TaxonomyError
 from .atomic import Filters
-from .taxonomy import TAXONOMY_FILE, parse_taxonomy
+from .domain import whole_text
+from .taxonomy import TAXONOMY_FILE, Taxonomy, parse_taxonomy
 from .templates import ROLE_KEY
 
 if TYPE_CHECKING:
@@ -38,9 +39,13 @@ def allowed_chunks(
             "SELECT id, filename, frontmatter FROM df_docs WHERE frontmatter != 'null'"
         )
     ]
-    below = _below(index, where, rows, warnings) if where.category or where.concept else None
+    misfiled: list[str] = []
+    below = (_below(index, where, rows, warnings, misfiled)
+             if where.category or where.concept else None)
     docs = [doc_id for doc_id, _, frontmatter in rows if where.matches(frontmatter, below)]
     if not docs:
+        if warnings is not None:  # why nothing passed, when the taxonomy can say
+            warnings += misfiled
         return set()
     chunks = index.conn.execute(
         "SELECT id FROM df_chunks WHERE doc_id IN (SELECT value FROM json_each(?))",
@@ -51,14 +56,17 @@ def allowed_chunks(
 
 def _below(
     index: FieldIndex, where: Filters, rows: list[tuple[int, str, Any]],
-    warnings: list[str] | None = None,
+    warnings: list[str] | None = None, misfiled: list[str] | None = None,
 ) -> tuple[set[str], set[str]] | None:
     """Names under the wanted categories and concepts in the field's taxonomy (None when it
     has none, or one that cannot be read: filters then match page values only)."""
-    names = [f for _, f, fm in rows if isinstance(fm, dict) and fm.get(ROLE_KEY) == "taxonomy"]
-    path = index.field_dir / (names[0] if names else TAXONOMY_FILE)
+    names = [f for _, f, fm in rows if isinstance(fm, dict) and fm.get(ROLE_KEY) == "taxonomy"
+             and not _later_part(fm)]
+    # As role_pages chooses: taxonomy.md when it is one of them.
+    chosen = TAXONOMY_FILE if TAXONOMY_FILE in names or not names else sorted(names)[0]
+    path = index.field_dir / chosen
     try:
-        taxonomy = parse_taxonomy(path.read_text("utf-8", "replace"), path.name)
+        taxonomy = parse_taxonomy(whole_text(path.parent, path.name), path.name)
     except OSError:
         return None
     except TaxonomyError as exc:
@@ -68,8 +76,31 @@ def _below(
             warnings.append(f"{index.field_dir.name}/{exc.message}; the taxonomy could not be "
                             "read, so categories and concepts match the pages' own values only")
         return None
+    if misfiled is not None:
+        misfiled += _misfiled(index.field_dir.name, taxonomy, where)
     return (taxonomy.keys_below(where.category, categories=True),
             taxonomy.keys_below(where.concept, categories=False))
+
+
+def _later_part(frontmatter: dict[str, Any]) -> bool:
+    """A part after the first of a split page (it carries the page's role key too)."""
+    part = frontmatter.get("part")
+    return bool(frontmatter.get("split_from")) and isinstance(part, int) and part > 1
+
+
+def _misfiled(field_name: str, taxonomy: Taxonomy, where: Filters) -> list[str]:
+    """Why a filter may find nothing: --category names a concept of the taxonomy (or
+    --concept one of its top categories), which pages are tagged with the other way."""
+    notes = []
+    for value in where.category:
+        if not taxonomy.find(value, categories=True) and taxonomy.find(value, categories=False):
+            notes.append(f"{field_name}/{taxonomy.filename}: {value!r} is a concept there, not "
+                         f"a category (search with --concept {value!r})")
+    for value in where.concept:
+        if not taxonomy.find(value, categories=False) and taxonomy.find(value, categories=True):
+            notes.append(f"{field_name}/{taxonomy.filename}: {value!r} is a top category there, "
+                         f"not a concept (search with --category {value!r})")
+    return notes
 
 
 def filtered_retrieve(

@@ -4,7 +4,8 @@ ResearcherZero builds an agent's context from a domain in layers; deepfield name
 
 * ``light``: human preferences, basic info, the taxonomy's tree (names and page counts);
 * ``medium``: + main challenges, the concept network, an outline of every survey (headings and
-  their first sentences) and a one-line stub per other atomic page;
+  their first sentences; of all its parts when it was split) and a one-line stub per other
+  atomic page (and per survey whose sections say nothing yet);
 * ``deep``: the medium material; ``deepfield context`` adds research on the task to it.
 
 Human preferences always come first and are the only block :func:`pack_blocks` truncates
@@ -23,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DeepfieldError, TaxonomyError
 from ..markdown import first_sentences, parse_sections, split_sentences
 from ..page import Page, derive_title
-from ..read import outline, render_outline
+from ..read import OutlineEntry, outline, render_outline
+from ..read_parts import outline_parts, part_names
 from ..tokens import count_tokens
 from .atomic import atomic_meta
-from .domain import hidden_pages, load_taxonomy, role_pages
+from .domain import hidden_pages, later_parts, load_taxonomy, role_pages, whole_text
 from .taxonomy import count_pages, render_tree
 
 if TYPE_CHECKING:
@@ -40,6 +42,7 @@ SURVEY_DEPTH = 2
 SURVEY_SENTENCES = 2
 TRUNCATED = "[… cut here to fit the token budget]"
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_PART_SUFFIX = re.compile(r" \(part \d+ of \d+\)$")
 
 
 @dataclass(frozen=True)
@@ -111,22 +114,28 @@ def level_blocks(field: Field, level: str) -> list[LevelBlock]:
     page_block("main-challenge", "Main challenges", "cognition")
     page_block("network", "Concept network", "cognition")
     spec = set(roles.values())
+    parts = later_parts(docs)
     atomic = [(d, atomic_meta(d.frontmatter)) for d in docs if d.filename not in spec]
-    atomic = [(d, m) for d, m in atomic if m.is_atomic]
+    atomic = [(d, m) for d, m in atomic if m.is_atomic and d.filename not in parts]
     atomic.sort(key=lambda pair: (-_date_rank(pair[1].date), pair[0].filename))
+    outlined: set[str] = set()
     for doc, _meta in [(d, m) for d, m in atomic if m.kind == "survey"]:
         text = _survey_outline(field, doc)
         if text:
-            blocks.append(LevelBlock(f"Survey outline: {doc.title}", doc.filename, text,
+            outlined.add(doc.filename)
+            title = _PART_SUFFIX.sub("", doc.title)
+            blocks.append(LevelBlock(f"Survey outline: {title}", doc.filename, text,
                                      "cognition", False, whole=False))
-    for doc, meta in [(d, m) for d, m in atomic if m.kind != "survey"]:
+    # A survey whose sections say nothing yet is still named, as a stub.
+    for doc, meta in [(d, m) for d, m in atomic if d.filename not in outlined]:
         blocks.append(LevelBlock(f"Atomic page: {doc.title}", doc.filename,
                                  _stub(field, doc, meta), "atomic", False, whole=False))
     return blocks
 
 
 def _read(field: Field, filename: str) -> str:
-    return (field.path / filename).read_text("utf-8", "replace")
+    """The page's text, all its parts when it was split (a long main-challenge page)."""
+    return whole_text(field.path, filename)
 
 
 def clean_page(text: str) -> str:
@@ -166,23 +175,50 @@ def _taxonomy_block(field: Field, docs: Sequence[DocRow]) -> LevelBlock | None:
                           whole=False)
     if taxonomy is None or not taxonomy.roots:
         return None
-    counts = count_pages(taxonomy, [d for d in docs if d.filename != taxonomy.filename])
+    parts = later_parts(docs)
+    counts = count_pages(taxonomy, [d for d in docs
+                                    if d.filename != taxonomy.filename and d.filename not in parts])
     text = "Categories and their concepts; [n] = atomic pages filed under each.\n\n"
     return LevelBlock("Taxonomy", taxonomy.filename, text + render_tree(taxonomy, counts),
                       "basic-context", False)
 
 
 def _survey_outline(field: Field, doc: DocRow) -> str:
-    page = Page.parse(_read(field, doc.filename))
-    entries = outline(page, depth=SURVEY_DEPTH, sentences=SURVEY_SENTENCES)
-    return render_outline(doc.title or derive_title(page), doc.summary, entries)
+    """Headings and first sentences of a survey (of all its parts when it was split); "" when
+    no section says anything (an unfilled skeleton: its bare headings are no material)."""
+    page = Page.parse((field.path / doc.filename).read_text("utf-8", "replace"))  # one part
+    names = part_names(doc.filename, page)
+    if names:
+        entries, _missing = outline_parts(doc.filename, page, names, field.load,
+                                          depth=SURVEY_DEPTH, sentences=SURVEY_SENTENCES)
+    else:
+        entries = outline(page, depth=SURVEY_DEPTH, sentences=SURVEY_SENTENCES)
+    entries = _said(entries)
+    if not entries:
+        return ""
+    title = _PART_SUFFIX.sub("", doc.title)
+    return render_outline(title or derive_title(page), doc.summary, entries, names or None)
+
+
+def _said(entries: list[OutlineEntry]) -> list[OutlineEntry]:
+    """The entries that have sentences or head deeper entries that do (clean_page's rule)."""
+    kept: list[OutlineEntry] = []
+    for i, entry in enumerate(entries):
+        below = [entry]
+        for later in entries[i + 1:]:
+            if entry.level and later.level <= entry.level:
+                break
+            below.append(later)
+        if any(e.sentences for e in below) if entry.level else entry.sentences:
+            kept.append(entry)
+    return kept
 
 
 def _stub(field: Field, doc: DocRow, meta: Any) -> str:
     """``- [title](file) — kind · category · concepts · date: one-line summary``."""
     facts = [meta.kind or "", ", ".join(meta.categories), ", ".join(meta.concepts),
              meta.date or ""]
-    line = f"- [{doc.title}]({doc.filename})"
+    line = f"- [{_PART_SUFFIX.sub('', doc.title)}]({doc.filename})"  # a split page: once
     described = " · ".join(f for f in facts if f)
     summary = doc.summary or _first_sentence(field, doc.filename)
     if described:

@@ -2,8 +2,8 @@
 
 The page is free Markdown, as ResearcherZero wants, but its tree is taken from two things only:
 
-* headings: ``## Memory`` under ``# Taxonomy``; a single H1 at the top is the page's title,
-  not a category;
+* headings (ATX ``## Memory`` or setext, ``Memory`` over ``------``) under ``# Taxonomy``; a
+  single H1 at the top is the page's title, not a category;
 * list items, nested by indentation, under a heading or at the top level.
 
 Roots are categories; a deeper node with children is a sub-category; a deeper node without
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import TaxonomyError
+from ..markdown import fence_step
 from ..page import Page
 from .atomic import atomic_meta, entry_name, name_key, part_keys, unmatchable
 
@@ -38,8 +39,8 @@ TAXONOMY_FILE = "taxonomy.md"
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-{2,})[ \t]*$")
 _ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,3}[.)])(?:[ \t]+(.*?))?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 @dataclass
@@ -104,7 +105,16 @@ class Taxonomy:
         """Nodes a page value names: categories (roots and sub-categories) or concepts (any
         node below a root). In a path ``A > B``, B names the node and A one of its ancestors
         (not necessarily its parent)."""
-        parts = [s for s in re.split(r"\s*(?:>|/)\s*", value) if s.strip()]
+        # A name may hold "/" or ">" itself ("Input/Output", "TCP/IP"): read as written
+        # first, then as a path split at ">", then at ">" and "/".
+        for pattern in (None, r"\s*>\s*", r"\s*(?:>|/)\s*"):
+            parts = [value] if pattern is None else re.split(pattern, value)
+            found = self._find_path([s for s in parts if s.strip()], categories=categories)
+            if found:
+                return found
+        return []
+
+    def _find_path(self, parts: list[str], *, categories: bool) -> list[TaxonomyNode]:
         if not parts:
             return []
         segments = [name_key(s) for s in parts]
@@ -155,13 +165,16 @@ def _entry(text: str, filename: str, line: int) -> tuple[str, tuple[str, ...]]:
 
 def parse_taxonomy(text: str, filename: str = TAXONOMY_FILE) -> Taxonomy:
     """The tree in a taxonomy page's text (frontmatter allowed); see the module docstring."""
+    if not isinstance(text, str):
+        raise TaxonomyError(f"{filename}: the taxonomy must be text, not {type(text).__name__}",
+                            "read the file first, e.g. path.read_text('utf-8')")
     page = Page.parse(text)
     if page.frontmatter_error:
         raise TaxonomyError(
             f"{filename} line 1: {page.frontmatter_error}",
             "fix the YAML between the '---' lines, or remove the block",
         )
-    lines = _content_lines(page.body, page.body_line)
+    lines = _setext_as_atx(_content_lines(page.body, page.body_line))
     headings = [(n, m) for n, line in lines if (m := _HEADING.match(line))]
     h1s = [n for n, m in headings if len(m.group(1)) == 1]
     title_line = h1s[0] if len(h1s) == 1 and headings[0][0] == h1s[0] else None
@@ -223,6 +236,25 @@ def parse_taxonomy(text: str, filename: str = TAXONOMY_FILE) -> Taxonomy:
     return taxonomy
 
 
+def _setext_as_atx(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Setext headings ("Memory" over "------") written as ATX ones ("## Memory"), as
+    read --outline reads them (markdown.parse_sections): else the category was lost and its
+    concepts became categories. Only a one-line paragraph is a heading so."""
+    out: list[tuple[int, str]] = []
+    for number, line in lines:
+        under = _SETEXT.match(line)
+        if under and out:
+            above_number, above = out[-1]
+            alone = len(out) < 2 or not out[-2][1].strip()
+            if (alone and above.strip() and not above[:1].isspace()
+                    and not _ITEM.match(above) and not _HEADING.match(above)):
+                marks = "#" if under.group(1)[0] == "=" else "##"
+                out[-1] = (above_number, f"{marks} {above.strip()}")
+                continue
+        out.append((number, line))
+    return out
+
+
 def _content_lines(body: str, first_line: int) -> list[tuple[int, str]]:
     """Body lines with their numbers, without fenced code and HTML comments."""
     kept: list[tuple[int, str]] = []
@@ -233,13 +265,8 @@ def _content_lines(body: str, first_line: int) -> list[tuple[int, str]]:
         if in_comment:
             in_comment = "-->" not in line
             continue
-        fence_match = _FENCE.match(line)
-        if fence is not None:
-            if fence_match and fence_match.group(1).startswith(fence):
-                fence = None
-            continue
-        if fence_match:
-            fence = fence_match.group(1)[0] * 3
+        fenced, fence = fence_step(line, fence)
+        if fenced or fence is not None:
             continue
         stripped = re.sub(r"<!--.*?-->", "", line)
         if "<!--" in stripped:
@@ -332,8 +359,11 @@ def lint_pages(taxonomy: Taxonomy, pages: Iterable[PageLike]) -> list[LintIssue]
                 ))
         for value in meta.concepts:
             if not unmatchable(value) and not taxonomy.find(value, categories=False):
+                # As for categories: say when the name is there, as a top category.
+                note = " (it is a category there)" if taxonomy.find(value, categories=True) \
+                    else ""
                 issues.append(LintIssue(
-                    page.filename, f"concept {value!r} is not in {taxonomy.filename}"
+                    page.filename, f"concept {value!r} is not in {taxonomy.filename}{note}"
                 ))
     return issues
 

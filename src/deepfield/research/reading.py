@@ -36,7 +36,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
-from ..markdown import SOURCES_TITLE, is_fence, is_record_line, parse_sections, split_sentences
+from ..markdown import (
+    SOURCES_TITLE,
+    fence_step,
+    is_record_line,
+    parse_sections,
+    split_sentences,
+)
 from ..markdown import says_something as is_evidence
 from ..tokens import count_tokens
 
@@ -104,6 +110,7 @@ def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
         flush()
         if section.level and (not sources_level or section.level <= sources_level):
             sources_level = section.level if SOURCES_TITLE.match(section.title) else 0
+        fence: str | None = None  # the open fence's marker (markdown.fence_step)
         fenced, table = False, None
         for number, raw in section.text_lines:
             text = raw.strip()
@@ -114,10 +121,11 @@ def evidence_spans(lines: Sequence[str], start: int) -> list[Span]:
                 flush()
                 in_comment = True
                 continue
-            if is_fence(raw):
+            step, fence = fence_step(raw, fence)
+            if step:
                 flush()
-                fenced = not fenced
                 continue
+            fenced = fence is not None
             if fenced or not text.startswith("|"):
                 table = None
             elif table is None:
