@@ -36,8 +36,8 @@ _HELP = {
     file's role (MEMORY.md: the index loaded at session start).""",
     "memory-tool": """Import an Anthropic memory-tool /memories directory into a field.
 
-    Every text file becomes a page (.md as is, .txt as the body, .xml/.json/... inside a
-    fenced code block), with its path recorded in `source_path` and `memory_path`.""",
+    Every text file becomes one page whose body is the file's text (never split, as the
+    memory tool keeps it), with its path recorded in `source_path` and `memory_path`.""",
     "basic-memory": """Import a basic-memory project into a field.
 
     Frontmatter (title, type, tags, permalink) and the observation and relation lines are

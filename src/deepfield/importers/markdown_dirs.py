@@ -60,6 +60,8 @@ class Adapter:
     """called once per page after names are known (rewrite links)"""
     attachments: bool = False
     """copy non-page files into the field by default"""
+    split: bool = True
+    """split pages over the spec's 8 KB into parts (the memory tool reads one page per file)"""
 
 
 @dataclass
@@ -271,7 +273,7 @@ def _import(
                 linked = changed_lines(before, doc.page.body)
                 doc.original_lines = {**(doc.original_lines or {}), **(linked or {})} or None
             try:
-                _write_one(fld, doc, uuid, by_uuid.get(uuid), adapter.kind, root, manifest,
+                _write_one(fld, doc, uuid, by_uuid.get(uuid), adapter, root, manifest,
                            report, overwrite, review)
             except PageError as exc:
                 report.skip(doc.rel, str(exc))
@@ -332,8 +334,9 @@ def _link_names(page: Page) -> list[str]:
 
 
 def _title(doc: SourceDoc) -> str:
-    """The first H1 (outside code), else the filename as the user wrote it."""
-    for section in parse_sections(doc.page.body):
+    """The first H1 (outside code) of a Markdown file, else the filename as the user wrote it
+    (in a YAML or Python file a ``# comment`` is no heading)."""
+    for section in parse_sections(doc.page.body) if is_markdown(doc.rel) else []:
         if section.level == 1 and section.title:
             return section.title
     name = doc.name
@@ -344,10 +347,11 @@ def _title(doc: SourceDoc) -> str:
 
 
 def _write_one(
-    fld: Field | None, doc: SourceDoc, uuid: str, current: str | None, kind: str, root: Path,
-    manifest: Manifest, report: DirImportReport, overwrite: bool, review: bool,
+    fld: Field | None, doc: SourceDoc, uuid: str, current: str | None, adapter: Adapter,
+    root: Path, manifest: Manifest, report: DirImportReport, overwrite: bool, review: bool,
 ) -> None:
     """Create, update or leave one page; ``current`` is its filename if the field has it."""
+    kind = adapter.kind
     page, added = _prepared_page(doc, uuid, kind)
     digest = sha256_hex(page.render().encode("utf-8"))
     if not page.get_str("created") and not page.get_str("updated"):
@@ -387,7 +391,8 @@ def _write_one(
         return
     # keep_previous=False: an edited page is copied above (keep_copy); an unedited one is
     # the previous import of the same source, which the source itself still holds.
-    result = fld.write(page, name=entry["filename"][:-3], review=review, keep_previous=False)
+    result = fld.write(page, name=entry["filename"][:-3], review=review, split=adapter.split,
+                       keep_previous=False)
     actions = {w.action for w in result.pages}
     action = "created" if current is None else ("updated" if actions - {"unchanged"}
                                                  else "unchanged")
