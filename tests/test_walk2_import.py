@@ -3,12 +3,15 @@ pinned by a test on a small realistic tree built in tmp_path."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import deepfield
 from deepfield.importers.export import export_field
 from deepfield.importers.memory_tool import import_memory_tool
+from deepfield.importers.obsidian import import_obsidian
 from deepfield.integrations.memory_files import MemoryFiles
+from deepfield.page import Page
 
 from .test_importers import make_tree
 
@@ -36,3 +39,24 @@ def test_memory_tool_import_reads_back_through_the_memory_tool(
     assert out.pages == 3
     for rel, text in files.items():
         assert (tmp_path / "out" / rel).read_text() == text, rel
+
+
+def test_obsidian_note_with_only_a_created_date_exports_back_byte_for_byte(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """A note with just ``created: 2024-01-05`` got ``updated`` set to the import time (not
+    recorded as added, so ``export --plain`` kept it) and its date quoted for good."""
+    plan = ("---\ntags:\n  - project\ncreated: 2024-01-05   # when we started\n---\n"
+            "# Plan\n\nShip it.\n")
+    log = "---\nupdated: 2024-02-01 10:30:00\n---\nDone.\n"
+    src = make_tree(tmp_path / "vault", {"Projects/Plan.md": plan, "Log.md": log})
+    os.utime(src / "Projects/Plan.md", (1_700_000_000, 1_700_000_000))
+    import_obsidian(store, src, field="vault")
+    page = Page.parse((store.field("vault").path / "plan.md").read_text())
+    assert page.get("created") == "2024-01-05"  # the spec's quoted string in the field
+    assert page.get("updated") == "2023-11-14T22:13:20Z"  # the file's mtime, not the import's
+    again = import_obsidian(store, src, field="vault")
+    assert again.unchanged == 2 and again.updated == 0
+    export_field(store.field("vault"), tmp_path / "out", original_paths=True, plain=True)
+    assert (tmp_path / "out" / "Projects/Plan.md").read_text() == plan
+    assert (tmp_path / "out" / "Log.md").read_text() == log

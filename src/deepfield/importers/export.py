@@ -24,6 +24,7 @@ from ..field import Field
 from ..fsutil import TEMP_PREFIX, atomic_write
 from ..page import INTRO_FILE, LISTING_FILE, Page, is_debris
 from ..scan import scan_field
+from .dates import restore_dates
 from .links import relink
 from .manifest import Manifest, PageRecord, sha256_hex
 from .markdown_dirs import IMPORT_KEYS
@@ -101,6 +102,8 @@ def _plain(text: str, record: PageRecord | None) -> str:
     added = record.added_keys if record else BOOKKEEPING_KEYS
     for key in {*SPLIT_KEYS, *IMPORT_KEYS, *added}:
         page.remove(key)
+    if record is not None:
+        restore_dates(page, record.source_dates)
     if (record is None or not record.had_frontmatter) and not page.frontmatter:
         page.frontmatter = None  # no empty "---" block where there was none
     if record is not None and record.wrapped is not None:

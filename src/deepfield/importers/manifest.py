@@ -49,6 +49,9 @@ class PageRecord:
     """body line number (0-based, as text) -> the line as the source had it, for each line
     whose links the import rewrote (``[[Note]]`` made a Markdown link), so ``export --plain
     --original-paths`` gives an unedited page back its own links; None when none changed"""
+    source_dates: dict[str, list[str]] | None = None
+    """``created``/``updated`` entries the import rewrote (an unquoted YAML date made a quoted
+    string): key -> [the source's entry text, the value written], for ``export --plain``"""
 
 
 @dataclass

@@ -30,6 +30,7 @@ from ..markdown import parse_sections
 from ..page import Page, is_valid_name, iso_from_timestamp, slugify
 from ..store import Store
 from .attach import copy_attachments, keep_copy
+from .dates import fill_dates
 from .links import LinkMap, LinkStats, rewrite_relative_links
 from .manifest import (
     MANIFEST_DIR,
@@ -354,12 +355,8 @@ def _write_one(
     kind = adapter.kind
     page, added = _prepared_page(doc, uuid, kind)
     digest = sha256_hex(page.render().encode("utf-8"))
-    if not page.get_str("created") and not page.get_str("updated"):
-        # Keep when the note was last changed (``updated`` then changes only on edits).
-        stamp = iso_from_timestamp(doc.mtime)
-        page.set("created", stamp)
-        page.set("updated", stamp)
-        added += ["created", "updated"]
+    dated, source_dates = fill_dates(page, doc.mtime)
+    added += dated
     record = manifest.pages.get(uuid)
     entry: dict[str, Any] = {"source_path": doc.rel, "filename": f"{doc.stem}.md"}
     if current is None and record is not None and not overwrite:
@@ -402,6 +399,6 @@ def _write_one(
     manifest.pages[uuid] = PageRecord(
         kind=kind, root=str(root), source_path=doc.rel, digest=digest, added_keys=added,
         had_frontmatter=doc.had_frontmatter, files=file_digests(fld.path, files),
-        wrapped=doc.wrapped, original_lines=doc.original_lines,
+        wrapped=doc.wrapped, original_lines=doc.original_lines, source_dates=source_dates,
     )
     report.pages.append(entry | {"filename": files[0], "action": action, "files": files})
