@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import deepfield
+from deepfield.importers.basic_memory import import_basic_memory
 from deepfield.importers.export import export_field
 from deepfield.importers.memory_tool import import_memory_tool
 from deepfield.importers.obsidian import import_obsidian
@@ -60,3 +61,18 @@ def test_obsidian_note_with_only_a_created_date_exports_back_byte_for_byte(
     export_field(store.field("vault"), tmp_path / "out", original_paths=True, plain=True)
     assert (tmp_path / "out" / "Projects/Plan.md").read_text() == plan
     assert (tmp_path / "out" / "Log.md").read_text() == log
+
+
+def test_basic_memory_relation_to_a_permalink_with_a_folder_is_resolved(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """basic-memory permalinks carry their folder; a relation naming one had no ``page``."""
+    brewing = ("---\ntitle: Coffee Brewing\ntype: note\npermalink: coffee/coffee-brewing\n---\n"
+               "# Coffee Brewing\n- uses [[gear/burr-grinder]]\n")
+    grinder = "---\ntitle: Grinder\ntype: note\npermalink: gear/burr-grinder\n---\nBurr.\n"
+    src = make_tree(tmp_path / "bm", {"coffee/Coffee Brewing.md": brewing,
+                                      "gear/Grinder.md": grinder})
+    import_basic_memory(store, src, field="bm")
+    page = Page.parse((store.field("bm").path / "coffee-brewing.md").read_text())
+    assert page.get("relations") == [
+        {"type": "uses", "target": "gear/burr-grinder", "page": "grinder.md"}]

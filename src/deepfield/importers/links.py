@@ -75,7 +75,8 @@ class LinkMap:
                 stem = rel.lower()[:-3] if rel.lower().endswith(".md") else rel.lower()
                 if stem.endswith("/" + tail) or rel.lower().endswith("/" + tail):
                     return filename
-            return None
+            # basic-memory permalinks hold their folder (``coffee/coffee-brewing``).
+            return self.titles.get(target.lower())
         rels = self.by_name.get(target.lower())
         if not rels:
             return self.titles.get(target.lower())
