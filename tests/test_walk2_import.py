@@ -76,3 +76,18 @@ def test_basic_memory_relation_to_a_permalink_with_a_folder_is_resolved(
     page = Page.parse((store.field("bm").path / "coffee-brewing.md").read_text())
     assert page.get("relations") == [
         {"type": "uses", "target": "gear/burr-grinder", "page": "grinder.md"}]
+
+
+def test_obsidian_wikilink_with_an_escaped_pipe_in_a_table_is_rewritten(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """Obsidian writes ``[[Note\\|text]]`` inside tables (a bare ``|`` would end the cell);
+    the link was left unresolved, its target read as ``Note\\``."""
+    table = "| who | page |\n|---|---|\n| Ann | [[People/Ann Lee\\|Ann]] |\n"
+    src = make_tree(tmp_path / "vault", {"Team.md": table, "People/Ann Lee.md": "# Ann\n"})
+    report = import_obsidian(store, src, field="vault")
+    assert not [w for w in report.warnings if "not in the import" in w]
+    body = Page.parse((store.field("vault").path / "team.md").read_text()).body
+    assert body == "| who | page |\n|---|---|\n| Ann | [Ann](ann-lee.md) |\n"
+    export_field(store.field("vault"), tmp_path / "out", original_paths=True, plain=True)
+    assert (tmp_path / "out" / "Team.md").read_text() == table

@@ -185,7 +185,9 @@ def rewrite_wikilinks(body: str, here: str, links: LinkMap, stats: LinkStats) ->
 
     def one(match: re.Match[str]) -> str:
         embed, inner = match.group(1), match.group(2)
-        target, _, label = inner.partition("|")
+        target, bar, label = inner.partition("|")
+        if bar and target.endswith("\\"):  # [[Note\|text]]: Obsidian's pipe inside a table
+            target = target[:-1]
         target, _, heading = target.partition("#")
         heading = "" if heading.startswith("^") else heading  # block ids have no anchor
         if not target.strip():  # [[#Heading]]: a heading of this very note
