@@ -91,3 +91,23 @@ def test_obsidian_wikilink_with_an_escaped_pipe_in_a_table_is_rewritten(
     assert body == "| who | page |\n|---|---|\n| Ann | [Ann](ann-lee.md) |\n"
     export_field(store.field("vault"), tmp_path / "out", original_paths=True, plain=True)
     assert (tmp_path / "out" / "Team.md").read_text() == table
+
+
+def test_reimport_reports_pages_whose_source_note_is_gone(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """A note renamed or deleted in the vault left its old page behind without a word, so a
+    renamed note silently became two pages."""
+    src = make_tree(tmp_path / "vault", {"One.md": "# One\n", "Two.md": "# Two\n"})
+    import_obsidian(store, src, field="vault")
+    (src / "Two.md").rename(src / "Deux.md")
+    report = import_obsidian(store, src, field="vault", dry_run=True)
+    assert report.gone == [{"source_path": "Two.md", "filename": "two.md"}]
+    report = import_obsidian(store, src, field="vault")
+    assert report.created == 1 and report.unchanged == 1
+    assert report.to_json()["gone"] == [{"source_path": "Two.md", "filename": "two.md"}]
+    assert any("Two.md: no longer in the source" in w and "deepfield rm vault two" in w
+               for w in report.warnings)
+    assert (store.field("vault").path / "two.md").is_file()  # kept: deepfield deletes nothing
+    store.field("vault").archive("two")
+    assert import_obsidian(store, src, field="vault").gone == []

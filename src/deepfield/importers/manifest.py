@@ -103,6 +103,18 @@ class Manifest:
         text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=False) + "\n"
         atomic_write(self.path, text.encode("utf-8"))
 
+    def gone(self, root: str, present: set[str], folder: Path) -> list[tuple[str, str]]:
+        """(source path, field filename) of each page imported from ``root`` whose source
+        file is no longer there (deleted or renamed) while its page still is."""
+        found = []
+        for rec in self.pages.values():
+            if rec.root != root or rec.source_path in present:
+                continue
+            kept = sorted(name for name in rec.files if (folder / name).is_file())
+            if kept:
+                found.append((rec.source_path, kept[0]))
+        return sorted(found)
+
     def by_filename(self) -> dict[str, tuple[str, PageRecord]]:
         """field filename -> (uuid, record) for every file an import wrote."""
         return {name: (uuid, rec) for uuid, rec in self.pages.items() for name in rec.files}

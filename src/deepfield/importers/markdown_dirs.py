@@ -80,6 +80,8 @@ class DirImportReport:
     pages: list[dict[str, Any]] = dc_field(default_factory=list)
     skipped: list[dict[str, str]] = dc_field(default_factory=list)
     renamed: list[dict[str, str]] = dc_field(default_factory=list)
+    gone: list[dict[str, str]] = dc_field(default_factory=list)
+    """pages an earlier import of this source made whose source file is gone (kept)"""
     warnings: list[str] = dc_field(default_factory=list)
 
     def skip(self, path: str, reason: str) -> None:
@@ -93,7 +95,8 @@ class DirImportReport:
             "updated": self.updated, "unchanged": self.unchanged,
             "imported": self.created + self.updated, "attachments": self.attachments,
             "links_rewritten": self.links_rewritten, "skipped": self.skipped,
-            "renamed": self.renamed, "warnings": self.warnings, "pages": self.pages,
+            "renamed": self.renamed, "gone": self.gone, "warnings": self.warnings,
+            "pages": self.pages,
         }
 
 
@@ -281,6 +284,14 @@ def _import(
         if progress:
             progress(1)
     report.links_rewritten = stats.rewritten
+    if fld is not None:
+        # A note deleted or renamed in the source leaves its page behind (deepfield deletes
+        # nothing): say so, or a renamed note silently becomes two pages.
+        for rel, filename in manifest.gone(str(root), set(selection.pages), fld.path):
+            report.gone.append({"source_path": rel, "filename": filename})
+            report.warnings.append(
+                f"{rel}: no longer in the source (or no longer imported from it); its page "
+                f"{filename} is kept (`deepfield rm {field_name} {filename[:-3]}` archives it)")
     if stats.unresolved:
         unique = sorted(set(stats.unresolved))
         shown = ", ".join(unique[:10]) + (" …" if len(unique) > 10 else "")
