@@ -3,12 +3,14 @@ pinned by a test on a small realistic tree built in tmp_path."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import deepfield
 from deepfield.importers.basic_memory import import_basic_memory
 from deepfield.importers.export import export_field
+from deepfield.importers.locomo import import_locomo
 from deepfield.importers.memory_tool import import_memory_tool
 from deepfield.importers.obsidian import import_obsidian
 from deepfield.integrations.memory_files import MemoryFiles
@@ -111,3 +113,38 @@ def test_reimport_reports_pages_whose_source_note_is_gone(
     assert (store.field("vault").path / "two.md").is_file()  # kept: deepfield deletes nothing
     store.field("vault").archive("two")
     assert import_obsidian(store, src, field="vault").gone == []
+
+
+def _locomo_file(path: Path, words: str, turns: int) -> Path:
+    said = [{"speaker": "Ann" if i % 2 else "Bo", "dia_id": f"D1:{i}",
+             "text": f"turn {i}: {words} " * 6} for i in range(1, turns + 1)]
+    conversation = {"speaker_a": "Ann", "speaker_b": "Bo", "session_1": said,
+                    "session_1_date_time": "1:56 pm on 8 May, 2023"}
+    path.write_text(json.dumps([{"sample_id": "c1", "conversation": conversation}]))
+    return path
+
+
+def test_locomo_reimport_of_a_long_or_changed_session_is_no_edit(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """A session over 8 KB is split; importing the same file again warned that the page "was
+    edited since it was imported" (and counted it unchanged), and a corrected dataset never
+    reached pages nobody had touched."""
+    source = _locomo_file(tmp_path / "c.json", "we walked the dog by the river", 80)
+    first = import_locomo(store, source)
+    assert first.pages_written > 1  # split into parts
+    again = import_locomo(store, source)
+    assert again.warnings == [] and again.pages_kept == 0
+    assert again.pages_written == 0 and again.pages_unchanged == first.pages_written
+    _locomo_file(source, "we walked the cat by the lake", 80)
+    fixed = import_locomo(store, source)
+    assert fixed.warnings == [] and fixed.pages_written >= 1
+    field = store.field("c1")
+    assert "the cat by the lake" in (field.path / "session-01.md").read_text()
+    part = field.path / "session-01-part-2.md"
+    part.write_text(part.read_text() + "\nMY NOTE\n")
+    _locomo_file(source, "we fed the fish", 80)
+    kept = import_locomo(store, source)
+    assert kept.pages_kept == 1 and kept.to_json()["pages_kept"] == 1
+    assert any("session-01.md was edited" in w for w in kept.warnings)
+    assert part.read_text().endswith("MY NOTE\n")

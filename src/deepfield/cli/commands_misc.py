@@ -137,6 +137,7 @@ def import_locomo_cmd(ctx: click.Context, source: Path, prefix: str, only: tuple
         f"imported {len(report.fields)} conversations into fields "
         f"{', '.join(report.fields)}: {report.pages_written} pages written, "
         f"{report.pages_unchanged} unchanged, {report.sessions_skipped} empty sessions skipped"
+        + (f", {report.pages_kept} edited pages kept" if report.pages_kept else "")
         + (f", {report.turns_skipped} malformed turns skipped" if report.turns_skipped else "")
     )
     for warning in report.warnings:
