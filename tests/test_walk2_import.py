@@ -148,3 +148,25 @@ def test_locomo_reimport_of_a_long_or_changed_session_is_no_edit(
     assert kept.pages_kept == 1 and kept.to_json()["pages_kept"] == 1
     assert any("session-01.md was edited" in w for w in kept.warnings)
     assert part.read_text().endswith("MY NOTE\n")
+
+
+def test_crlf_note_with_a_byte_order_mark_exports_back_byte_for_byte(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """Pages are stored with ``\\n`` and no BOM; ``export --plain --original-paths`` promised
+    an unedited import its very bytes back, but a Windows note came back with ``\\n``."""
+    windows = "\ufeff---\r\ntags: [win]\r\n---\r\n# Win\r\n\r\nSee [[Other]].\r\n".encode()
+    other = b"# Other\r\nplain\r\n"
+    src = tmp_path / "vault"
+    src.mkdir()
+    (src / "Win.md").write_bytes(windows)
+    (src / "Other.md").write_bytes(other)
+    import_obsidian(store, src, field="vault")
+    assert b"\r" not in (store.field("vault").path / "win.md").read_bytes()
+    export_field(store.field("vault"), tmp_path / "out", original_paths=True, plain=True)
+    assert (tmp_path / "out" / "Win.md").read_bytes() == windows
+    assert (tmp_path / "out" / "Other.md").read_bytes() == other
+    edited = store.field("vault").path / "other.md"  # edited since: the field's own text
+    edited.write_text(edited.read_text() + "more\n")
+    export_field(store.field("vault"), tmp_path / "out2", original_paths=True, plain=True)
+    assert (tmp_path / "out2" / "Other.md").read_bytes() == b"# Other\nplain\nmore\n"

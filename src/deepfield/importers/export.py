@@ -131,6 +131,20 @@ def _original_lines(data: bytes, name: str, record: PageRecord | None) -> str | 
     return page.render()
 
 
+def _unedited(data: bytes, name: str, record: PageRecord | None) -> PageRecord | None:
+    """``record`` when the page is one file exactly as its import wrote it, else None."""
+    if record is None or list(record.files) != [name] or record.files[name] != sha256_hex(data):
+        return None
+    return record
+
+
+def _source_bytes(text: str, record: PageRecord | None) -> str:
+    """The exported text with the source's ``\r\n`` line breaks and byte order mark back."""
+    if record is not None and record.crlf:
+        text = text.replace("\n", "\r\n")
+    return ("\ufeff" + text) if record is not None and record.bom else text
+
+
 def _original_path(text: str, record: PageRecord | None) -> str | None:
     page = Page.parse(text)
     source = record.source_path if record else page.get_str("source_path")
@@ -221,6 +235,8 @@ def export_field(
                 text = _plain(text, record)
             if original_paths and restored is None:
                 text = _relink(text, places[name], places)
+            if plain and original_paths and _unedited(data, name, record):
+                text = _source_bytes(text, record)
             data = text.encode("utf-8")
         _put(dest / places[name], data, report)
         if name == INTRO_FILE:  # the introduction travels too, but is not a page

@@ -49,6 +49,10 @@ class PageRecord:
     """body line number (0-based, as text) -> the line as the source had it, for each line
     whose links the import rewrote (``[[Note]]`` made a Markdown link), so ``export --plain
     --original-paths`` gives an unedited page back its own links; None when none changed"""
+    crlf: bool = False
+    bom: bool = False
+    """the source's ``\r\n`` line breaks and byte order mark, which pages do without: ``export
+    --plain --original-paths`` gives them back to a page unedited since"""
     source_dates: dict[str, list[str]] | None = None
     """``created``/``updated`` entries the import rewrote (an unquoted YAML date made a quoted
     string): key -> [the source's entry text, the value written], for ``export --plain``"""

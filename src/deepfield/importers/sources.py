@@ -53,6 +53,10 @@ class SourceDoc:
     warnings: list[str] = field(default_factory=list)
     original_lines: dict[str, str] | None = None
     """the body lines the adapter's link rewriting changed, as they were (manifest.py)"""
+    crlf: bool = False
+    """every line break of the file was ``\r\n`` (the page gets ``\n``; manifest.py)"""
+    bom: bool = False
+    """the file began with a UTF-8 byte order mark (the page does not)"""
 
     @property
     def name(self) -> str:
@@ -147,6 +151,9 @@ def read_doc(root: Path, rel: str) -> tuple[SourceDoc | None, str | None]:
     doc = SourceDoc(rel, data, page, path.stat().st_mtime, page.frontmatter is not None)
     doc.warnings = warnings
     doc.original_lines = original
+    breaks = data.count(b"\n")
+    doc.crlf = breaks > 0 and data.count(b"\r\n") == breaks == data.count(b"\r")
+    doc.bom = data.startswith(b"\xef\xbb\xbf")
     return doc, None
 
 
