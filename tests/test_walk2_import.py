@@ -11,6 +11,7 @@ import deepfield
 from deepfield.importers.basic_memory import import_basic_memory
 from deepfield.importers.export import export_field
 from deepfield.importers.locomo import import_locomo
+from deepfield.importers.markdown_dirs import import_dir
 from deepfield.importers.memory_tool import import_memory_tool
 from deepfield.importers.obsidian import import_obsidian
 from deepfield.integrations.memory_files import MemoryFiles
@@ -170,3 +171,17 @@ def test_crlf_note_with_a_byte_order_mark_exports_back_byte_for_byte(
     edited.write_text(edited.read_text() + "more\n")
     export_field(store.field("vault"), tmp_path / "out2", original_paths=True, plain=True)
     assert (tmp_path / "out2" / "Other.md").read_bytes() == b"# Other\nplain\nmore\n"
+
+
+def test_importing_a_page_the_field_already_has_does_not_claim_it_was_edited(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """Importing an export of a field back into it skipped each page "edited in the field
+    since the last import", though no import had made it."""
+    fld = store.create_field("notes")
+    fld.write("# One\n\nbody one\n")
+    export_field(fld, tmp_path / "copy")
+    report = import_dir(store, tmp_path / "copy", field="notes", into=True)
+    assert report.created == 0 and len(report.skipped) == 1
+    reason = report.skipped[0]["reason"]
+    assert "has its uuid and was not imported from here" in reason and "since" not in reason

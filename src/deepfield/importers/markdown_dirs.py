@@ -384,8 +384,10 @@ def _write_one(
             report.pages.append(entry | {"action": "unchanged"})
             return
         if not clean and not overwrite:
-            report.skip(doc.rel, f"{current} was edited in the field since the last import; "
-                                 "use --overwrite to replace it, keeping a copy in archive/")
+            why = (f"{current} was edited in the field since the last import" if record else
+                   f"the field's page {current} has its uuid and was not imported from here")
+            report.skip(doc.rel, f"{why}; use --overwrite to replace it, keeping a copy in "
+                                 "archive/")
             report.pages.append(entry | {"action": "skipped"})
             return
         if not clean and not report.dry_run:
