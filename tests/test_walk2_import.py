@@ -7,7 +7,10 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 import deepfield
+from deepfield.errors import ExportTargetError
 from deepfield.importers.basic_memory import import_basic_memory
 from deepfield.importers.export import export_field
 from deepfield.importers.locomo import import_locomo
@@ -185,3 +188,22 @@ def test_importing_a_page_the_field_already_has_does_not_claim_it_was_edited(
     assert report.created == 0 and len(report.skipped) == 1
     reason = report.skipped[0]["reason"]
     assert "has its uuid and was not imported from here" in reason and "since" not in reason
+
+
+def test_export_force_refuses_a_clash_before_writing_anything(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """``--force`` into a folder holding a folder where a page goes failed halfway, leaving
+    part of the export written."""
+    src = make_tree(tmp_path / "vault", {"A.md": "# A\n", "B.md": "# B\n", "Sub/C.md": "# C\n"})
+    import_obsidian(store, src, field="vault")
+    target = tmp_path / "out"
+    (target / "B.md").mkdir(parents=True)
+    with pytest.raises(ExportTargetError, match="is a folder"):
+        export_field(store.field("vault"), target, original_paths=True, force=True)
+    assert sorted(p.name for p in target.iterdir()) == ["B.md"]
+    (target / "B.md").rmdir()
+    (target / "Sub").write_text("a file")
+    with pytest.raises(ExportTargetError, match="is a file"):
+        export_field(store.field("vault"), target, original_paths=True, force=True)
+    assert sorted(p.name for p in target.iterdir()) == ["Sub"]

@@ -177,6 +177,22 @@ def _relink(text: str, here: str, places: dict[str, str]) -> str:
     return page.render_frontmatter() + relink(page.body, here, places)
 
 
+def _check_places(dest: Path, rels: list[str]) -> None:
+    """Refuse before writing anything when a file would go where the target has a folder, or
+    below a file (with ``force``, half an export would be left behind otherwise)."""
+    for rel in rels:
+        path = dest / rel
+        if path.is_dir():
+            raise ExportTargetError(f"{path} is a folder, where the export puts a file",
+                                    "export into an empty folder, or move it away")
+        for parent in path.parents:
+            if parent == dest:
+                break
+            if parent.exists() and not parent.is_dir():
+                raise ExportTargetError(f"{parent} is a file, where the export needs a folder",
+                                        "export into an empty folder, or move it away")
+
+
 def _put(path: Path, data: bytes, report: ExportReport) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_dir():
@@ -223,6 +239,7 @@ def export_field(
         if original_paths and name in manifest.attachments:
             rel = safe_relative(manifest.attachments[name].source_path) or name
         places[name] = _free(rel, taken, report, name)
+    _check_places(dest, [places[n] for n in [*names, *files]])
     for name in names:
         data = texts[name]
         if original_paths or plain:
