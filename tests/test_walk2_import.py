@@ -207,3 +207,25 @@ def test_export_force_refuses_a_clash_before_writing_anything(
     with pytest.raises(ExportTargetError, match="is a file"):
         export_field(store.field("vault"), target, original_paths=True, force=True)
     assert sorted(p.name for p in target.iterdir()) == ["Sub"]
+
+
+def test_a_file_that_cannot_be_read_is_skipped_not_the_whole_import(
+    store: deepfield.Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One note or attachment without read permission stopped the whole import with an
+    error, though unreadable files are documented as skipped with a reason."""
+    src = make_tree(tmp_path / "vault", {"A.md": "# A\n![[pic.png]]\n", "B.md": "# B\n",
+                                         "pic.png": b"\x89PNG", "doc.pdf": b"%PDF"})
+    read = Path.read_bytes
+
+    def refuse(self: Path) -> bytes:
+        if self.name in ("B.md", "doc.pdf"):
+            raise PermissionError(13, "Permission denied", str(self))
+        return read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    report = import_obsidian(store, src, field="vault")
+    assert report.created == 1 and report.attachments == 1
+    assert sorted((s["path"], s["reason"]) for s in report.skipped) == [
+        ("B.md", "cannot be read (Permission denied)"),
+        ("doc.pdf", "cannot be read (Permission denied)")]

@@ -52,7 +52,11 @@ def copy_attachments(
     mine = {(rec.root, rec.source_path): name for name, rec in manifest.attachments.items()}
     folder = None if fld is None or report.dry_run else fld.path  # None: write nothing
     for rel in rels:
-        data = (root / rel).read_bytes()
+        try:
+            data = (root / rel).read_bytes()
+        except OSError as exc:  # no permission, or removed while the import runs
+            report.skip(rel, f"cannot be read ({exc.strerror or exc})")
+            continue
         digest = sha256_hex(data)
         name = mine.get((str(root), rel))
         if name is not None and name in present:

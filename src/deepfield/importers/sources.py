@@ -126,10 +126,14 @@ def fence_broken_frontmatter(text: str) -> tuple[str, dict[str, str] | None]:
 def read_doc(root: Path, rel: str) -> tuple[SourceDoc | None, str | None]:
     """Decode one source file as a page; (None, reason) when it cannot become one."""
     path = root / rel
-    size = path.stat().st_size
-    if size > MAX_WRITE_BYTES:
-        return None, f"{size:,} bytes is over the {MAX_WRITE_BYTES:,}-byte limit for one page"
-    data = path.read_bytes()
+    try:
+        size = path.stat().st_size
+        if size > MAX_WRITE_BYTES:
+            return None, f"{size:,} bytes is over the {MAX_WRITE_BYTES:,}-byte limit for one page"
+        data = path.read_bytes()
+        mtime = path.stat().st_mtime
+    except OSError as exc:  # no permission, or removed while the import runs
+        return None, f"cannot be read ({exc.strerror or exc})"
     if b"\x00" in data:
         return None, "binary file (contains NUL bytes), not text"
     try:
@@ -148,7 +152,7 @@ def read_doc(root: Path, rel: str) -> tuple[SourceDoc | None, str | None]:
         page = Page(body=fenced)
     else:
         original = None
-    doc = SourceDoc(rel, data, page, path.stat().st_mtime, page.frontmatter is not None)
+    doc = SourceDoc(rel, data, page, mtime, page.frontmatter is not None)
     doc.warnings = warnings
     doc.original_lines = original
     breaks = data.count(b"\n")
