@@ -229,3 +229,16 @@ def test_a_file_that_cannot_be_read_is_skipped_not_the_whole_import(
     assert sorted((s["path"], s["reason"]) for s in report.skipped) == [
         ("B.md", "cannot be read (Permission denied)"),
         ("doc.pdf", "cannot be read (Permission denied)")]
+
+
+def test_every_note_skipped_while_writing_is_in_the_pages_list(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """``pages`` lists each note with its action, skipped ones too; a note skipped for
+    sharing another's uuid was counted in ``skipped`` but missing from ``pages``."""
+    shared = "---\nuuid: 11111111-1111-4111-8111-111111111111\n---\n"
+    src = make_tree(tmp_path / "notes", {"a.md": shared + "A\n", "b.md": shared + "B\n"})
+    report = import_dir(store, src, field="notes").to_json()
+    assert [(p["source_path"], p["action"]) for p in report["pages"]] == [
+        ("a.md", "created"), ("b.md", "skipped")]
+    assert [s["path"] for s in report["skipped"]] == ["b.md"]

@@ -269,6 +269,8 @@ def _import(
         uuid = uuids[doc.rel]
         if uuid in seen:
             report.skip(doc.rel, f"its frontmatter uuid {uuid} is also the uuid of {seen[uuid]}")
+            report.pages.append({"source_path": doc.rel, "filename": f"{doc.stem}.md",
+                                 "action": "skipped"})
         else:
             seen[uuid] = doc.rel
             if adapter.convert:
@@ -281,6 +283,8 @@ def _import(
                            report, overwrite, review)
             except PageError as exc:
                 report.skip(doc.rel, str(exc))
+                report.pages.append({"source_path": doc.rel, "filename": f"{doc.stem}.md",
+                                     "action": "skipped"})
         if progress:
             progress(1)
     report.links_rewritten = stats.rewritten
