@@ -242,3 +242,31 @@ def test_every_note_skipped_while_writing_is_in_the_pages_list(
     assert [(p["source_path"], p["action"]) for p in report["pages"]] == [
         ("a.md", "created"), ("b.md", "skipped")]
     assert [s["path"] for s in report["skipped"]] == ["b.md"]
+
+
+def test_reimporting_a_moved_vault_finds_its_pages_again(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """Page uuids are derived from the source folder's path, so a vault moved (or synced to
+    another machine) and imported again with --into became a second copy of every note
+    (``a-2.md``) and attachment."""
+    vault = make_tree(tmp_path / "Vault", {"A.md": "# A\n", "B.md": "# B\n[[A]] ![[p.png]]\n",
+                                           "p.png": b"\x89PNG"})
+    import_obsidian(store, vault, field="vault")
+    moved = vault.rename(tmp_path / "Documents-Vault")
+    report = import_obsidian(store, moved, field="vault", into=True)
+    assert report.created == 0 and report.unchanged == 2 and report.renamed == []
+    assert report.attachments == 0 and report.gone == []
+    assert not (store.field("vault").path / "archive").exists()
+    (moved / "A.md").write_text("# A\nchanged\n")
+    again = import_obsidian(store, moved, field="vault")  # now this folder's own import
+    assert again.updated == 1 and again.created == 0
+    other = make_tree(tmp_path / "Other", {"A.md": "# Another A\n"})
+    moved.rename(tmp_path / "deleted")  # a folder taken for a vanished one: keep what it had
+    taken = import_obsidian(store, other, field="vault", into=True)
+    assert taken.updated == 1
+    kept = list((store.field("vault").path / "archive").glob("a*.md"))
+    assert len(kept) == 1 and "changed" in kept[0].read_text()
+    names = sorted(p.name for p in store.field("vault").path.iterdir()
+                   if not p.name.startswith(".") and p.suffix in (".md", ".png"))
+    assert names == ["a.md", "b.md", "listing.md", "p.png"]

@@ -107,6 +107,24 @@ class Manifest:
         text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=False) + "\n"
         atomic_write(self.path, text.encode("utf-8"))
 
+    def moved(self, root: str) -> tuple[dict[str, str], dict[str, str]]:
+        """What was imported from ``root``, or from a folder that is no longer there (the
+        folder moved here): source path -> page uuid, and source path -> attachment
+        filename, each only where a single page or file had that path."""
+        roots = {rec.root for rec in self.pages.values()} | {
+            rec.root for rec in self.attachments.values()}
+        ours = {r for r in roots if r == root or not Path(r).exists()}
+        pages: dict[str, list[str]] = {}
+        for uuid, rec in self.pages.items():
+            if rec.root in ours:
+                pages.setdefault(rec.source_path, []).append(uuid)
+        files: dict[str, list[str]] = {}
+        for name, att in self.attachments.items():
+            if att.root in ours:
+                files.setdefault(att.source_path, []).append(name)
+        return ({rel: found[0] for rel, found in pages.items() if len(found) == 1},
+                {rel: found[0] for rel, found in files.items() if len(found) == 1})
+
     def gone(self, root: str, present: set[str], folder: Path) -> list[tuple[str, str]]:
         """(source path, field filename) of each page imported from ``root`` whose source
         file is no longer there (deleted or renamed) while its page still is."""

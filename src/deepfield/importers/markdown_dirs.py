@@ -172,8 +172,9 @@ def import_dir(
     if exists and not into and source_key not in Manifest.load(store.root / name).sources:
         raise FieldExistsError(
             f"field {name!r} already exists in {store.root}",
-            "add --into to import into it, where existing pages are never overwritten; "
-            "or choose another --field",
+            "add --into to import into it, where existing pages are never overwritten (notes "
+            "of a folder imported from a place that is gone are found again); or choose "
+            "another --field",
         )
     for rel, why in selection.skipped + unreadable:
         report.skip(rel, why)
@@ -239,7 +240,13 @@ def _import(
     """Plan names, copy attachments, then write page by page (``fld`` None: a dry run of
     an import into a field that does not exist yet)."""
     by_uuid = {d.uuid: d.filename for d in fld.pages() if d.uuid} if fld else {}
+    moved_pages, moved_files = manifest.moved(str(root))
     uuids = {doc.rel: _uuid_for(field_name, root, doc) for doc in docs}
+    for doc in docs:
+        found = moved_pages.get(doc.rel)
+        if uuids[doc.rel] not in by_uuid and found in by_uuid and found != uuids[doc.rel]:
+            # The folder was imported from another place that is gone: the same note.
+            uuids[doc.rel], doc.moved = found, manifest.pages[found].root != str(root)
     fixed = {rel: by_uuid[u][:-3] for rel, u in uuids.items() if u in by_uuid}
     present = [p.name for p in fld.path.iterdir()] if fld else []
     taken = {n for n in present if not n.startswith(".")} - {
@@ -258,7 +265,7 @@ def _import(
         links.add_names(_link_names(doc.page), f"{doc.stem}.md")
     if copy_files:
         copy_attachments(fld, root, adapter.kind, selection.attachments, manifest, links,
-                          report, set(present))
+                          report, set(present), moved_files)
     else:
         for rel in selection.attachments:
             report.skip(rel, "not a page (attachments are not copied for this import; "
@@ -384,6 +391,7 @@ def _write_one(
         entry["filename"] = current
         clean = untouched(fld.path, record)
         if record is not None and record.digest == digest:
+            record.root = str(root)  # (the folder may have moved since)
             report.unchanged += 1
             report.pages.append(entry | {"action": "unchanged"})
             return
@@ -404,9 +412,10 @@ def _write_one(
         report.pages.append(entry | {"action": action})
         return
     # keep_previous=False: an edited page is copied above (keep_copy); an unedited one is
-    # the previous import of the same source, which the source itself still holds.
+    # the previous import of the same source, which the source itself still holds (unless
+    # that folder is gone and this is a folder taken for it: ``moved``).
     result = fld.write(page, name=entry["filename"][:-3], review=review, split=adapter.split,
-                       keep_previous=False)
+                       keep_previous=doc.moved)
     actions = {w.action for w in result.pages}
     action = "created" if current is None else ("updated" if actions - {"unchanged"}
                                                  else "unchanged")

@@ -57,6 +57,9 @@ class SourceDoc:
     """every line break of the file was ``\r\n`` (the page gets ``\n``; manifest.py)"""
     bom: bool = False
     """the file began with a UTF-8 byte order mark (the page does not)"""
+    moved: bool = False
+    """its page was imported from a folder that is gone: the source no longer holds the
+    page's text, so replacing it keeps a copy in archive/"""
 
     @property
     def name(self) -> str:
