@@ -26,7 +26,6 @@ from typing import Any
 from ..errors import FieldExistsError, ImportFormatError, PageError
 from ..field import Field
 from ..fsutil import field_lock
-from ..markdown import parse_sections
 from ..page import Page, is_valid_name, iso_from_timestamp, slugify
 from ..store import Store
 from .attach import copy_attachments, keep_copy
@@ -40,7 +39,16 @@ from .manifest import (
     sha256_hex,
     untouched,
 )
-from .sources import Selection, SourceDoc, is_markdown, plan_names, read_docs
+from .sources import (
+    Selection,
+    SourceDoc,
+    changed_lines,
+    is_markdown,
+    link_names,
+    note_title,
+    plan_names,
+    read_docs,
+)
 from .sources import walk as walk_tree
 
 IMPORT_KEYS = ("source_path", "imported_from")
@@ -262,7 +270,7 @@ def _import(
     for doc in docs:
         doc.stem = stems[doc.rel]
         links.add(doc.rel, f"{doc.stem}.md")
-        links.add_names(_link_names(doc.page), f"{doc.stem}.md")
+        links.add_names(link_names(doc.page), f"{doc.stem}.md")
     if copy_files:
         copy_attachments(fld, root, adapter.kind, selection.attachments, manifest, links,
                           report, set(present), moved_files)
@@ -316,26 +324,12 @@ def _import(
             f"folder first, then shallowest; write [[folder/{target.strip()}]] to choose)")
 
 
-def changed_lines(before: str, after: str) -> dict[str, str] | None:
-    """The lines of ``before`` that differ in ``after``, by line number; None when none do.
-
-    Link rewriting never adds or removes a line break (a link is on one line), so lines
-    correspond one to one; were they ever not to, nothing is recorded rather than a wrong
-    mapping."""
-    old, new = before.split("\n"), after.split("\n")
-    if len(old) != len(new):
-        return None
-    changed = {str(i): line for i, (line, now) in enumerate(zip(old, new, strict=True))
-               if line != now}
-    return changed or None
-
-
 def _prepared_page(doc: SourceDoc, uuid: str, kind: str) -> tuple[Page, list[str]]:
     """The page to write and the frontmatter keys the import added to the source's own."""
     page = doc.page
     before = set(page.frontmatter or {})
     if not page.title:
-        page.set("title", _title(doc))
+        page.set("title", note_title(doc))
     page.set("uuid", uuid)
     page.set("source_path", doc.rel)
     page.set("imported_from", kind)
@@ -343,30 +337,6 @@ def _prepared_page(doc: SourceDoc, uuid: str, kind: str) -> tuple[Page, list[str
         if key not in before:
             page.set(key, value)
     return page, [k for k in (page.frontmatter or {}) if k not in before]
-
-
-def _link_names(page: Page) -> list[str]:
-    """Other names a note is linked by: title, Obsidian aliases, basic-memory permalink."""
-    names = [page.get_str("title"), page.get_str("permalink")]
-    aliases = page.get("aliases")
-    if isinstance(aliases, str):
-        aliases = [aliases]
-    if isinstance(aliases, list):
-        names += [str(a) for a in aliases if a]
-    return [n for n in names if n]
-
-
-def _title(doc: SourceDoc) -> str:
-    """The first H1 (outside code) of a Markdown file, else the filename as the user wrote it
-    (in a YAML or Python file a ``# comment`` is no heading)."""
-    for section in parse_sections(doc.page.body) if is_markdown(doc.rel) else []:
-        if section.level == 1 and section.title:
-            return section.title
-    name = doc.name
-    for ext in (".md", ".markdown"):
-        if name.lower().endswith(ext):
-            return name[: -len(ext)]
-    return name
 
 
 def _write_one(

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..config import CONFIG_FILE
 from ..errors import ImportFormatError
+from ..markdown import parse_sections
 from ..page import SPECIAL_FILES, Page, is_debris, slugify
 from ..writer import MAX_WRITE_BYTES
 
@@ -183,6 +184,44 @@ def read_docs(
             "fix or remove them, or import without --strict to skip them with a warning",
         )
     return docs, skipped
+
+
+def changed_lines(before: str, after: str) -> dict[str, str] | None:
+    """The lines of ``before`` that differ in ``after``, by line number; None when none do.
+
+    Link rewriting never adds or removes a line break (a link is on one line), so lines
+    correspond one to one; were they ever not to, nothing is recorded rather than a wrong
+    mapping."""
+    old, new = before.split("\n"), after.split("\n")
+    if len(old) != len(new):
+        return None
+    changed = {str(i): line for i, (line, now) in enumerate(zip(old, new, strict=True))
+               if line != now}
+    return changed or None
+
+
+def link_names(page: Page) -> list[str]:
+    """Other names a note is linked by: title, Obsidian aliases, basic-memory permalink."""
+    names = [page.get_str("title"), page.get_str("permalink")]
+    aliases = page.get("aliases")
+    if isinstance(aliases, str):
+        aliases = [aliases]
+    if isinstance(aliases, list):
+        names += [str(a) for a in aliases if a]
+    return [n for n in names if n]
+
+
+def note_title(doc: SourceDoc) -> str:
+    """The first H1 (outside code) of a Markdown file, else the filename as the user wrote it
+    (in a YAML or Python file a ``# comment`` is no heading)."""
+    for section in parse_sections(doc.page.body) if is_markdown(doc.rel) else []:
+        if section.level == 1 and section.title:
+            return section.title
+    name = doc.name
+    for ext in (".md", ".markdown"):
+        if name.lower().endswith(ext):
+            return name[: -len(ext)]
+    return name
 
 
 # --------------------------------------------------------------------------- names
