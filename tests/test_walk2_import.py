@@ -20,6 +20,7 @@ from deepfield.importers.obsidian import import_obsidian
 from deepfield.integrations.memory_files import MemoryFiles
 from deepfield.page import Page
 
+from .conftest import MainCli
 from .test_importers import make_tree
 
 
@@ -270,3 +271,22 @@ def test_reimporting_a_moved_vault_finds_its_pages_again(
     names = sorted(p.name for p in store.field("vault").path.iterdir()
                    if not p.name.startswith(".") and p.suffix in (".md", ".png"))
     assert names == ["a.md", "b.md", "listing.md", "p.png"]
+
+
+def test_a_wrong_source_or_a_dry_run_creates_no_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--store typo import obsidian /missing`` left a new store behind before failing, and
+    ``--dry-run`` ("write nothing") created the store it reported on."""
+    vault = make_tree(tmp_path / "vault", {"A.md": "# A\n"})
+    store_path = tmp_path / "new-store"
+    cli = MainCli(store_path, capsys, monkeypatch)
+    failed = cli("import", "obsidian", str(tmp_path / "missing"))
+    assert failed.exit_code == 1 and "no folder at" in failed.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"a": 1}')
+    assert cli("import", "locomo", str(bad)).exit_code == 1
+    dry = cli("import", "obsidian", str(vault), "--dry-run", "--json")
+    report = json.loads(dry.stdout)
+    assert report["created"] == 1 and report["field_created"] is True and report["dry_run"]
+    assert not store_path.exists()
