@@ -290,3 +290,13 @@ def test_a_wrong_source_or_a_dry_run_creates_no_store(
     report = json.loads(dry.stdout)
     assert report["created"] == 1 and report["field_created"] is True and report["dry_run"]
     assert not store_path.exists()
+
+
+def test_locomo_conversation_without_sessions_is_reported_not_an_empty_field(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    source = tmp_path / "c.json"
+    source.write_text(json.dumps([{"sample_id": "empty", "conversation": {"speaker_a": "A"}}]))
+    report = import_locomo(store, source)
+    assert report.fields == [] and "empty" not in store.field_names()
+    assert report.warnings == ["empty: no sessions (session_1, session_2, …), nothing imported"]

@@ -183,11 +183,18 @@ def import_locomo(
 ) -> ImportReport:
     """Import every conversation of a LoCoMo JSON file into fields named ``prefix + id``."""
     report = ImportReport()
+    matched = False
     for sample in load_conversations(path):
         conv = str(sample.get("sample_id") or "conversation")
         if only and conv not in only:
             continue
+        matched = True
         name = slugify(f"{prefix}{conv}") or "conversation"
+        sessions = list(iter_sessions(sample))
+        if not sessions:  # an empty field would say nothing of why
+            report.warnings.append(f"{conv}: no sessions (session_1, session_2, …), "
+                                   "nothing imported")
+            continue
         field_ = store.create_field(
             name,
             intro=f"LoCoMo conversation {conv}: one page per session, one line per turn.",
@@ -198,7 +205,7 @@ def import_locomo(
         entry = manifest.sources.setdefault(MANIFEST_KEY, {"kind": "locomo"})
         written_files = entry.setdefault("pages", {})
         with field_.batch():
-            for session in iter_sessions(sample):
+            for session in sessions:
                 if session.malformed:
                     report.turns_skipped += len(session.malformed)
                     shown = "; ".join(session.malformed[:3])
@@ -226,7 +233,7 @@ def import_locomo(
                 if progress:
                     progress(1)
         manifest.save()
-    if only and not report.fields:
+    if only and not matched:
         raise ImportFormatError(f"none of {', '.join(only)} is in {path}")
     return report
 
