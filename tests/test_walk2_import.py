@@ -32,19 +32,20 @@ def test_memory_tool_import_reads_back_through_the_memory_tool(
     long_notes = "# Notes\n" + "".join(f"## Day {i}\n" + "we met and agreed. " * 40 + "\n"
                                        for i in range(30))
     files = {"notes.md": long_notes, "prefs.json": '{"editor": "vim"}',
-             "conf.yaml": "# editor settings\nkey: value\n"}
+             "conf.yaml": "# editor settings\nkey: value\n",
+             "plan.md": "---\nstatus: draft\n---\n# Plan\n"}  # its "---" block is text too
     src = make_tree(tmp_path / "memories", files)
     report = import_memory_tool(store, src, field="mem")
-    assert report.created == 3 and not report.skipped
+    assert report.created == 4 and not report.skipped
     fld = store.field("mem")
     assert sorted(p.name for p in fld.path.glob("*.md") if p.name != "listing.md") == [
-        "conf-yaml.md", "notes.md", "prefs-json.md"]
+        "conf-yaml.md", "notes.md", "plan.md", "prefs-json.md"]
     memory = MemoryFiles(fld)
     for rel, text in files.items():
         assert memory.text(rel) == text, rel
     assert memory.load("conf.yaml")[1].title == "conf.yaml"  # a YAML comment is no heading
     out = export_field(fld, tmp_path / "out", original_paths=True, plain=True)
-    assert out.pages == 3
+    assert out.pages == 4
     for rel, text in files.items():
         assert (tmp_path / "out" / rel).read_text() == text, rel
 

@@ -40,9 +40,8 @@ def unwrap(body: str) -> str | None:
 
 def prepare(doc: SourceDoc) -> None:
     doc.extra["memory_path"] = "/memories/" + doc.rel
-    if is_markdown(doc.rel):
-        return
-    # Not Markdown: the text is the body as it is (a YAML or JSON file has no frontmatter).
+    # The text is the body as it is: a YAML or JSON file has no frontmatter, and a "---"
+    # block the model wrote atop a note is part of the file it reads back.
     doc.page = Page(body=doc.data.decode("utf-8").removeprefix("\ufeff").replace("\r\n", "\n"))
     doc.had_frontmatter = False
     doc.warnings = []
