@@ -301,3 +301,14 @@ def test_locomo_conversation_without_sessions_is_reported_not_an_empty_field(
     report = import_locomo(store, source)
     assert report.fields == [] and "empty" not in store.field_names()
     assert report.warnings == ["empty: no sessions (session_1, session_2, …), nothing imported"]
+
+
+def test_a_utf16_note_is_named_as_such_not_binary(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """A note saved as "Unicode" by Windows tools (UTF-16 with a byte order mark) was skipped
+    as a "binary file (contains NUL bytes)"; the reason now says what to do."""
+    src = make_tree(tmp_path / "vault", {"A.md": "# A\n",
+                                         "Win.md": "\ufeff# Win\r\n".encode("utf-16-le")})
+    report = import_obsidian(store, src, field="vault")
+    assert report.skipped == [{"path": "Win.md", "reason": "UTF-16 text; re-save it as UTF-8"}]

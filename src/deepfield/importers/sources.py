@@ -138,6 +138,8 @@ def read_doc(root: Path, rel: str) -> tuple[SourceDoc | None, str | None]:
         mtime = path.stat().st_mtime
     except OSError as exc:  # no permission, or removed while the import runs
         return None, f"cannot be read ({exc.strerror or exc})"
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # Windows "Unicode": no NUL-free text
+        return None, "UTF-16 text; re-save it as UTF-8"
     if b"\x00" in data:
         return None, "binary file (contains NUL bytes), not text"
     try:
