@@ -202,8 +202,11 @@ def import_locomo(
         )
         report.fields.append(name)
         manifest = Manifest.load(field_.path)
-        entry = manifest.sources.setdefault(MANIFEST_KEY, {"kind": "locomo"})
-        written_files = entry.setdefault("pages", {})
+        entry = manifest.sources.get(MANIFEST_KEY)
+        if not isinstance(entry, dict) or not isinstance(entry.get("pages"), dict):
+            entry = {"kind": "locomo", "pages": {}}  # none yet, or not readable
+        manifest.sources[MANIFEST_KEY] = entry
+        written_files: dict[str, Any] = entry["pages"]
         with field_.batch():
             for session in sessions:
                 if session.malformed:
