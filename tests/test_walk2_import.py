@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import deepfield
-from deepfield.errors import ExportTargetError
+from deepfield.errors import ExportTargetError, ImportFormatError
 from deepfield.importers.basic_memory import import_basic_memory
 from deepfield.importers.export import export_field
 from deepfield.importers.locomo import import_locomo
@@ -312,3 +312,13 @@ def test_a_utf16_note_is_named_as_such_not_binary(
                                          "Win.md": "\ufeff# Win\r\n".encode("utf-16-le")})
     report = import_obsidian(store, src, field="vault")
     assert report.skipped == [{"path": "Win.md", "reason": "UTF-16 text; re-save it as UTF-8"}]
+
+
+def test_importing_the_store_folder_itself_is_refused(tmp_path: Path) -> None:
+    """``--store vault import obsidian vault`` copied the store's deepfield.toml into the new
+    field as an attachment (the field then looked like a store of its own)."""
+    vault = make_tree(tmp_path / "vault", {"A.md": "# A\n"})
+    store = deepfield.init(vault)
+    with pytest.raises(ImportFormatError, match="is the store itself"):
+        import_obsidian(store, vault, field="notes")
+    assert "notes" not in store.field_names()

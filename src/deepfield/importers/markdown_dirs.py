@@ -172,6 +172,11 @@ def import_dir(
         # Importing a field into itself would rewrite the very files it reads.
         raise ImportFormatError(f"{source} is field {name!r} itself (or inside it)",
                                 "import from a folder outside the field")
+    if root.resolve() == store.root.resolve():
+        # Its deepfield.toml would be copied into the field, and its fields read as notes.
+        raise ImportFormatError(f"{source} is the store itself",
+                                "import from a folder outside the store, or keep the store "
+                                "elsewhere (--store)")
     source_key = str(root)
     report = DirImportReport(name, adapter.kind, str(root), dry_run=dry_run)
     selection = adapter.select(root)
