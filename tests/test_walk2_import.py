@@ -322,3 +322,14 @@ def test_importing_the_store_folder_itself_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ImportFormatError, match="is the store itself"):
         import_obsidian(store, vault, field="notes")
     assert "notes" not in store.field_names()
+
+
+def test_a_deepfield_toml_in_the_source_is_not_copied_into_the_field(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    src = make_tree(tmp_path / "copy", {"A.md": "# A\n", "deepfield.toml": "[embedding]\n"})
+    report = import_obsidian(store, src, field="notes")
+    assert report.attachments == 0
+    assert report.skipped == [{"path": "deepfield.toml",
+                               "reason": "a deepfield store's settings, not a note"}]
+    assert not (store.field("notes").path / "deepfield.toml").exists()

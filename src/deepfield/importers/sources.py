@@ -100,6 +100,8 @@ def walk(
             path = here / name
             if path.is_symlink():
                 skipped.append((prefix + name, "symbolic link, not followed"))
+            elif name == CONFIG_FILE:  # copied into a field, it would make it look like a store
+                skipped.append((prefix + name, "a deepfield store's settings, not a note"))
             elif path.is_file():
                 files.append(prefix + name)
     files.sort()
