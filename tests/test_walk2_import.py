@@ -260,6 +260,8 @@ def test_reimporting_a_moved_vault_finds_its_pages_again(
     assert report.created == 0 and report.unchanged == 2 and report.renamed == []
     assert report.attachments == 0 and report.gone == []
     assert not (store.field("vault").path / "archive").exists()
+    assert report.warnings == [f"2 note(s) taken for the pages imported from {vault}, which is "
+                               "gone (moved here?)"]
     (moved / "A.md").write_text("# A\nchanged\n")
     again = import_obsidian(store, moved, field="vault")  # now this folder's own import
     assert again.updated == 1 and again.created == 0

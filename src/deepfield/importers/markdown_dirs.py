@@ -260,6 +260,11 @@ def _import(
         if uuids[doc.rel] not in by_uuid and found in by_uuid and found != uuids[doc.rel]:
             # The folder was imported from another place that is gone: the same note.
             uuids[doc.rel], doc.moved = found, manifest.pages[found].root != str(root)
+    olds = sorted({manifest.pages[uuids[d.rel]].root for d in docs if d.moved})
+    if olds:
+        count = sum(d.moved for d in docs)
+        report.warnings.append(f"{count} note(s) taken for the pages imported from "
+                               f"{', '.join(olds)}, which is gone (moved here?)")
     fixed = {rel: by_uuid[u][:-3] for rel, u in uuids.items() if u in by_uuid}
     present = [p.name for p in fld.path.iterdir()] if fld else []
     taken = {n for n in present if not n.startswith(".")} - {
