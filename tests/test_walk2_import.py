@@ -335,3 +335,17 @@ def test_a_deepfield_toml_in_the_source_is_not_copied_into_the_field(
     assert report.skipped == [{"path": "deepfield.toml",
                                "reason": "a deepfield store's settings, not a note"}]
     assert not (store.field("notes").path / "deepfield.toml").exists()
+
+
+def test_plain_export_copies_a_page_that_is_not_utf8_as_it_is(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """A page put in the field by hand in Latin-1 came out of ``export --plain`` with each
+    accented letter replaced by U+FFFD, without a word."""
+    fld = store.create_field("notes")
+    latin = b"---\ntitle: Latin\n---\ncaf\xe9 au lait\n"
+    (fld.path / "latin.md").write_bytes(latin)
+    report = export_field(fld, tmp_path / "out", plain=True, original_paths=True)
+    assert (tmp_path / "out" / "latin.md").read_bytes() == latin
+    assert report.warnings == ["latin.md: not UTF-8, exported as it is (links and keys "
+                               "unchanged)"]

@@ -131,6 +131,14 @@ def _original_lines(data: bytes, name: str, record: PageRecord | None) -> str | 
     return page.render()
 
 
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _unedited(data: bytes, name: str, record: PageRecord | None) -> PageRecord | None:
     """``record`` when the page is one file exactly as its import wrote it, else None."""
     if record is None or list(record.files) != [name] or record.files[name] != sha256_hex(data):
@@ -242,7 +250,11 @@ def export_field(
     _check_places(dest, [places[n] for n in [*names, *files]])
     for name in names:
         data = texts[name]
-        if original_paths or plain:
+        if (original_paths or plain) and not _is_utf8(data):
+            # Rewriting it would put U+FFFD for every byte that is not UTF-8: copy it as it is.
+            report.warnings.append(f"{name}: not UTF-8, exported as it is (links and keys "
+                                   "unchanged)")
+        elif original_paths or plain:
             record = records.get(name, (None, None))[1]
             # Both: the source's own lines, whose links were right where the page goes back.
             restored = _original_lines(data, name, record) if plain and original_paths \
