@@ -106,19 +106,27 @@ def test_reimport_reports_pages_whose_source_note_is_gone(
 ) -> None:
     """A note renamed or deleted in the vault left its old page behind without a word, so a
     renamed note silently became two pages."""
-    src = make_tree(tmp_path / "vault", {"One.md": "# One\n", "Two.md": "# Two\n"})
+    src = make_tree(tmp_path / "vault", {"One.md": "# One\n", "Two.md": "# Two\n",
+                                         "old.png": b"\x89PNG"})
     import_obsidian(store, src, field="vault")
+    assert import_obsidian(store, src, field="vault").gone == []
+    (src / "old.png").unlink()
+    assert import_obsidian(store, src, field="vault").gone == [
+        {"source_path": "old.png", "filename": "old.png"}]
     (src / "Two.md").rename(src / "Deux.md")
+    old = {"source_path": "old.png", "filename": "old.png"}
     report = import_obsidian(store, src, field="vault", dry_run=True)
-    assert report.gone == [{"source_path": "Two.md", "filename": "two.md"}]
+    assert report.gone == [{"source_path": "Two.md", "filename": "two.md"}, old]
     report = import_obsidian(store, src, field="vault")
     assert report.created == 1 and report.unchanged == 1
-    assert report.to_json()["gone"] == [{"source_path": "Two.md", "filename": "two.md"}]
+    assert report.to_json()["gone"] == [{"source_path": "Two.md", "filename": "two.md"}, old]
     assert any("Two.md: no longer in the source" in w and "deepfield rm vault two" in w
                for w in report.warnings)
     assert (store.field("vault").path / "two.md").is_file()  # kept: deepfield deletes nothing
+    assert "old.png: no longer in the source (or no longer imported from it); its copy " \
+        "old.png is kept" in report.warnings
     store.field("vault").archive("two")
-    assert import_obsidian(store, src, field="vault").gone == []
+    assert import_obsidian(store, src, field="vault").gone == [old]
 
 
 def _locomo_file(path: Path, words: str, turns: int) -> Path:

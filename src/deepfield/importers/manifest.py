@@ -126,8 +126,8 @@ class Manifest:
                 {rel: found[0] for rel, found in files.items() if len(found) == 1})
 
     def gone(self, root: str, present: set[str], folder: Path) -> list[tuple[str, str]]:
-        """(source path, field filename) of each page imported from ``root`` whose source
-        file is no longer there (deleted or renamed) while its page still is."""
+        """(source path, field filename) of each page and attachment imported from ``root``
+        whose source file is no longer there (deleted or renamed) while its copy still is."""
         found = []
         for rec in self.pages.values():
             if rec.root != root or rec.source_path in present:
@@ -135,6 +135,9 @@ class Manifest:
             kept = sorted(name for name in rec.files if (folder / name).is_file())
             if kept:
                 found.append((rec.source_path, kept[0]))
+        for name, att in self.attachments.items():
+            if att.root == root and att.source_path not in present and (folder / name).is_file():
+                found.append((att.source_path, name))
         return sorted(found)
 
     def by_filename(self) -> dict[str, tuple[str, PageRecord]]:

@@ -316,11 +316,14 @@ def _import(
     if fld is not None:
         # A note deleted or renamed in the source leaves its page behind (deepfield deletes
         # nothing): say so, or a renamed note silently becomes two pages.
-        for rel, filename in manifest.gone(str(root), set(selection.pages), fld.path):
+        present = set(selection.pages) | set(selection.attachments)
+        for rel, filename in manifest.gone(str(root), present, fld.path):
             report.gone.append({"source_path": rel, "filename": filename})
+            kept = (f"its page {filename} is kept (`deepfield rm {field_name} "
+                    f"{filename[:-3]}` archives it)" if filename.endswith(".md") else
+                    f"its copy {filename} is kept")
             report.warnings.append(
-                f"{rel}: no longer in the source (or no longer imported from it); its page "
-                f"{filename} is kept (`deepfield rm {field_name} {filename[:-3]}` archives it)")
+                f"{rel}: no longer in the source (or no longer imported from it); {kept}")
     if stats.unresolved:
         unique = sorted(set(stats.unresolved))
         shown = ", ".join(unique[:10]) + (" …" if len(unique) > 10 else "")
