@@ -316,8 +316,8 @@ def _import(
     if fld is not None:
         # A note deleted or renamed in the source leaves its page behind (deepfield deletes
         # nothing): say so, or a renamed note silently becomes two pages.
-        present = set(selection.pages) | set(selection.attachments)
-        for rel, filename in manifest.gone(str(root), present, fld.path):
+        sources = set(selection.pages) | set(selection.attachments)
+        for rel, filename in manifest.gone(str(root), sources, fld.path):
             report.gone.append({"source_path": rel, "filename": filename})
             kept = (f"its page {filename} is kept (`deepfield rm {field_name} "
                     f"{filename[:-3]}` archives it)" if filename.endswith(".md") else
