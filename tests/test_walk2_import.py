@@ -357,3 +357,17 @@ def test_plain_export_copies_a_page_that_is_not_utf8_as_it_is(
     assert (tmp_path / "out" / "latin.md").read_bytes() == latin
     assert report.warnings == ["latin.md: not UTF-8, exported as it is (links and keys "
                                "unchanged)"]
+
+
+def test_api_paths_with_a_tilde_mean_the_home_folder(
+    store: deepfield.Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/API.md shows ``import_obsidian(store, "~/Vault", ...)``: from Python no shell
+    expands ``~``, so it failed ("no folder at ~/Vault"), and an export to ``~/copy`` made a
+    folder named ``~`` in the working directory."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    make_tree(tmp_path / "Vault", {"A.md": "# A\n"})
+    assert import_obsidian(store, "~/Vault", field="vault").created == 1
+    export_field(store.field("vault"), "~/copy")
+    assert (tmp_path / "copy" / "a.md").is_file() and not (tmp_path / "~").exists()

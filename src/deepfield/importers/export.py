@@ -220,7 +220,7 @@ def export_field(
     progress: Callable[[int], None] | None = None,
 ) -> ExportReport:
     """Write the field's pages and files into the folder ``target`` (see the module doc)."""
-    dest = Path(target)
+    dest = Path(target).expanduser()  # not a folder named "~" in the working directory
     _check_target(fld, dest, force)
     dest.mkdir(parents=True, exist_ok=True)
     report = ExportReport(fld.name, str(dest))

@@ -127,6 +127,7 @@ MARKDOWN = Adapter("markdown", "any folder of Markdown files", select_markdown,
 
 
 def check_source(source: Path) -> Path:
+    source = source.expanduser()  # ("~/Vault" from Python: no shell expands it there)
     if not source.exists():
         raise ImportFormatError(f"no folder at {source}", "check the path to import from")
     if not source.is_dir():
