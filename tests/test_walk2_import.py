@@ -64,6 +64,8 @@ def test_obsidian_note_with_only_a_created_date_exports_back_byte_for_byte(
     page = Page.parse((store.field("vault").path / "plan.md").read_text())
     assert page.get("created") == "2024-01-05"  # the spec's quoted string in the field
     assert page.get("updated") == "2023-11-14T22:13:20Z"  # the file's mtime, not the import's
+    logged = Page.parse((store.field("vault").path / "log.md").read_text())
+    assert logged.get("created") == logged.get("updated") == "2024-02-01T10:30:00Z"
     again = import_obsidian(store, src, field="vault")
     assert again.unchanged == 2 and again.updated == 0
     export_field(store.field("vault"), tmp_path / "out", original_paths=True, plain=True)

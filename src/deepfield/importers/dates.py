@@ -3,7 +3,8 @@ the source's own entries back.
 
 The spec wants both keys, as quoted ISO 8601 strings. A note that has neither, or only one
 (Obsidian notes often carry just ``created: 2024-01-05``), gets the missing ones from the
-file's mtime, and the import records them as added so ``export --plain`` drops them again. A
+file's mtime (a missing ``created`` next to an ``updated``: its value), and the import records
+them as added so ``export --plain`` drops them again. A
 source date YAML reads as a date (unquoted ``2024-01-05``) is rewritten as a quoted string;
 the source's entry text is recorded, so an unedited page exports with it, byte for byte.
 """
@@ -27,9 +28,13 @@ def fill_dates(page: Page, mtime: float) -> tuple[list[str], dict[str, list[str]
         if text is not None and now is not None and page.entry_text(key) is None:
             rewritten[key] = [text, now]
     added = [key for key in DATE_KEYS if not page.get_str(key)]
-    for key in added:
-        # When the note was last changed: ``updated`` then changes only on edits.
-        page.set(key, iso_from_timestamp(mtime))
+    stamp = iso_from_timestamp(mtime)  # when the note was last changed
+    if added == ["created"]:
+        # Written by then at the latest (the mtime, later, would date it after its update).
+        page.set("created", page.get_str("updated") or stamp)
+    else:
+        for key in added:  # ``updated`` then changes only on edits
+            page.set(key, stamp)
     return added, rewritten or None
 
 
