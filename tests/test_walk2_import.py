@@ -12,6 +12,7 @@ import pytest
 import deepfield
 from deepfield.errors import ExportTargetError, ImportFormatError
 from deepfield.importers.basic_memory import import_basic_memory
+from deepfield.importers.claude_code import import_claude_code
 from deepfield.importers.export import export_field
 from deepfield.importers.locomo import import_locomo
 from deepfield.importers.markdown_dirs import import_dir
@@ -373,3 +374,20 @@ def test_api_paths_with_a_tilde_mean_the_home_folder(
     assert import_obsidian(store, "~/Vault", field="vault").created == 1
     export_field(store.field("vault"), "~/copy")
     assert (tmp_path / "copy" / "a.md").is_file() and not (tmp_path / "~").exists()
+
+
+def test_claude_md_that_is_a_link_to_agents_md_is_imported(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """``CLAUDE.md -> AGENTS.md`` is a common layout (Claude Code reads through the link);
+    the import refused the project as having "no Claude Code memory"."""
+    project = make_tree(tmp_path / "proj", {"AGENTS.md": "# Agents\nUse pnpm.\n"})
+    (project / "CLAUDE.md").symlink_to("AGENTS.md")
+    report = import_claude_code(store, project)
+    assert report.created == 1 and report.skipped == []
+    page = Page.parse((store.field("proj").path / "claude.md").read_text())
+    assert page.body == "# Agents\nUse pnpm.\n" and page.get("source_path") == "CLAUDE.md"
+    elsewhere = make_tree(tmp_path / "other", {"x.md": "x\n"})
+    (elsewhere / "CLAUDE.md").symlink_to(project / "AGENTS.md")  # outside: not followed
+    with pytest.raises(ImportFormatError, match="CLAUDE.md: a link to a file outside it"):
+        import_claude_code(store, elsewhere)
