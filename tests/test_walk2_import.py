@@ -389,5 +389,5 @@ def test_claude_md_that_is_a_link_to_agents_md_is_imported(
     assert page.body == "# Agents\nUse pnpm.\n" and page.get("source_path") == "CLAUDE.md"
     elsewhere = make_tree(tmp_path / "other", {"x.md": "x\n"})
     (elsewhere / "CLAUDE.md").symlink_to(project / "AGENTS.md")  # outside: not followed
-    with pytest.raises(ImportFormatError, match="CLAUDE.md: a link to a file outside it"):
+    with pytest.raises(ImportFormatError, match=r"CLAUDE\.md: a link to a file outside it"):
         import_claude_code(store, elsewhere)
