@@ -257,7 +257,7 @@ def _import(
     moved_pages, moved_files = manifest.moved(str(root))
     uuids = {doc.rel: _uuid_for(field_name, root, doc) for doc in docs}
     for doc in docs:
-        found = moved_pages.get(doc.rel)
+        found = None if doc.page.uuid else moved_pages.get(doc.rel)  # (its own uuid: kept)
         if uuids[doc.rel] not in by_uuid and found in by_uuid and found != uuids[doc.rel]:
             # The folder was imported from another place that is gone: the same note.
             uuids[doc.rel], doc.moved = found, manifest.pages[found].root != str(root)
