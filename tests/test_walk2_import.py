@@ -391,3 +391,23 @@ def test_claude_md_that_is_a_link_to_agents_md_is_imported(
     (elsewhere / "CLAUDE.md").symlink_to(project / "AGENTS.md")  # outside: not followed
     with pytest.raises(ImportFormatError, match=r"CLAUDE\.md: a link to a file outside it"):
         import_claude_code(store, elsewhere)
+
+
+def test_importing_a_fields_folder_takes_its_pages_only(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """Importing a copy of a field's folder copied its index database in as an attachment
+    (``bm25-only.sqlite3``, beside the new field's own) and its generated ``listing.md`` and
+    ``archive/`` old versions in as notes."""
+    fld = store.create_field("old")
+    fld.write("# Woks\n\nCarbon steel.\n", name="woks")
+    fld.write("# Woks\n\nCarbon steel heats fast.\n", name="woks")  # an archived version
+    assert (fld.path / "archive").is_dir() and (fld.path / "listing.md").is_file()
+    index_files = [p.name for p in fld.path.iterdir() if p.name.endswith(".sqlite3")]
+    report = import_obsidian(store, fld.path, field="copy")
+    assert [p["source_path"] for p in report.pages] == ["woks.md"] and report.attachments == 0
+    reasons = {s["path"]: s["reason"] for s in report.skipped}
+    assert reasons["archive/"] == "a deepfield field's own folder, not notes"
+    assert reasons["listing.md"] == "a deepfield field's generated catalogue"
+    for name in index_files:
+        assert reasons[name] == "a deepfield index, rebuilt from the pages"

@@ -19,14 +19,41 @@ from typing import Any
 
 from ..config import CONFIG_FILE
 from ..errors import ImportFormatError
+from ..listing import LISTING_MARKER
 from ..markdown import parse_sections
-from ..page import SPECIAL_FILES, Page, is_debris, slugify
+from ..page import LISTING_FILE, SPECIAL_FILES, Page, is_debris, slugify
 from ..writer import MAX_WRITE_BYTES
 
 SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__"})
 """Folders never walked (besides hidden ones, which only an adapter may allow)."""
 RESERVED_STEMS = frozenset(name[:-3] for name in SPECIAL_FILES)
 """``index`` and ``listing`` are the field's introduction and catalogue, never imported notes."""
+FIELD_OWN_DIRS = frozenset({"archive", "review", "activation"})
+"""What a deepfield field keeps beside its pages (old versions, the review queue, read logs):
+not notes when a field's folder is imported."""
+INDEX_SUFFIXES = (".sqlite3", ".sqlite3-wal", ".sqlite3-shm", ".sqlite3-journal")
+
+
+def is_field_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a deepfield field (import records, or a generated catalogue)."""
+    if (folder / ".deepfield").is_dir():
+        return True
+    try:
+        with (folder / LISTING_FILE).open(encoding="utf-8", errors="replace") as listing:
+            return listing.readline().startswith(LISTING_MARKER)
+    except OSError:
+        return False
+
+
+def _field_own(name: str, is_dir: bool) -> str | None:
+    """Why ``name`` in a field's folder is the field's own, not a note (None: it is a note)."""
+    if is_dir and name in FIELD_OWN_DIRS:
+        return "a deepfield field's own folder, not notes"
+    if not is_dir and name == LISTING_FILE:
+        return "a deepfield field's generated catalogue"
+    if not is_dir and name.endswith(INDEX_SUFFIXES):
+        return "a deepfield index, rebuilt from the pages"
+    return None
 
 
 @dataclass
@@ -82,9 +109,14 @@ def walk(
         here = Path(folder)
         rel_folder = here.relative_to(root).as_posix()
         prefix = "" if rel_folder == "." else rel_folder + "/"
+        field = is_field_folder(here)  # a field's folder copied as notes: its pages only
         kept = []
         for name in sorted(dirs):
             if name in SKIPPED_DIRS or (name.startswith(".") and name not in allow_hidden):
+                continue
+            why = _field_own(name, True) if field else None
+            if why:
+                skipped.append((prefix + name + "/", why))
                 continue
             if (here / name).is_symlink():
                 skipped.append((prefix + name + "/", "symbolic link to a folder, not followed"))
@@ -98,7 +130,10 @@ def walk(
             if is_debris(name) or (name.startswith(".") and name not in allow_hidden):
                 continue
             path = here / name
-            if path.is_symlink():
+            why = _field_own(name, False) if field else None
+            if why:
+                skipped.append((prefix + name, why))
+            elif path.is_symlink():
                 skipped.append((prefix + name, "symbolic link, not followed"))
             elif name == CONFIG_FILE:  # copied into a field, it would make it look like a store
                 skipped.append((prefix + name, "a deepfield store's settings, not a note"))
