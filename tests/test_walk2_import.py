@@ -411,3 +411,21 @@ def test_importing_a_fields_folder_takes_its_pages_only(
     assert reasons["listing.md"] == "a deepfield field's generated catalogue"
     for name in index_files:
         assert reasons[name] == "a deepfield index, rebuilt from the pages"
+
+
+def test_a_damaged_imports_json_is_read_as_far_as_it_goes(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """A hand-edited ``.deepfield/imports.json`` with a list where a mapping belongs crashed
+    every import and export of the field with a TypeError traceback."""
+    src = make_tree(tmp_path / "vault", {"A.md": "# A\n"})
+    import_obsidian(store, src, field="vault")
+    record = store.field("vault").path / ".deepfield" / "imports.json"
+    record.write_text('{"version": 1, "sources": [1, 2], "pages": [1], "attachments": "x"}')
+    report = import_obsidian(store, src, field="vault", into=True)
+    assert report.created == 0 and len(report.skipped) == 1  # its page: not known as ours
+    export_field(store.field("vault"), tmp_path / "out", original_paths=True, plain=True)
+    record.write_text('{"pages": {"u": {"kind": "obsidian", "root": "/r", "source_path": "a",'
+                      ' "digest": "d", "added_keys": "x", "had_frontmatter": true, "files": 3}}}')
+    assert import_obsidian(store, src, field="vault", into=True).created == 0
+    export_field(store.field("vault"), tmp_path / "out2", original_paths=True, plain=True)

@@ -83,17 +83,24 @@ class Manifest:
             return manifest  # missing or unreadable: every existing page counts as edited
         if not isinstance(data, dict):
             return manifest
-        manifest.sources = dict(data.get("sources") or {})
-        for uuid, row in (data.get("pages") or {}).items():
+        # A hand-edited or damaged file: keep what has the right shape, drop the rest.
+        manifest.sources = {k: v for k, v in _mapping(data.get("sources")).items()
+                            if isinstance(v, dict)}
+        for uuid, row in _mapping(data.get("pages")).items():
             try:
-                manifest.pages[uuid] = PageRecord(**row)
+                record = PageRecord(**row)
             except TypeError:
                 continue
-        for name, row in (data.get("attachments") or {}).items():
+            if (isinstance(record.files, dict) and isinstance(record.added_keys, list)
+                    and isinstance(record.root, str) and isinstance(record.source_path, str)):
+                manifest.pages[uuid] = record
+        for name, row in _mapping(data.get("attachments")).items():
             try:
-                manifest.attachments[name] = AttachmentRecord(**row)
+                attachment = AttachmentRecord(**row)
             except TypeError:
                 continue
+            if isinstance(attachment.root, str) and isinstance(attachment.source_path, str):
+                manifest.attachments[name] = attachment
         return manifest
 
     def save(self) -> None:
@@ -143,6 +150,10 @@ class Manifest:
     def by_filename(self) -> dict[str, tuple[str, PageRecord]]:
         """field filename -> (uuid, record) for every file an import wrote."""
         return {name: (uuid, rec) for uuid, rec in self.pages.items() for name in rec.files}
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def file_digests(folder: Path, names: list[str]) -> dict[str, str]:
