@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -429,3 +430,18 @@ def test_a_damaged_imports_json_is_read_as_far_as_it_goes(
                       ' "digest": "d", "added_keys": "x", "had_frontmatter": true, "files": 3}}}')
     assert import_obsidian(store, src, field="vault", into=True).created == 0
     export_field(store.field("vault"), tmp_path / "out2", original_paths=True, plain=True)
+
+
+def test_links_find_a_note_whose_file_name_is_decomposed_unicode(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """Files from a Mac often spell "é" as "e" + combining accent (NFD) while the links typed
+    in them use "é" (NFC): ``[[Café]]`` and ``[x](Café.md)`` were reported as links to notes
+    not in the import."""
+    nfd = unicodedata.normalize("NFD", "Café.md")
+    src = make_tree(tmp_path / "vault", {nfd: "# Café\n",
+                                         "Menu.md": "See [[Café]] and [menu](Café.md).\n"})
+    report = import_obsidian(store, src, field="vault")
+    assert not [w for w in report.warnings if "not in the import" in w]
+    body = Page.parse((store.field("vault").path / "menu.md").read_text()).body
+    assert body == "See [Café](cafe.md) and [menu](cafe.md).\n"

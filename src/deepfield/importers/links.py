@@ -48,8 +48,9 @@ class LinkMap:
 
     def add(self, rel: str, filename: str) -> None:
         self.files[rel] = filename
-        self.lowered[rel.lower()] = filename
-        name = PurePosixPath(rel).name.lower()
+        self.files.setdefault(_nfc(rel), filename)
+        self.lowered[_fold(rel)] = filename
+        name = _fold(PurePosixPath(rel).name)
         keys = {name, name[:-3]} if name.endswith(".md") else {name}
         for key in keys:
             self.by_name.setdefault(key, []).append(rel)
@@ -57,7 +58,7 @@ class LinkMap:
 
     def add_names(self, names: list[str], filename: str) -> None:
         for name in names:
-            self.titles.setdefault(name.strip().lower(), filename)
+            self.titles.setdefault(_fold(name.strip()), filename)
 
     def resolve_wikilink(self, target: str, here: str,
                          stats: LinkStats | None = None) -> str | None:
@@ -66,20 +67,20 @@ class LinkMap:
         A bare name several notes share is resolved as Obsidian does, and recorded in
         ``stats.ambiguous`` so the import can say which note it chose."""
         target = target.strip().lstrip("/")
-        for candidate in (target, f"{target}.md"):
-            if candidate.lower() in self.lowered:
-                return self.lowered[candidate.lower()]
+        key = _fold(target)  # (macOS writes "é" in file names as e + accent: NFD)
+        for candidate in (key, f"{key}.md"):
+            if candidate in self.lowered:
+                return self.lowered[candidate]
         if "/" in target:  # a partial path: match it as a suffix, like Obsidian does
-            tail = target.lower()
-            for rel, filename in sorted(self.files.items(), key=lambda kv: kv[0].count("/")):
-                stem = rel.lower()[:-3] if rel.lower().endswith(".md") else rel.lower()
-                if stem.endswith("/" + tail) or rel.lower().endswith("/" + tail):
+            for rel, filename in sorted(self.lowered.items(), key=lambda kv: kv[0].count("/")):
+                stem = rel[:-3] if rel.endswith(".md") else rel
+                if stem.endswith("/" + key) or rel.endswith("/" + key):
                     return filename
             # basic-memory permalinks hold their folder (``coffee/coffee-brewing``).
-            return self.titles.get(target.lower())
-        rels = self.by_name.get(target.lower())
+            return self.titles.get(key)
+        rels = self.by_name.get(key)
         if not rels:
-            return self.titles.get(target.lower())
+            return self.titles.get(key)
         chosen = min(rels, key=lambda rel: _nearness(rel, here))
         if len(rels) > 1 and stats is not None:
             stats.ambiguous.append((here, target, self.files[chosen], len(rels)))
@@ -90,7 +91,16 @@ class LinkMap:
         if re.match(r"^[a-z][a-z0-9+.-]*:", href, re.I) or href.startswith(("/", "#")):
             return None
         joined = join_relative(here, unquote(href))
-        return None if joined is None else self.files.get(joined)
+        return None if joined is None else self.files.get(joined, self.files.get(_nfc(joined)))
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def _fold(text: str) -> str:
+    """How names are compared: case and Unicode composition set aside."""
+    return _nfc(text).lower()
 
 
 def _nearness(rel: str, here: str) -> tuple[int, int, int, str]:
