@@ -445,3 +445,20 @@ def test_links_find_a_note_whose_file_name_is_decomposed_unicode(
     assert not [w for w in report.warnings if "not in the import" in w]
     body = Page.parse((store.field("vault").path / "menu.md").read_text()).body
     assert body == "See [Café](cafe.md) and [menu](cafe.md).\n"
+
+
+def test_html_image_sources_follow_their_attachment(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """Notes size images with HTML (``<img src="attachments/x.png" width="300">``); the
+    attachment moved to the field root but the ``src`` kept pointing at the old folder."""
+    note = ('# Trip\n<img src="attachments/map one.png" width="300">\n'
+            "<a href='Notes/Day.md'>day one</a>\n")
+    src = make_tree(tmp_path / "vault", {"Trip.md": note, "Notes/Day.md": "# Day\n",
+                                         "attachments/map one.png": b"\x89PNG"})
+    import_obsidian(store, src, field="vault")
+    body = Page.parse((store.field("vault").path / "trip.md").read_text()).body
+    assert body == ('# Trip\n<img src="map-one.png" width="300">\n'
+                    "<a href='day.md'>day one</a>\n")
+    export_field(store.field("vault"), tmp_path / "out", original_paths=True, plain=True)
+    assert (tmp_path / "out" / "Trip.md").read_text() == note

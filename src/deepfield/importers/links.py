@@ -34,6 +34,13 @@ _REF_DEF = re.compile(
 )
 
 
+# ``<img src="attachments/x.png" width="300">``: notes size images with HTML.
+_HTML_LINK = re.compile(
+    r"(<(?:img|a|source|video|audio|embed|iframe)\b[^<>]*?\s(?:src|href)=)([\"'])([^\"'<>\n]+)\2",
+    re.I,
+)
+
+
 @dataclass
 class LinkMap:
     """Where each imported source file ended up: relative source path -> field filename."""
@@ -221,8 +228,9 @@ def rewrite_wikilinks(body: str, here: str, links: LinkMap, stats: LinkStats) ->
 
 
 def _swap_hrefs(body: str, swap: Callable[[str], str | None]) -> str:
-    """Replace the target of every inline link and reference definition outside code with
-    ``swap(target)`` (the target without ``<>``); None leaves that link exactly as written."""
+    """Replace the target of every inline link, reference definition and HTML ``src``/``href``
+    outside code with ``swap(target)`` (the target without ``<>``); None leaves that link
+    exactly as written."""
 
     def inline(match: re.Match[str]) -> str:
         head, href, title = match.group(1), match.group(2), match.group(3) or ""
@@ -236,8 +244,13 @@ def _swap_hrefs(body: str, swap: Callable[[str], str | None]) -> str:
             return match.group(0)
         return match.group(1) + new + match.group(0)[match.end(2) - match.start(0):]
 
+    def html(match: re.Match[str]) -> str:
+        new = swap(match.group(3))
+        quote_ = match.group(2)
+        return match.group(0) if new is None else f"{match.group(1)}{quote_}{new}{quote_}"
+
     def prose(text: str) -> str:
-        return _REF_DEF.sub(definition, _MD_LINK.sub(inline, text))
+        return _HTML_LINK.sub(html, _REF_DEF.sub(definition, _MD_LINK.sub(inline, text)))
 
     return outside_code(body, prose)
 
