@@ -462,3 +462,13 @@ def test_html_image_sources_follow_their_attachment(
                     "<a href='day.md'>day one</a>\n")
     export_field(store.field("vault"), tmp_path / "out", original_paths=True, plain=True)
     assert (tmp_path / "out" / "Trip.md").read_text() == note
+
+
+def test_a_pdf_page_link_keeps_its_fragment(store: deepfield.Store, tmp_path: Path) -> None:
+    """``[[paper.pdf#page=3]]`` became ``paper.pdf#page3`` (made a heading anchor), which no
+    PDF viewer opens at page 3."""
+    src = make_tree(tmp_path / "vault", {"Read.md": "See [[paper.pdf#page=3]].\n",
+                                         "paper.pdf": b"%PDF"})
+    import_obsidian(store, src, field="vault")
+    body = Page.parse((store.field("vault").path / "read.md").read_text()).body
+    assert body == "See [paper.pdf](paper.pdf#page=3).\n"

@@ -219,9 +219,13 @@ def rewrite_wikilinks(body: str, here: str, links: LinkMap, stats: LinkStats) ->
         stats.rewritten += 1
         if embed and re.fullmatch(r"\d+(?:x\d+)?", label.strip()):
             label = ""  # ![[image.png|300]]: a display size, not a caption
-        text = label or (f"{target.strip()} > {heading}" if heading else target.strip())
-        href = _href(filename, heading_anchor(heading) if heading else "")
         is_page = filename.endswith(".md")
+        # A file's own fragment (``paper.pdf#page=3``) is no heading: kept as written.
+        anchor = (heading_anchor(heading) if is_page else quote(heading, safe="=&")) \
+            if heading else ""
+        text = label or (f"{target.strip()} > {heading}" if heading and is_page
+                         else target.strip())
+        href = _href(filename, anchor)
         return f"![{text}]({href})" if embed and not is_page else f"[{text}]({href})"
 
     return outside_code(body, lambda prose: _WIKILINK.sub(one, prose))
