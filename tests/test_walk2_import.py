@@ -12,7 +12,7 @@ import pytest
 
 import deepfield
 from deepfield.errors import ExportTargetError, ImportFormatError
-from deepfield.importers.basic_memory import import_basic_memory
+from deepfield.importers.basic_memory import import_basic_memory, relations
 from deepfield.importers.claude_code import import_claude_code
 from deepfield.importers.export import export_field
 from deepfield.importers.locomo import import_locomo
@@ -88,6 +88,8 @@ def test_basic_memory_relation_to_a_permalink_with_a_folder_is_resolved(
     page = Page.parse((store.field("bm").path / "coffee-brewing.md").read_text())
     assert page.get("relations") == [
         {"type": "uses", "target": "gear/burr-grinder", "page": "grinder.md"}]
+    assert relations("- uses [[Grinder\\|the grinder]]\n") == [  # a pipe escaped as in tables
+        {"type": "uses", "target": "Grinder"}]
 
 
 def test_obsidian_wikilink_with_an_escaped_pipe_in_a_table_is_rewritten(
