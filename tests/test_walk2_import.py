@@ -474,3 +474,15 @@ def test_a_pdf_page_link_keeps_its_fragment(store: deepfield.Store, tmp_path: Pa
     import_obsidian(store, src, field="vault")
     body = Page.parse((store.field("vault").path / "read.md").read_text()).body
     assert body == "See [paper.pdf](paper.pdf#page=3).\n"
+
+
+def test_an_imported_sqlite_attachment_is_exported(store: deepfield.Store, tmp_path: Path) -> None:
+    """A vault's ``data.sqlite3`` was copied into the field but left out of every export,
+    silently, taken for one of the field's index files."""
+    src = make_tree(tmp_path / "vault", {"A.md": "# A\n[db](data.sqlite3)\n",
+                                         "data.sqlite3": b"SQLite format 3\x00"})
+    import_obsidian(store, src, field="vault")
+    report = export_field(store.field("vault"), tmp_path / "out", original_paths=True)
+    assert (tmp_path / "out" / "data.sqlite3").read_bytes() == b"SQLite format 3\x00"
+    assert report.attachments == 1
+    assert not [f for f in report.files if f.endswith(".sqlite3") and f != "data.sqlite3"]

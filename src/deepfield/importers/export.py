@@ -233,6 +233,9 @@ def export_field(
         report.skipped.append({"path": LISTING_FILE, "reason": "derived catalogue"})
     texts = {name: (fld.path / name).read_bytes() for name in names}
     files = _attachments(fld.path)
+    # An imported attachment named like an index file (``data.sqlite3``) is the user's own.
+    files += sorted(name for name in manifest.attachments if name not in files
+                    and name.endswith(_INDEX_SUFFIXES) and (fld.path / name).is_file())
     # Where everything goes, first, so links between pages can follow them.
     places: dict[str, str] = {}
     taken: set[str] = set()
