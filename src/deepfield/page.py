@@ -420,6 +420,29 @@ class Page:
         if self.frontmatter is not None:
             self.frontmatter.pop(key, None)
 
+    def entry_text(self, key: str) -> str | None:
+        """Top-level entry ``key`` as the parsed text wrote it (``created: 2024-01-05\n``),
+        while its value is unchanged; else None."""
+        blocks, original = self._raw_blocks or {}, self._original or {}
+        if key not in blocks or key not in original or not _same(original[key], self.get(key)):
+            return None
+        return blocks[key][1]
+
+    def restore_entry(self, key: str, text: str) -> bool:
+        """Give ``key`` back the value and the exact text of entry ``text`` (one ``key: value``
+        entry, as ``entry_text`` returned it); False, changing nothing, if it is not one."""
+        try:
+            loaded = yaml.load(text, Loader=_YAML_LOADER)
+        except yaml.YAMLError:
+            return False
+        if not isinstance(loaded, dict) or list(loaded) != [key] or self.frontmatter is None:
+            return False
+        self.frontmatter[key] = loaded[key]
+        self._original = {**(self._original or {}), key: loaded[key]}
+        lead = (self._raw_blocks or {}).get(key, ("", ""))[0]
+        self._raw_blocks = {**(self._raw_blocks or {}), key: (lead, text)}
+        return True
+
     # ------------------------------------------------------------------ rendering
 
     def render_frontmatter(self) -> str:

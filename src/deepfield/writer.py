@@ -162,7 +162,7 @@ class PageWriter:
         title = derive_title(page, fallback=stem)
         if page.get("title") in (None, ""):  # a title of another shape (a list, a number) is
             page.set("title", title)          # the author's, kept byte for byte
-        _normalise_dates(page)
+        normalise_dates(page)
         page.set("uuid", page.uuid or (existing.uuid if existing else None) or new_uuid())
         now = now_iso()
         if not page.get_str("created"):
@@ -360,7 +360,7 @@ def _stem_for(title: str, page: Page) -> str:
     return f"{stem}-page" if f"{stem}.md" in SPECIAL_FILES else stem  # a page titled "Index"
 
 
-def _normalise_dates(page: Page) -> None:
+def normalise_dates(page: Page) -> None:
     """Spec: datetimes are quoted strings (YAML would otherwise turn them into objects)."""
     for key in ("created", "updated"):
         value = page.get(key)

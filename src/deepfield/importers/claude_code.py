@@ -23,6 +23,7 @@ from .markdown_dirs import Adapter, DirImportReport, import_dir
 from .sources import Selection, SourceDoc, is_markdown, walk
 
 MAX_HOPS = 5
+MEMORY_FILES = ("CLAUDE.md", "CLAUDE.local.md")
 _AT_IMPORT = re.compile(r"(?:(?<=\s)|^)@((?:~/|\.{1,2}/|/)?[\w.\-/~]+)", re.M)
 _MEMORY_INDEX_SUMMARY = (
     "Index of Claude Code's auto memory: its first 200 lines are loaded at the start of "
@@ -66,14 +67,31 @@ def role(rel: str) -> str:
     return "topic"
 
 
+def _linked_files(root: Path, skipped: list[tuple[str, str]]) -> list[str]:
+    """Symbolic links to a file inside ``root`` (``CLAUDE.md -> AGENTS.md`` is common, and
+    Claude Code reads through it); taken out of ``skipped``."""
+    inside = root.resolve()
+    found = []
+    for rel, why in list(skipped):
+        path = root / rel
+        if rel.endswith("/") or not path.is_symlink():
+            continue
+        target = path.resolve()
+        if target.is_file() and inside in target.parents:
+            found.append(rel)
+            skipped.remove((rel, why))
+    return found
+
+
 def select(root: Path) -> Selection:
     files, skipped = walk(root, allow_hidden=frozenset({".claude"}))
+    files = sorted(files + _linked_files(root, skipped))
     existing = set(files)
     memory_dirs = {str(PurePosixPath(f).parent) for f in files if PurePosixPath(f).name
                    == "MEMORY.md"}
     chosen = [
         f for f in files if is_markdown(f) and (
-            PurePosixPath(f).name in ("CLAUDE.md", "CLAUDE.local.md")
+            PurePosixPath(f).name in MEMORY_FILES
             or f.startswith(".claude/rules/")
             or str(PurePosixPath(f).parent) in memory_dirs)
     ]
@@ -92,8 +110,10 @@ def select(root: Path) -> Selection:
                     nxt.append(target)
         frontier = nxt
     if not chosen:
+        outside = [rel for rel, _ in skipped if PurePosixPath(rel).name in MEMORY_FILES]
         raise ImportFormatError(
-            f"no Claude Code memory in {root}",
+            f"no Claude Code memory in {root}"
+            + (f" ({', '.join(outside)}: a link to a file outside it)" if outside else ""),
             "expected CLAUDE.md, CLAUDE.local.md, .claude/rules/ or an auto-memory folder "
             "with MEMORY.md",
         )

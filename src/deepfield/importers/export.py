@@ -24,6 +24,7 @@ from ..field import Field
 from ..fsutil import TEMP_PREFIX, atomic_write
 from ..page import INTRO_FILE, LISTING_FILE, Page, is_debris
 from ..scan import scan_field
+from .dates import restore_dates
 from .links import relink
 from .manifest import Manifest, PageRecord, sha256_hex
 from .markdown_dirs import IMPORT_KEYS
@@ -101,6 +102,8 @@ def _plain(text: str, record: PageRecord | None) -> str:
     added = record.added_keys if record else BOOKKEEPING_KEYS
     for key in {*SPLIT_KEYS, *IMPORT_KEYS, *added}:
         page.remove(key)
+    if record is not None:
+        restore_dates(page, record.source_dates)
     if (record is None or not record.had_frontmatter) and not page.frontmatter:
         page.frontmatter = None  # no empty "---" block where there was none
     if record is not None and record.wrapped is not None:
@@ -126,6 +129,28 @@ def _original_lines(data: bytes, name: str, record: PageRecord | None) -> str | 
         lines[int(number)] = line
     page.body = "\n".join(lines)
     return page.render()
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _unedited(data: bytes, name: str, record: PageRecord | None) -> PageRecord | None:
+    """``record`` when the page is one file exactly as its import wrote it, else None."""
+    if record is None or list(record.files) != [name] or record.files[name] != sha256_hex(data):
+        return None
+    return record
+
+
+def _source_bytes(text: str, record: PageRecord | None) -> str:
+    """The exported text with the source's ``\r\n`` line breaks and byte order mark back."""
+    if record is not None and record.crlf:
+        text = text.replace("\n", "\r\n")
+    return ("\ufeff" + text) if record is not None and record.bom else text
 
 
 def _original_path(text: str, record: PageRecord | None) -> str | None:
@@ -160,6 +185,22 @@ def _relink(text: str, here: str, places: dict[str, str]) -> str:
     return page.render_frontmatter() + relink(page.body, here, places)
 
 
+def _check_places(dest: Path, rels: list[str]) -> None:
+    """Refuse before writing anything when a file would go where the target has a folder, or
+    below a file (with ``force``, half an export would be left behind otherwise)."""
+    for rel in rels:
+        path = dest / rel
+        if path.is_dir():
+            raise ExportTargetError(f"{path} is a folder, where the export puts a file",
+                                    "export into an empty folder, or move it away")
+        for parent in path.parents:
+            if parent == dest:
+                break
+            if parent.exists() and not parent.is_dir():
+                raise ExportTargetError(f"{parent} is a file, where the export needs a folder",
+                                        "export into an empty folder, or move it away")
+
+
 def _put(path: Path, data: bytes, report: ExportReport) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_dir():
@@ -179,7 +220,7 @@ def export_field(
     progress: Callable[[int], None] | None = None,
 ) -> ExportReport:
     """Write the field's pages and files into the folder ``target`` (see the module doc)."""
-    dest = Path(target)
+    dest = Path(target).expanduser()  # not a folder named "~" in the working directory
     _check_target(fld, dest, force)
     dest.mkdir(parents=True, exist_ok=True)
     report = ExportReport(fld.name, str(dest))
@@ -192,6 +233,9 @@ def export_field(
         report.skipped.append({"path": LISTING_FILE, "reason": "derived catalogue"})
     texts = {name: (fld.path / name).read_bytes() for name in names}
     files = _attachments(fld.path)
+    # An imported attachment named like an index file (``data.sqlite3``) is the user's own.
+    files += sorted(name for name in manifest.attachments if name not in files
+                    and name.endswith(_INDEX_SUFFIXES) and (fld.path / name).is_file())
     # Where everything goes, first, so links between pages can follow them.
     places: dict[str, str] = {}
     taken: set[str] = set()
@@ -206,9 +250,14 @@ def export_field(
         if original_paths and name in manifest.attachments:
             rel = safe_relative(manifest.attachments[name].source_path) or name
         places[name] = _free(rel, taken, report, name)
+    _check_places(dest, [places[n] for n in [*names, *files]])
     for name in names:
         data = texts[name]
-        if original_paths or plain:
+        if (original_paths or plain) and not _is_utf8(data):
+            # Rewriting it would put U+FFFD for every byte that is not UTF-8: copy it as it is.
+            report.warnings.append(f"{name}: not UTF-8, exported as it is (links and keys "
+                                   "unchanged)")
+        elif original_paths or plain:
             record = records.get(name, (None, None))[1]
             # Both: the source's own lines, whose links were right where the page goes back.
             restored = _original_lines(data, name, record) if plain and original_paths \
@@ -218,6 +267,8 @@ def export_field(
                 text = _plain(text, record)
             if original_paths and restored is None:
                 text = _relink(text, places[name], places)
+            if plain and original_paths and _unedited(data, name, record):
+                text = _source_bytes(text, record)
             data = text.encode("utf-8")
         _put(dest / places[name], data, report)
         if name == INTRO_FILE:  # the introduction travels too, but is not a page

@@ -34,6 +34,13 @@ _REF_DEF = re.compile(
 )
 
 
+# ``<img src="attachments/x.png" width="300">``: notes size images with HTML.
+_HTML_LINK = re.compile(
+    r"(<(?:img|a|source|video|audio|embed|iframe)\b[^<>]*?\s(?:src|href)=)([\"'])([^\"'<>\n]+)\2",
+    re.I,
+)
+
+
 @dataclass
 class LinkMap:
     """Where each imported source file ended up: relative source path -> field filename."""
@@ -48,8 +55,9 @@ class LinkMap:
 
     def add(self, rel: str, filename: str) -> None:
         self.files[rel] = filename
-        self.lowered[rel.lower()] = filename
-        name = PurePosixPath(rel).name.lower()
+        self.files.setdefault(_nfc(rel), filename)
+        self.lowered[_fold(rel)] = filename
+        name = _fold(PurePosixPath(rel).name)
         keys = {name, name[:-3]} if name.endswith(".md") else {name}
         for key in keys:
             self.by_name.setdefault(key, []).append(rel)
@@ -57,7 +65,7 @@ class LinkMap:
 
     def add_names(self, names: list[str], filename: str) -> None:
         for name in names:
-            self.titles.setdefault(name.strip().lower(), filename)
+            self.titles.setdefault(_fold(name.strip()), filename)
 
     def resolve_wikilink(self, target: str, here: str,
                          stats: LinkStats | None = None) -> str | None:
@@ -66,19 +74,20 @@ class LinkMap:
         A bare name several notes share is resolved as Obsidian does, and recorded in
         ``stats.ambiguous`` so the import can say which note it chose."""
         target = target.strip().lstrip("/")
-        for candidate in (target, f"{target}.md"):
-            if candidate.lower() in self.lowered:
-                return self.lowered[candidate.lower()]
+        key = _fold(target)  # (macOS writes "é" in file names as e + accent: NFD)
+        for candidate in (key, f"{key}.md"):
+            if candidate in self.lowered:
+                return self.lowered[candidate]
         if "/" in target:  # a partial path: match it as a suffix, like Obsidian does
-            tail = target.lower()
-            for rel, filename in sorted(self.files.items(), key=lambda kv: kv[0].count("/")):
-                stem = rel.lower()[:-3] if rel.lower().endswith(".md") else rel.lower()
-                if stem.endswith("/" + tail) or rel.lower().endswith("/" + tail):
+            for rel, filename in sorted(self.lowered.items(), key=lambda kv: kv[0].count("/")):
+                stem = rel[:-3] if rel.endswith(".md") else rel
+                if stem.endswith("/" + key) or rel.endswith("/" + key):
                     return filename
-            return None
-        rels = self.by_name.get(target.lower())
+            # basic-memory permalinks hold their folder (``coffee/coffee-brewing``).
+            return self.titles.get(key)
+        rels = self.by_name.get(key)
         if not rels:
-            return self.titles.get(target.lower())
+            return self.titles.get(key)
         chosen = min(rels, key=lambda rel: _nearness(rel, here))
         if len(rels) > 1 and stats is not None:
             stats.ambiguous.append((here, target, self.files[chosen], len(rels)))
@@ -89,7 +98,16 @@ class LinkMap:
         if re.match(r"^[a-z][a-z0-9+.-]*:", href, re.I) or href.startswith(("/", "#")):
             return None
         joined = join_relative(here, unquote(href))
-        return None if joined is None else self.files.get(joined)
+        return None if joined is None else self.files.get(joined, self.files.get(_nfc(joined)))
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def _fold(text: str) -> str:
+    """How names are compared: case and Unicode composition set aside."""
+    return _nfc(text).lower()
 
 
 def _nearness(rel: str, here: str) -> tuple[int, int, int, str]:
@@ -184,7 +202,9 @@ def rewrite_wikilinks(body: str, here: str, links: LinkMap, stats: LinkStats) ->
 
     def one(match: re.Match[str]) -> str:
         embed, inner = match.group(1), match.group(2)
-        target, _, label = inner.partition("|")
+        target, bar, label = inner.partition("|")
+        if bar and target.endswith("\\"):  # [[Note\|text]]: Obsidian's pipe inside a table
+            target = target[:-1]
         target, _, heading = target.partition("#")
         heading = "" if heading.startswith("^") else heading  # block ids have no anchor
         if not target.strip():  # [[#Heading]]: a heading of this very note
@@ -199,17 +219,22 @@ def rewrite_wikilinks(body: str, here: str, links: LinkMap, stats: LinkStats) ->
         stats.rewritten += 1
         if embed and re.fullmatch(r"\d+(?:x\d+)?", label.strip()):
             label = ""  # ![[image.png|300]]: a display size, not a caption
-        text = label or (f"{target.strip()} > {heading}" if heading else target.strip())
-        href = _href(filename, heading_anchor(heading) if heading else "")
         is_page = filename.endswith(".md")
+        # A file's own fragment (``paper.pdf#page=3``) is no heading: kept as written.
+        anchor = (heading_anchor(heading) if is_page else quote(heading, safe="=&")) \
+            if heading else ""
+        text = label or (f"{target.strip()} > {heading}" if heading and is_page
+                         else target.strip())
+        href = _href(filename, anchor)
         return f"![{text}]({href})" if embed and not is_page else f"[{text}]({href})"
 
     return outside_code(body, lambda prose: _WIKILINK.sub(one, prose))
 
 
 def _swap_hrefs(body: str, swap: Callable[[str], str | None]) -> str:
-    """Replace the target of every inline link and reference definition outside code with
-    ``swap(target)`` (the target without ``<>``); None leaves that link exactly as written."""
+    """Replace the target of every inline link, reference definition and HTML ``src``/``href``
+    outside code with ``swap(target)`` (the target without ``<>``); None leaves that link
+    exactly as written."""
 
     def inline(match: re.Match[str]) -> str:
         head, href, title = match.group(1), match.group(2), match.group(3) or ""
@@ -223,8 +248,13 @@ def _swap_hrefs(body: str, swap: Callable[[str], str | None]) -> str:
             return match.group(0)
         return match.group(1) + new + match.group(0)[match.end(2) - match.start(0):]
 
+    def html(match: re.Match[str]) -> str:
+        new = swap(match.group(3))
+        quote_ = match.group(2)
+        return match.group(0) if new is None else f"{match.group(1)}{quote_}{new}{quote_}"
+
     def prose(text: str) -> str:
-        return _REF_DEF.sub(definition, _MD_LINK.sub(inline, text))
+        return _HTML_LINK.sub(html, _REF_DEF.sub(definition, _MD_LINK.sub(inline, text)))
 
     return outside_code(body, prose)
 

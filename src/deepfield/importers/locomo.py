@@ -3,7 +3,9 @@
 Each page has a header (session number, date and time, speakers) and then one line per turn,
 ``Speaker (D1:3): text``, with shared images kept as ``[image: caption]``. The dialogue ids stay
 in the text so retrieval can be scored turn by turn and every citation can be checked. Page
-uuids are derived from the conversation and session, so importing twice changes nothing.
+uuids are derived from the conversation and session, so importing twice changes nothing; the
+files each import wrote are recorded (``.deepfield/imports.json``), so a page nobody touched
+since (split into parts or not) is updated when the dataset changes, and an edited one is kept.
 The dataset's known faults (dates for sessions without turns, missing keys) are tolerated;
 turns without text are left out, each counted in a warning.
 """
@@ -25,6 +27,10 @@ from ..field import Field
 from ..page import Page, slugify
 from ..store import Store
 from ..writer import free_names
+from .manifest import Manifest, file_digests
+
+MANIFEST_KEY = "locomo"
+"""Where ``.deepfield/imports.json`` keeps, per session page uuid, the files last written."""
 
 _NAMESPACE = uuidlib.UUID("5b0e7d8e-3f51-4f5c-9a0e-6c0e2d1b7a10")
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
@@ -46,6 +52,8 @@ class ImportReport:
     fields: list[str] = dc_field(default_factory=list)
     pages_written: int = 0
     pages_unchanged: int = 0
+    pages_kept: int = 0
+    """Session pages edited in the field since their import, left as they are."""
     sessions_skipped: int = 0
     turns_skipped: int = 0
     """Turns without text (or not objects), left out of their session's page."""
@@ -54,7 +62,8 @@ class ImportReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "fields": self.fields, "pages_written": self.pages_written,
-            "pages_unchanged": self.pages_unchanged, "sessions_skipped": self.sessions_skipped,
+            "pages_unchanged": self.pages_unchanged, "pages_kept": self.pages_kept,
+            "sessions_skipped": self.sessions_skipped,
             "turns_skipped": self.turns_skipped, "warnings": self.warnings,
         }
 
@@ -174,19 +183,32 @@ def import_locomo(
 ) -> ImportReport:
     """Import every conversation of a LoCoMo JSON file into fields named ``prefix + id``."""
     report = ImportReport()
+    matched = False
     for sample in load_conversations(path):
         conv = str(sample.get("sample_id") or "conversation")
         if only and conv not in only:
             continue
+        matched = True
         name = slugify(f"{prefix}{conv}") or "conversation"
+        sessions = list(iter_sessions(sample))
+        if not sessions:  # an empty field would say nothing of why
+            report.warnings.append(f"{conv}: no sessions (session_1, session_2, …), "
+                                   "nothing imported")
+            continue
         field_ = store.create_field(
             name,
             intro=f"LoCoMo conversation {conv}: one page per session, one line per turn.",
             exist_ok=True,
         )
         report.fields.append(name)
+        manifest = Manifest.load(field_.path)
+        entry = manifest.sources.get(MANIFEST_KEY)
+        if not isinstance(entry, dict) or not isinstance(entry.get("pages"), dict):
+            entry = {"kind": "locomo", "pages": {}}  # none yet, or not readable
+        manifest.sources[MANIFEST_KEY] = entry
+        written_files: dict[str, Any] = entry["pages"]
         with field_.batch():
-            for session in iter_sessions(sample):
+            for session in sessions:
                 if session.malformed:
                     report.turns_skipped += len(session.malformed)
                     shown = "; ".join(session.malformed[:3])
@@ -199,11 +221,13 @@ def import_locomo(
                     report.warnings.append(f"{conv} session {session.number}: no turns, skipped")
                     continue
                 page = session_page(session)
-                stem = _session_stem(field_, conv, session.number, page, report)
+                stem = _session_stem(field_, conv, session.number, page, report,
+                                     written_files.get(page.uuid or ""))
                 if stem is None:
-                    report.pages_unchanged += 1
+                    report.pages_kept += 1
                     continue
                 result = field_.write(page, name=stem)
+                written_files[page.uuid or ""] = file_digests(field_.path, result.filenames)
                 for written in result.pages:
                     if written.action == "unchanged":
                         report.pages_unchanged += 1
@@ -211,16 +235,19 @@ def import_locomo(
                         report.pages_written += 1
                 if progress:
                     progress(1)
-    if only and not report.fields:
+        manifest.save()
+    if only and not matched:
         raise ImportFormatError(f"none of {', '.join(only)} is in {path}")
     return report
 
 
 def _session_stem(field_: Field, conv: str, number: int, page: Page,
-                  report: ImportReport) -> str | None:
+                  report: ImportReport, written: object) -> str | None:
     """The name to write session ``number`` under, or None to leave the field's page alone:
     a page of that name that is not this session (a note of the user's) is never replaced
-    (the session takes a free name), and one edited since it was imported keeps the edit."""
+    (the session takes a free name), and one edited since it was imported keeps the edit.
+    ``written``: the sha256 of each file the last import wrote for it, when recorded (a page
+    still exactly so is the import's own, updated when the dataset changed; split too)."""
     stem = f"session-{number:02d}"
     # Imported before, under whatever name it took then (its uuid comes from the session).
     earlier = [d.filename for d in field_.index_handle().docs_by_uuid(page.uuid or "")
@@ -232,6 +259,9 @@ def _session_stem(field_: Field, conv: str, number: int, page: Page,
         return stem
     existing = Page.parse(path.read_text("utf-8", "replace"))
     if existing.get("source") == page.get("source"):
+        if isinstance(written, dict) and written and file_digests(
+                field_.path, list(written)) == written:
+            return stem
         if " ".join(existing.body.split()) != " ".join(page.body.split()):
             report.warnings.append(
                 f"{field_.name}/{stem}.md was edited since it was imported; left as it is "

@@ -49,6 +49,13 @@ class PageRecord:
     """body line number (0-based, as text) -> the line as the source had it, for each line
     whose links the import rewrote (``[[Note]]`` made a Markdown link), so ``export --plain
     --original-paths`` gives an unedited page back its own links; None when none changed"""
+    crlf: bool = False
+    bom: bool = False
+    """the source's ``\r\n`` line breaks and byte order mark, which pages do without: ``export
+    --plain --original-paths`` gives them back to a page unedited since"""
+    source_dates: dict[str, list[str]] | None = None
+    """``created``/``updated`` entries the import rewrote (an unquoted YAML date made a quoted
+    string): key -> [the source's entry text, the value written], for ``export --plain``"""
 
 
 @dataclass
@@ -76,17 +83,24 @@ class Manifest:
             return manifest  # missing or unreadable: every existing page counts as edited
         if not isinstance(data, dict):
             return manifest
-        manifest.sources = dict(data.get("sources") or {})
-        for uuid, row in (data.get("pages") or {}).items():
+        # A hand-edited or damaged file: keep what has the right shape, drop the rest.
+        manifest.sources = {k: v for k, v in _mapping(data.get("sources")).items()
+                            if isinstance(v, dict)}
+        for uuid, row in _mapping(data.get("pages")).items():
             try:
-                manifest.pages[uuid] = PageRecord(**row)
+                record = PageRecord(**row)
             except TypeError:
                 continue
-        for name, row in (data.get("attachments") or {}).items():
+            if (isinstance(record.files, dict) and isinstance(record.added_keys, list)
+                    and isinstance(record.root, str) and isinstance(record.source_path, str)):
+                manifest.pages[uuid] = record
+        for name, row in _mapping(data.get("attachments")).items():
             try:
-                manifest.attachments[name] = AttachmentRecord(**row)
+                attachment = AttachmentRecord(**row)
             except TypeError:
                 continue
+            if isinstance(attachment.root, str) and isinstance(attachment.source_path, str):
+                manifest.attachments[name] = attachment
         return manifest
 
     def save(self) -> None:
@@ -100,9 +114,46 @@ class Manifest:
         text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=False) + "\n"
         atomic_write(self.path, text.encode("utf-8"))
 
+    def moved(self, root: str) -> tuple[dict[str, str], dict[str, str]]:
+        """What was imported from ``root``, or from a folder that is no longer there (the
+        folder moved here): source path -> page uuid, and source path -> attachment
+        filename, each only where a single page or file had that path."""
+        roots = {rec.root for rec in self.pages.values()} | {
+            rec.root for rec in self.attachments.values()}
+        ours = {r for r in roots if r == root or not Path(r).exists()}
+        pages: dict[str, list[str]] = {}
+        for uuid, rec in self.pages.items():
+            if rec.root in ours:
+                pages.setdefault(rec.source_path, []).append(uuid)
+        files: dict[str, list[str]] = {}
+        for name, att in self.attachments.items():
+            if att.root in ours:
+                files.setdefault(att.source_path, []).append(name)
+        return ({rel: found[0] for rel, found in pages.items() if len(found) == 1},
+                {rel: found[0] for rel, found in files.items() if len(found) == 1})
+
+    def gone(self, root: str, present: set[str], folder: Path) -> list[tuple[str, str]]:
+        """(source path, field filename) of each page and attachment imported from ``root``
+        whose source file is no longer there (deleted or renamed) while its copy still is."""
+        found = []
+        for rec in self.pages.values():
+            if rec.root != root or rec.source_path in present:
+                continue
+            kept = sorted(name for name in rec.files if (folder / name).is_file())
+            if kept:
+                found.append((rec.source_path, kept[0]))
+        for name, att in self.attachments.items():
+            if att.root == root and att.source_path not in present and (folder / name).is_file():
+                found.append((att.source_path, name))
+        return sorted(found)
+
     def by_filename(self) -> dict[str, tuple[str, PageRecord]]:
         """field filename -> (uuid, record) for every file an import wrote."""
         return {name: (uuid, rec) for uuid, rec in self.pages.items() for name in rec.files}
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def file_digests(folder: Path, names: list[str]) -> dict[str, str]:

@@ -26,10 +26,10 @@ from typing import Any
 from ..errors import FieldExistsError, ImportFormatError, PageError
 from ..field import Field
 from ..fsutil import field_lock
-from ..markdown import parse_sections
 from ..page import Page, is_valid_name, iso_from_timestamp, slugify
 from ..store import Store
 from .attach import copy_attachments, keep_copy
+from .dates import fill_dates
 from .links import LinkMap, LinkStats, rewrite_relative_links
 from .manifest import (
     MANIFEST_DIR,
@@ -39,7 +39,16 @@ from .manifest import (
     sha256_hex,
     untouched,
 )
-from .sources import Selection, SourceDoc, is_markdown, plan_names, read_docs
+from .sources import (
+    Selection,
+    SourceDoc,
+    changed_lines,
+    is_markdown,
+    link_names,
+    note_title,
+    plan_names,
+    read_docs,
+)
 from .sources import walk as walk_tree
 
 IMPORT_KEYS = ("source_path", "imported_from")
@@ -60,6 +69,8 @@ class Adapter:
     """called once per page after names are known (rewrite links)"""
     attachments: bool = False
     """copy non-page files into the field by default"""
+    split: bool = True
+    """split pages over the spec's 8 KB into parts (the memory tool reads one page per file)"""
 
 
 @dataclass
@@ -77,6 +88,8 @@ class DirImportReport:
     pages: list[dict[str, Any]] = dc_field(default_factory=list)
     skipped: list[dict[str, str]] = dc_field(default_factory=list)
     renamed: list[dict[str, str]] = dc_field(default_factory=list)
+    gone: list[dict[str, str]] = dc_field(default_factory=list)
+    """pages an earlier import of this source made whose source file is gone (kept)"""
     warnings: list[str] = dc_field(default_factory=list)
 
     def skip(self, path: str, reason: str) -> None:
@@ -90,7 +103,8 @@ class DirImportReport:
             "updated": self.updated, "unchanged": self.unchanged,
             "imported": self.created + self.updated, "attachments": self.attachments,
             "links_rewritten": self.links_rewritten, "skipped": self.skipped,
-            "renamed": self.renamed, "warnings": self.warnings, "pages": self.pages,
+            "renamed": self.renamed, "gone": self.gone, "warnings": self.warnings,
+            "pages": self.pages,
         }
 
 
@@ -113,6 +127,7 @@ MARKDOWN = Adapter("markdown", "any folder of Markdown files", select_markdown,
 
 
 def check_source(source: Path) -> Path:
+    source = source.expanduser()  # ("~/Vault" from Python: no shell expands it there)
     if not source.exists():
         raise ImportFormatError(f"no folder at {source}", "check the path to import from")
     if not source.is_dir():
@@ -158,6 +173,11 @@ def import_dir(
         # Importing a field into itself would rewrite the very files it reads.
         raise ImportFormatError(f"{source} is field {name!r} itself (or inside it)",
                                 "import from a folder outside the field")
+    if root.resolve() == store.root.resolve():
+        # Its deepfield.toml would be copied into the field, and its fields read as notes.
+        raise ImportFormatError(f"{source} is the store itself",
+                                "import from a folder outside the store, or keep the store "
+                                "elsewhere (--store)")
     source_key = str(root)
     report = DirImportReport(name, adapter.kind, str(root), dry_run=dry_run)
     selection = adapter.select(root)
@@ -166,8 +186,9 @@ def import_dir(
     if exists and not into and source_key not in Manifest.load(store.root / name).sources:
         raise FieldExistsError(
             f"field {name!r} already exists in {store.root}",
-            "add --into to import into it, where existing pages are never overwritten; "
-            "or choose another --field",
+            "add --into to import into it, where existing pages are never overwritten (notes "
+            "of a folder imported from a place that is gone are found again); or choose "
+            "another --field",
         )
     for rel, why in selection.skipped + unreadable:
         report.skip(rel, why)
@@ -233,7 +254,18 @@ def _import(
     """Plan names, copy attachments, then write page by page (``fld`` None: a dry run of
     an import into a field that does not exist yet)."""
     by_uuid = {d.uuid: d.filename for d in fld.pages() if d.uuid} if fld else {}
+    moved_pages, moved_files = manifest.moved(str(root))
     uuids = {doc.rel: _uuid_for(field_name, root, doc) for doc in docs}
+    for doc in docs:
+        found = None if doc.page.uuid else moved_pages.get(doc.rel)  # (its own uuid: kept)
+        if uuids[doc.rel] not in by_uuid and found in by_uuid and found != uuids[doc.rel]:
+            # The folder was imported from another place that is gone: the same note.
+            uuids[doc.rel], doc.moved = found, manifest.pages[found].root != str(root)
+    olds = sorted({manifest.pages[uuids[d.rel]].root for d in docs if d.moved})
+    if olds:
+        count = sum(d.moved for d in docs)
+        report.warnings.append(f"{count} note(s) taken for the pages imported from "
+                               f"{', '.join(olds)}, which is gone (moved here?)")
     fixed = {rel: by_uuid[u][:-3] for rel, u in uuids.items() if u in by_uuid}
     present = [p.name for p in fld.path.iterdir()] if fld else []
     taken = {n for n in present if not n.startswith(".")} - {
@@ -249,10 +281,10 @@ def _import(
     for doc in docs:
         doc.stem = stems[doc.rel]
         links.add(doc.rel, f"{doc.stem}.md")
-        links.add_names(_link_names(doc.page), f"{doc.stem}.md")
+        links.add_names(link_names(doc.page), f"{doc.stem}.md")
     if copy_files:
         copy_attachments(fld, root, adapter.kind, selection.attachments, manifest, links,
-                          report, set(present))
+                          report, set(present), moved_files)
     else:
         for rel in selection.attachments:
             report.skip(rel, "not a page (attachments are not copied for this import; "
@@ -263,6 +295,8 @@ def _import(
         uuid = uuids[doc.rel]
         if uuid in seen:
             report.skip(doc.rel, f"its frontmatter uuid {uuid} is also the uuid of {seen[uuid]}")
+            report.pages.append({"source_path": doc.rel, "filename": f"{doc.stem}.md",
+                                 "action": "skipped"})
         else:
             seen[uuid] = doc.rel
             if adapter.convert:
@@ -271,13 +305,26 @@ def _import(
                 linked = changed_lines(before, doc.page.body)
                 doc.original_lines = {**(doc.original_lines or {}), **(linked or {})} or None
             try:
-                _write_one(fld, doc, uuid, by_uuid.get(uuid), adapter.kind, root, manifest,
+                _write_one(fld, doc, uuid, by_uuid.get(uuid), adapter, root, manifest,
                            report, overwrite, review)
             except PageError as exc:
                 report.skip(doc.rel, str(exc))
+                report.pages.append({"source_path": doc.rel, "filename": f"{doc.stem}.md",
+                                     "action": "skipped"})
         if progress:
             progress(1)
     report.links_rewritten = stats.rewritten
+    if fld is not None:
+        # A note deleted or renamed in the source leaves its page behind (deepfield deletes
+        # nothing): say so, or a renamed note silently becomes two pages.
+        sources = set(selection.pages) | set(selection.attachments)
+        for rel, filename in manifest.gone(str(root), sources, fld.path):
+            report.gone.append({"source_path": rel, "filename": filename})
+            kept = (f"its page {filename} is kept (`deepfield rm {field_name} "
+                    f"{filename[:-3]}` archives it)" if filename.endswith(".md") else
+                    f"its copy {filename} is kept")
+            report.warnings.append(
+                f"{rel}: no longer in the source (or no longer imported from it); {kept}")
     if stats.unresolved:
         unique = sorted(set(stats.unresolved))
         shown = ", ".join(unique[:10]) + (" …" if len(unique) > 10 else "")
@@ -291,26 +338,12 @@ def _import(
             f"folder first, then shallowest; write [[folder/{target.strip()}]] to choose)")
 
 
-def changed_lines(before: str, after: str) -> dict[str, str] | None:
-    """The lines of ``before`` that differ in ``after``, by line number; None when none do.
-
-    Link rewriting never adds or removes a line break (a link is on one line), so lines
-    correspond one to one; were they ever not to, nothing is recorded rather than a wrong
-    mapping."""
-    old, new = before.split("\n"), after.split("\n")
-    if len(old) != len(new):
-        return None
-    changed = {str(i): line for i, (line, now) in enumerate(zip(old, new, strict=True))
-               if line != now}
-    return changed or None
-
-
 def _prepared_page(doc: SourceDoc, uuid: str, kind: str) -> tuple[Page, list[str]]:
     """The page to write and the frontmatter keys the import added to the source's own."""
     page = doc.page
     before = set(page.frontmatter or {})
     if not page.title:
-        page.set("title", _title(doc))
+        page.set("title", note_title(doc))
     page.set("uuid", uuid)
     page.set("source_path", doc.rel)
     page.set("imported_from", kind)
@@ -320,42 +353,16 @@ def _prepared_page(doc: SourceDoc, uuid: str, kind: str) -> tuple[Page, list[str
     return page, [k for k in (page.frontmatter or {}) if k not in before]
 
 
-def _link_names(page: Page) -> list[str]:
-    """Other names a note is linked by: title, Obsidian aliases, basic-memory permalink."""
-    names = [page.get_str("title"), page.get_str("permalink")]
-    aliases = page.get("aliases")
-    if isinstance(aliases, str):
-        aliases = [aliases]
-    if isinstance(aliases, list):
-        names += [str(a) for a in aliases if a]
-    return [n for n in names if n]
-
-
-def _title(doc: SourceDoc) -> str:
-    """The first H1 (outside code), else the filename as the user wrote it."""
-    for section in parse_sections(doc.page.body):
-        if section.level == 1 and section.title:
-            return section.title
-    name = doc.name
-    for ext in (".md", ".markdown"):
-        if name.lower().endswith(ext):
-            return name[: -len(ext)]
-    return name
-
-
 def _write_one(
-    fld: Field | None, doc: SourceDoc, uuid: str, current: str | None, kind: str, root: Path,
-    manifest: Manifest, report: DirImportReport, overwrite: bool, review: bool,
+    fld: Field | None, doc: SourceDoc, uuid: str, current: str | None, adapter: Adapter,
+    root: Path, manifest: Manifest, report: DirImportReport, overwrite: bool, review: bool,
 ) -> None:
     """Create, update or leave one page; ``current`` is its filename if the field has it."""
+    kind = adapter.kind
     page, added = _prepared_page(doc, uuid, kind)
     digest = sha256_hex(page.render().encode("utf-8"))
-    if not page.get_str("created") and not page.get_str("updated"):
-        # Keep when the note was last changed (``updated`` then changes only on edits).
-        stamp = iso_from_timestamp(doc.mtime)
-        page.set("created", stamp)
-        page.set("updated", stamp)
-        added += ["created", "updated"]
+    dated, source_dates = fill_dates(page, doc.mtime)
+    added += dated
     record = manifest.pages.get(uuid)
     entry: dict[str, Any] = {"source_path": doc.rel, "filename": f"{doc.stem}.md"}
     if current is None and record is not None and not overwrite:
@@ -368,12 +375,15 @@ def _write_one(
         entry["filename"] = current
         clean = untouched(fld.path, record)
         if record is not None and record.digest == digest:
+            record.root = str(root)  # (the folder may have moved since)
             report.unchanged += 1
             report.pages.append(entry | {"action": "unchanged"})
             return
         if not clean and not overwrite:
-            report.skip(doc.rel, f"{current} was edited in the field since the last import; "
-                                 "use --overwrite to replace it, keeping a copy in archive/")
+            why = (f"{current} was edited in the field since the last import" if record else
+                   f"the field's page {current} has its uuid and was not imported from here")
+            report.skip(doc.rel, f"{why}; use --overwrite to replace it, keeping a copy in "
+                                 "archive/")
             report.pages.append(entry | {"action": "skipped"})
             return
         if not clean and not report.dry_run:
@@ -386,8 +396,10 @@ def _write_one(
         report.pages.append(entry | {"action": action})
         return
     # keep_previous=False: an edited page is copied above (keep_copy); an unedited one is
-    # the previous import of the same source, which the source itself still holds.
-    result = fld.write(page, name=entry["filename"][:-3], review=review, keep_previous=False)
+    # the previous import of the same source, which the source itself still holds (unless
+    # that folder is gone and this is a folder taken for it: ``moved``).
+    result = fld.write(page, name=entry["filename"][:-3], review=review, split=adapter.split,
+                       keep_previous=doc.moved)
     actions = {w.action for w in result.pages}
     action = "created" if current is None else ("updated" if actions - {"unchanged"}
                                                  else "unchanged")
@@ -397,6 +409,7 @@ def _write_one(
     manifest.pages[uuid] = PageRecord(
         kind=kind, root=str(root), source_path=doc.rel, digest=digest, added_keys=added,
         had_frontmatter=doc.had_frontmatter, files=file_digests(fld.path, files),
-        wrapped=doc.wrapped, original_lines=doc.original_lines,
+        wrapped=doc.wrapped, original_lines=doc.original_lines, source_dates=source_dates,
+        crlf=doc.crlf, bom=doc.bom,
     )
     report.pages.append(entry | {"filename": files[0], "action": action, "files": files})

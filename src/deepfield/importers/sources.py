@@ -19,13 +19,41 @@ from typing import Any
 
 from ..config import CONFIG_FILE
 from ..errors import ImportFormatError
-from ..page import SPECIAL_FILES, Page, is_debris, slugify
+from ..listing import LISTING_MARKER
+from ..markdown import parse_sections
+from ..page import LISTING_FILE, SPECIAL_FILES, Page, is_debris, slugify
 from ..writer import MAX_WRITE_BYTES
 
 SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__"})
 """Folders never walked (besides hidden ones, which only an adapter may allow)."""
 RESERVED_STEMS = frozenset(name[:-3] for name in SPECIAL_FILES)
 """``index`` and ``listing`` are the field's introduction and catalogue, never imported notes."""
+FIELD_OWN_DIRS = frozenset({"archive", "review", "activation"})
+"""What a deepfield field keeps beside its pages (old versions, the review queue, read logs):
+not notes when a field's folder is imported."""
+INDEX_SUFFIXES = (".sqlite3", ".sqlite3-wal", ".sqlite3-shm", ".sqlite3-journal")
+
+
+def is_field_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a deepfield field (import records, or a generated catalogue)."""
+    if (folder / ".deepfield").is_dir():
+        return True
+    try:
+        with (folder / LISTING_FILE).open(encoding="utf-8", errors="replace") as listing:
+            return listing.readline().startswith(LISTING_MARKER)
+    except OSError:
+        return False
+
+
+def _field_own(name: str, is_dir: bool) -> str | None:
+    """Why ``name`` in a field's folder is the field's own, not a note (None: it is a note)."""
+    if is_dir and name in FIELD_OWN_DIRS:
+        return "a deepfield field's own folder, not notes"
+    if not is_dir and name == LISTING_FILE:
+        return "a deepfield field's generated catalogue"
+    if not is_dir and name.endswith(INDEX_SUFFIXES):
+        return "a deepfield index, rebuilt from the pages"
+    return None
 
 
 @dataclass
@@ -53,6 +81,13 @@ class SourceDoc:
     warnings: list[str] = field(default_factory=list)
     original_lines: dict[str, str] | None = None
     """the body lines the adapter's link rewriting changed, as they were (manifest.py)"""
+    crlf: bool = False
+    """every line break of the file was ``\r\n`` (the page gets ``\n``; manifest.py)"""
+    bom: bool = False
+    """the file began with a UTF-8 byte order mark (the page does not)"""
+    moved: bool = False
+    """its page was imported from a folder that is gone: the source no longer holds the
+    page's text, so replacing it keeps a copy in archive/"""
 
     @property
     def name(self) -> str:
@@ -74,9 +109,14 @@ def walk(
         here = Path(folder)
         rel_folder = here.relative_to(root).as_posix()
         prefix = "" if rel_folder == "." else rel_folder + "/"
+        field = is_field_folder(here)  # a field's folder copied as notes: its pages only
         kept = []
         for name in sorted(dirs):
             if name in SKIPPED_DIRS or (name.startswith(".") and name not in allow_hidden):
+                continue
+            why = _field_own(name, True) if field else None
+            if why:
+                skipped.append((prefix + name + "/", why))
                 continue
             if (here / name).is_symlink():
                 skipped.append((prefix + name + "/", "symbolic link to a folder, not followed"))
@@ -90,8 +130,13 @@ def walk(
             if is_debris(name) or (name.startswith(".") and name not in allow_hidden):
                 continue
             path = here / name
-            if path.is_symlink():
+            why = _field_own(name, False) if field else None
+            if why:
+                skipped.append((prefix + name, why))
+            elif path.is_symlink():
                 skipped.append((prefix + name, "symbolic link, not followed"))
+            elif name == CONFIG_FILE:  # copied into a field, it would make it look like a store
+                skipped.append((prefix + name, "a deepfield store's settings, not a note"))
             elif path.is_file():
                 files.append(prefix + name)
     files.sort()
@@ -122,10 +167,16 @@ def fence_broken_frontmatter(text: str) -> tuple[str, dict[str, str] | None]:
 def read_doc(root: Path, rel: str) -> tuple[SourceDoc | None, str | None]:
     """Decode one source file as a page; (None, reason) when it cannot become one."""
     path = root / rel
-    size = path.stat().st_size
-    if size > MAX_WRITE_BYTES:
-        return None, f"{size:,} bytes is over the {MAX_WRITE_BYTES:,}-byte limit for one page"
-    data = path.read_bytes()
+    try:
+        size = path.stat().st_size
+        if size > MAX_WRITE_BYTES:
+            return None, f"{size:,} bytes is over the {MAX_WRITE_BYTES:,}-byte limit for one page"
+        data = path.read_bytes()
+        mtime = path.stat().st_mtime
+    except OSError as exc:  # no permission, or removed while the import runs
+        return None, f"cannot be read ({exc.strerror or exc})"
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # Windows "Unicode": no NUL-free text
+        return None, "UTF-16 text; re-save it as UTF-8"
     if b"\x00" in data:
         return None, "binary file (contains NUL bytes), not text"
     try:
@@ -144,9 +195,12 @@ def read_doc(root: Path, rel: str) -> tuple[SourceDoc | None, str | None]:
         page = Page(body=fenced)
     else:
         original = None
-    doc = SourceDoc(rel, data, page, path.stat().st_mtime, page.frontmatter is not None)
+    doc = SourceDoc(rel, data, page, mtime, page.frontmatter is not None)
     doc.warnings = warnings
     doc.original_lines = original
+    breaks = data.count(b"\n")
+    doc.crlf = breaks > 0 and data.count(b"\r\n") == breaks == data.count(b"\r")
+    doc.bom = data.startswith(b"\xef\xbb\xbf")
     return doc, None
 
 
@@ -169,6 +223,44 @@ def read_docs(
             "fix or remove them, or import without --strict to skip them with a warning",
         )
     return docs, skipped
+
+
+def changed_lines(before: str, after: str) -> dict[str, str] | None:
+    """The lines of ``before`` that differ in ``after``, by line number; None when none do.
+
+    Link rewriting never adds or removes a line break (a link is on one line), so lines
+    correspond one to one; were they ever not to, nothing is recorded rather than a wrong
+    mapping."""
+    old, new = before.split("\n"), after.split("\n")
+    if len(old) != len(new):
+        return None
+    changed = {str(i): line for i, (line, now) in enumerate(zip(old, new, strict=True))
+               if line != now}
+    return changed or None
+
+
+def link_names(page: Page) -> list[str]:
+    """Other names a note is linked by: title, Obsidian aliases, basic-memory permalink."""
+    names = [page.get_str("title"), page.get_str("permalink")]
+    aliases = page.get("aliases")
+    if isinstance(aliases, str):
+        aliases = [aliases]
+    if isinstance(aliases, list):
+        names += [str(a) for a in aliases if a]
+    return [n for n in names if n]
+
+
+def note_title(doc: SourceDoc) -> str:
+    """The first H1 (outside code) of a Markdown file, else the filename as the user wrote it
+    (in a YAML or Python file a ``# comment`` is no heading)."""
+    for section in parse_sections(doc.page.body) if is_markdown(doc.rel) else []:
+        if section.level == 1 and section.title:
+            return section.title
+    name = doc.name
+    for ext in (".md", ".markdown"):
+        if name.lower().endswith(ext):
+            return name[: -len(ext)]
+    return name
 
 
 # --------------------------------------------------------------------------- names
