@@ -18,6 +18,7 @@ def test_all_is_complete_and_sorted() -> None:
                "line_rank", "listing", "llm", "manage", "markdown", "memo", "memorize", "page",
                "page_text",
                "portable", "qa", "read", "read_parts", "registry", "relative_dates", "research",
+               "same_page",
                "salience",
                "scan", "search", "server", "sessions", "split", "store", "tokens", "writer"}
     modules |= {"agentsetup", "integrations"}  # imported on demand (setup, framework adapters)

@@ -9,7 +9,7 @@ from pathlib import Path
 from .errors import DeepfieldError
 from .page import PAGE_LIMIT_BYTES, Page, derive_title, new_uuid, now_iso
 from .split import stored_split
-from .writer import WrittenPage, _normalise_dates, _stem_for
+from .writer import WrittenPage, _stem_for, normalise_dates
 
 SAME_PAGE_CANDIDATES = 50
 """Pages named like a new page (stem.md, stem-2.md …) compared with it before it is added."""
@@ -72,7 +72,7 @@ def _as_written(page: Page, title: str) -> Page:
     copy = Page(body=page.body, frontmatter=dict(page.frontmatter or {}))
     if copy.get("title") in (None, ""):
         copy.set("title", title)
-    _normalise_dates(copy)
+    normalise_dates(copy)
     copy.set("uuid", new_uuid())
     now = now_iso()
     for key in ("created", "updated"):

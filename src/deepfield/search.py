@@ -170,8 +170,8 @@ def search_fields(
             raise DeepfieldError(
                 f"field {fld.name!r} has no embedding model, so {mode} search is impossible",
                 # Said to CLI users, HTTP clients and MCP agents alike: each spelling.
-                "search by keyword (`--mode bm25`, HTTP `mode=bm25`, MCP mode \"bm25\"), or "
-                "configure an embedder and run `deepfield reindex`",
+                "use --mode bm25 (HTTP and MCP: mode=bm25), or configure an embedder and run "
+                "`deepfield reindex`",
             )
         waiting = index.pending_chunk_vectors() if mode != "bm25" else 0
         if waiting and fld.vectors_hint() not in hints:

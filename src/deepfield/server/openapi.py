@@ -279,6 +279,9 @@ def openapi_document(version: str) -> dict[str, Any]:
                     "field": {"type": "string"}, "query": {"type": "string"},
                     "unit": {"type": "string"}, "k": {"type": "integer"},
                     "pending_vectors": {"type": "integer"},
+                    "filters": {"type": ["object", "null"], "description":
+                                "The kind/category/concept filters applied (the Python API "
+                                "and CLI take them), or null."},
                     "confidence": {"type": "object", "description":
                                    "How well the results answer the query: level, reason, "
                                    "signals."}}},
