@@ -144,6 +144,9 @@ async def _exercise(client: Client, folder: Path) -> None:
     assert [t.uri_template for t in templates] == ["memoryfield://{field}/{page}.md"]
     read = await client.read_resource("memoryfield://notes/woks.md")
     assert "Carbon fibre woks" in read.contents[0].text  # type: ignore[union-attr]
+    (folder / "Kettle_Notes.md").write_text("# Kettles\n\nDescale monthly.\n")  # by hand
+    kept = await client.read_resource("memoryfield://notes/Kettle_Notes.md")
+    assert "Descale monthly" in kept.contents[0].text  # type: ignore[union-attr]
     listing = await client.read_resource("memoryfield://notes/listing.md")
     assert "(woks.md)" in listing.contents[0].text  # type: ignore[union-attr]
     for uri in ("memoryfield://notes/nope.md", "memoryfield://notes/..%2Fdeepfield.toml.md",

@@ -316,7 +316,9 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         filename = f"{page}.md"
         try:
             fld = svc.field(field)
-            path = svc.page_path(fld, filename)
+            # A page kept under a non-spec name ("Kettle_Notes.md") is read, as search
+            # lists it and the read tool reads it; a symbolic link still is not.
+            path = svc.page_path(fld, filename, existing=True)
             if filename == LISTING_FILE:
                 svc.locked(field, lambda f: f.ensure_synced(embed=False))
             return path.read_text(encoding="utf-8", errors="replace")
