@@ -182,3 +182,14 @@ def test_json_before_the_command_is_the_command_s(
     added = cli("--json", "add", "notes", "--title", "Dash", "--", "--json")
     assert json.loads(added.stdout)["pages"][0]["filename"] == "dash.md"
     assert cli("read", "notes", "dash").stdout.rstrip().endswith("--json")
+
+
+def test_a_quoted_tilde_in_the_store_means_the_home_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--store '~/mem'` (or DEEPFIELD_STORE=~/mem from a .env file) made a folder named "~".
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    settings = Settings.of("~/mem", None, {})
+    assert settings.store_path == tmp_path / "home" / "mem"
+    assert Settings.of("~/mem", None, {}).store_url is None
+    assert not (tmp_path / "~").exists()

@@ -50,7 +50,9 @@ class Settings:
         if store.startswith("s3://"):
             return cls(Path(store.replace("://", "-", 1)), embedder_name, embed_options,
                        store_url=store)
-        return cls(Path(store), embedder_name, embed_options)
+        # "~/mem" quoted, or from $DEEPFIELD_STORE in a .env file, reaches us unexpanded: a
+        # folder named "~" in the working directory was made, and written into agent configs.
+        return cls(Path(store).expanduser(), embedder_name, embed_options)
 
     def embedding(self) -> EmbeddingConfig:
         if self.store_url is not None:
