@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from deepfield.cli.app import Settings
+from deepfield.errors import PageNotFoundError
 
 from .conftest import Cli, MainCli
 from .test_transports import moto_endpoint, s3  # noqa: F401 (the transport tests' fixtures)
@@ -193,3 +194,17 @@ def test_a_quoted_tilde_in_the_store_means_the_home_folder(
     assert settings.store_path == tmp_path / "home" / "mem"
     assert Settings.of("~/mem", None, {}).store_url is None
     assert not (tmp_path / "~").exists()
+
+
+def test_restore_takes_the_uuid_rm_took(cli: Cli) -> None:
+    # `rm FIELD UUID` worked but `restore FIELD UUID` said "no archived page".
+    cli("new", "notes")
+    added = json.loads(cli("add", "notes", "--title", "Kettle", "Descale monthly.",
+                           "--json").stdout)
+    uuid = added["pages"][0]["uuid"]
+    assert cli("rm", "notes", uuid).exit_code == 0
+    restored = cli("restore", "notes", uuid, "--json")
+    assert restored.exit_code == 0, restored.stderr
+    assert json.loads(restored.stdout)["restored"] == "kettle.md"
+    with pytest.raises(PageNotFoundError):
+        cli("restore", "notes", "00000000-0000-4000-8000-000000000000")

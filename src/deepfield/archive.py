@@ -24,6 +24,7 @@ from .page_text import decode_page_file
 ARCHIVE_DIR = "archive"
 
 _STAMPED = re.compile(r"--archived-(\d{8}T\d{6})-(\d+)\.md$")
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 
 
 def archive_file(folder: Path, filename: str) -> str:
@@ -118,13 +119,22 @@ def pick_archived(shelf: Shelf, field_name: str, name: str) -> tuple[str, list[s
     """Which archived file ``restore name`` means, and the page's other archived versions.
 
     ``x`` or ``x.md`` is the newest archived version of x.md (the most recently removed or
-    replaced one); ``x--archived-…`` or ``archive/x.md`` is exactly that file."""
+    replaced one); ``x--archived-…`` or ``archive/x.md`` is exactly that file; a page's
+    uuid is its newest archived file holding that uuid."""
     exact = name.startswith(f"{ARCHIVE_DIR}/") or "--archived-" in name
     archived = Path(name if name.endswith(".md") else f"{name}.md").name  # never a path
     if exact:
         versions = [archived] if archived in shelf.names() else []
     else:
         versions = archived_versions(shelf, archived)
+    if not versions and not exact and _UUID.match(name.strip()):
+        # `rm FIELD UUID` takes the page's uuid, so `restore FIELD UUID` does too: the
+        # archived files holding that uuid, newest first.
+        wanted = name.strip().lower()
+        versions = sorted((n for n in shelf.names()
+                           if (found := shelf.page(n)) is not None
+                           and str(found.uuid or "").lower() == wanted),
+                          key=shelf.archived_at, reverse=True)
     if not versions:
         raise PageNotFoundError(
             f"no archived page {name!r} in {field_name}",

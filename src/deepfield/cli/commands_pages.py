@@ -228,9 +228,9 @@ def restore_cmd(
 ) -> None:
     """Move an archived page back into the field.
 
-    NAME is a page's name (its most recently archived version comes back, with all its parts
-    if it was split) or an archived file exactly, as `deepfield ls FIELD --archived` lists it
-    (archive/NAME.md, NAME--archived-….md)."""
+    NAME is a page's name or uuid (its most recently archived version comes back, with all
+    its parts if it was split) or an archived file exactly, as `deepfield ls FIELD --archived`
+    lists it (archive/NAME.md, NAME--archived-….md)."""
     fld = settings(ctx).field(field)
     result = fld.restore_page(name, as_name=as_name)
     if as_json:
