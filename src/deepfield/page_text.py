@@ -24,6 +24,15 @@ def require_text(value: object, what: str, error: type[DeepfieldError] = Invalid
     return value
 
 
+def is_utf8(data: bytes) -> bool:
+    """Whether ``data`` decodes as UTF-8 (a page file another tool wrote may not)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 UTF8_HINT = ("give it as UTF-8 text; in a shell, check that the terminal and the locale use "
              "UTF-8, e.g. LANG=C.UTF-8")
 

@@ -23,6 +23,7 @@ from ..errors import ExportTargetError
 from ..field import Field
 from ..fsutil import TEMP_PREFIX, atomic_write
 from ..page import INTRO_FILE, LISTING_FILE, Page, is_debris
+from ..page_text import is_utf8
 from ..scan import scan_field
 from .dates import restore_dates
 from .links import relink
@@ -129,14 +130,6 @@ def _original_lines(data: bytes, name: str, record: PageRecord | None) -> str | 
         lines[int(number)] = line
     page.body = "\n".join(lines)
     return page.render()
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _unedited(data: bytes, name: str, record: PageRecord | None) -> PageRecord | None:
@@ -253,7 +246,7 @@ def export_field(
     _check_places(dest, [places[n] for n in [*names, *files]])
     for name in names:
         data = texts[name]
-        if (original_paths or plain) and not _is_utf8(data):
+        if (original_paths or plain) and not is_utf8(data):
             # Rewriting it would put U+FFFD for every byte that is not UTF-8: copy it as it is.
             report.warnings.append(f"{name}: not UTF-8, exported as it is (links and keys "
                                    "unchanged)")

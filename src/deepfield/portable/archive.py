@@ -40,8 +40,9 @@ from ..errors import (
 from ..fsutil import TEMP_SUFFIX
 from ..manage.activation_log import ACTIVATION_DIR
 from ..page import LISTING_FILE, is_debris, is_valid_name, slugify
+from ..page_text import is_utf8
 from ..scan import OWN_SUBDIRS
-from .entries import is_utf8, kept_entries
+from .entries import kept_entries
 from .snapshot import snapshot_index
 from .zipsafe import (
     DEFAULT_LIMITS,

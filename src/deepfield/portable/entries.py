@@ -54,11 +54,3 @@ def kept_entries(infos: list[zipfile.ZipInfo]) -> tuple[list[zipfile.ZipInfo], l
         else:
             warnings.append(reason)
     return kept, warnings
-
-
-def is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
