@@ -266,7 +266,8 @@ def _fixed_blocks(field: Field, level: str) -> list[LevelBlock]:
     first: list[LevelBlock] = []
     always: list[LevelBlock] = []
     docs = field.pages()
-    hidden = hidden_as_superseded(field.index_handle(), docs)  # a dead successor: shown
+    hidden = hidden_as_superseded(  # a page whose successor is gone is shown
+        field.index_handle(), {doc.filename: doc.frontmatter for doc in docs})
     parts = later_parts(docs)  # a split page is loaded once, all its parts in order
     for doc in docs:
         meta = doc.frontmatter or {}

@@ -206,10 +206,10 @@ def _show_orphans(catalogue: FieldIndex, info: dict[int, tuple[str, str | None, 
             for cid, (name, uuid, hidden) in info.items()}
 
 
-def hidden_as_superseded(catalogue: FieldIndex, docs: Iterable[Any]) -> set[str]:
-    """Filenames of these index docs (anything with ``filename`` and ``frontmatter``) that
-    search hides as superseded: those with a live successor (see :func:`orphaned`)."""
-    flagged = {doc.filename for doc in docs if superseded(doc.frontmatter)}
+def hidden_as_superseded(catalogue: FieldIndex, frontmatters: dict[str, Any]) -> set[str]:
+    """Of these pages (filename → frontmatter), those search hides as superseded: the ones
+    with a live successor (see :func:`orphaned`)."""
+    flagged = {name for name, front in frontmatters.items() if superseded(front)}
     return flagged - orphaned(catalogue, flagged) if flagged else set()
 
 

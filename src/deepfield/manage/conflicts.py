@@ -23,9 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..index.backend import superseded
 from ..page import Page, derive_title, load_frontmatter_json
-from .activation import orphaned
+from .activation import hidden_as_superseded
 
 if TYPE_CHECKING:
     from ..field import Field
@@ -188,9 +187,8 @@ def find_conflicts(fld: Field, page: Page, *, exclude_uuid: str | None = None,
 
     # A replaced page is left out (its successor counts), unless its successor is gone:
     # search shows such a page again, so it is live for duplicates too.
-    replaced = {row[0] for row in rows.values()
-                if superseded(load_frontmatter_json(row[2]))}
-    replaced -= orphaned(index, replaced) if replaced else set()
+    replaced = hidden_as_superseded(
+        index, {row[0]: load_frontmatter_json(row[2]) for row in rows.values()})
     candidates = [rows[d] for d in ordered if d in rows
                   and not (exclude_uuid and rows[d][1] == exclude_uuid)
                   and rows[d][0] not in replaced

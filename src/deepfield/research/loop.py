@@ -358,8 +358,9 @@ class _Session:
             if hit.summary:
                 seen[f"{hit.field}/{hit.filename}"] = hit.summary
         for fld in self.fields:
-            docs = fld.index_handle().docs()
-            hidden = hidden_as_superseded(fld.index_handle(), docs)
+            index = fld.index_handle()
+            docs = index.docs()
+            hidden = hidden_as_superseded(index, {doc.filename: doc.frontmatter for doc in docs})
             for doc in docs:
                 if doc.summary and doc.filename not in hidden:
                     seen.setdefault(f"{fld.name}/{doc.filename}", doc.summary)
