@@ -64,6 +64,11 @@ def test_sentences() -> None:
     assert split_sentences("第一句。第二句！") == ["第一句。", "第二句！"]
     assert split_sentences("Version 2.5 shipped. Next") == ["Version 2.5 shipped.", "Next"]
     assert split_sentences("   ") == []
+    # A number ends a sentence; a number alone opens a numbered item.
+    assert split_sentences("We shipped in 2024. Then we rested.") == [
+        "We shipped in 2024.", "Then we rested."]
+    assert split_sentences("1. Mix the flour. 2. Bake it.") == ["1. Mix the flour.", "2. Bake it."]
+    assert split_sentences("See Fig. 3. It shows x.") == ["See Fig. 3.", "It shows x."]
 
 
 def test_first_sentences_skip_code() -> None:

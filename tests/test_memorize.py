@@ -115,6 +115,20 @@ def test_offline_remember_writes_memo_header_and_raw_session(field: deepfield.Fi
     assert result.filename in second.related  # an earlier page about the same people
 
 
+def test_the_context_paragraph_is_never_a_snippet(field: deepfield.Field) -> None:
+    """The "When: …. Who: …. Topic: …." paragraph repeats the frontmatter: as a chunk of its
+    own it came back as the page's snippet for a search of the topic."""
+    text = ("Ana: We picked the green tiles for the kitchen.\n"
+            "Ben: Great, the kitchen will look fresh.\n")
+    result = remember(field, "chat.txt", text=text, topic="Kitchen")
+    _, page = field.load(result.filename)
+    assert "When: unknown. Who: Ana and Ben. Topic: Kitchen." in page.body
+    for hit in field.search("kitchen", mode="bm25").results:
+        assert not hit.snippet.startswith("When:")
+    chunks = field.search("kitchen", mode="bm25", unit="chunk").results
+    assert chunks and not any("Who: Ana" in h.snippet for h in chunks)
+
+
 def test_long_session_is_split_and_nothing_lost(field: deepfield.Field) -> None:
     turns = [{"role": "user" if i % 2 else "assistant",
               "content": f"Step {i}: measured the pump at {i * 7} litres per minute."}

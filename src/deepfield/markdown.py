@@ -98,6 +98,12 @@ def is_parts_footer(text: str) -> bool:
     return len(lines) == 1 and bool(_PARTS_FOOTER.match(lines[0]))
 
 
+def is_session_context(text: str) -> bool:
+    """Whether ``text`` (a block) is only the "When: …. Who: …." context paragraph the
+    memorizer writes under a session page's title (memorize.py)."""
+    return bool(_SESSION_CONTEXT.match(" ".join(text.split())))
+
+
 def without_links(text: str) -> str:
     """``text`` with its Markdown and wiki links (``[Title](x.md)``, ``[[page]]``) taken out:
     what the line itself says. A link's text is the title of another page, which is searched
@@ -267,8 +273,11 @@ def split_blocks(lines: tuple[tuple[int, str], ...] | list[tuple[int, str]]) -> 
 # Abbreviations after which a period does not end a sentence.
 _ABBREV = re.compile(
     r"(?:\b(?:e\.g|i\.e|etc|vs|cf|al|Dr|Mr|Mrs|Ms|Prof|Sr|Jr|St|No|Fig|Eq|approx|incl)\.|"
-    r"\b[A-Z]\.|\d\.)$"
+    r"\b[A-Z]\.)$"
 )
+# A number and a period alone open a numbered item ("1. Mix the flour"); after anything
+# else a number can end a sentence ("We shipped in 2024. Then we rested.").
+_ITEM_NUMBER = re.compile(r"\(?\d{1,3}[.)]")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|(?<=[。！？])")
 
 
@@ -287,7 +296,8 @@ def split_sentences(text: str) -> list[str]:
         # Only the end of the sentence so far can hold an abbreviation (the longest is 7
         # characters): searching all of it, as it grows past stops that do not end it, made a
         # long paragraph quadratic.
-        if stop <= start or _ABBREV.search(flat[max(start, stop - 16):stop]):
+        if (stop <= start or _ABBREV.search(flat[max(start, stop - 16):stop])
+                or _ITEM_NUMBER.fullmatch(flat[start:stop])):
             continue
         if end < len(flat) and flat[end].islower():
             continue  # "… e.g. foo" or a mid-sentence stop: the next word keeps going

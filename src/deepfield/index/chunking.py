@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..markdown import Block, is_parts_footer, parse_sections, split_blocks, split_sentences
+from ..markdown import (
+    Block,
+    is_parts_footer,
+    is_session_context,
+    parse_sections,
+    split_blocks,
+    split_sentences,
+)
 from ..page import Page
 
 MAX_CHUNK_CHARS = 1000
@@ -90,6 +97,10 @@ def chunk_page(
                 # Its link titles repeat the page's title: a search for it came back with the
                 # footers as snippets, pointing at no content. (Other link-only paragraphs
                 # stay: a reading list's link texts are what it is found by.)
+                continue
+            if block.kind == "prose" and is_session_context(block.text):
+                # What the frontmatter says (date, speakers, topic), and the title and memo
+                # already carry it: as a chunk of its own it came back as a page's snippet.
                 continue
             if block.kind == "record" and len(block.text) <= max_chars:
                 if pending is not None:
