@@ -104,3 +104,22 @@ def test_searches_warn_while_the_bucket_does_not_answer(
     finally:
         stuck.close()
         store.close()
+
+
+def test_lancedb_settings_from_the_environment_bound_a_hanging_bucket(hanging: str) -> None:
+    """LanceDB's own requests to a bucket that never answers waited minutes (a 30 s timeout,
+    retried); DEEPFIELD_LANCE_* settings reach its object store and bound them."""
+    pytest.importorskip("lancedb")
+    from deepfield.index.lance_table import LanceDataset, storage_options_from_env
+
+    env = {"AWS_ENDPOINT_URL": hanging, "AWS_REGION": "us-east-1",
+           "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s",
+           "DEEPFIELD_LANCE_TIMEOUT": "1s", "DEEPFIELD_LANCE_CLIENT_MAX_RETRIES": "0",
+           "DEEPFIELD_LANCE_": "ignored", "DEEPFIELD_LANCE_CONNECT_TIMEOUT": ""}
+    options = storage_options_from_env(env)
+    assert options["timeout"] == "1s" and options["client_max_retries"] == "0"
+    assert options["aws_endpoint"] == hanging and options["allow_http"] == "true"
+    assert "" not in options and "connect_timeout" not in options
+    dataset = LanceDataset("s3://lance-bucket/field/.deepfield/lancedb/m.v1", 8, options)
+    failed = _within(25, lambda: dataset.table("chunks"))  # 8 s here; minutes by default
+    assert failed is not None

@@ -122,7 +122,19 @@ def storage_options_from_env(env: dict[str, str] | None = None) -> dict[str, str
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         if env.get(key):
             options[key.lower()] = env[key]
+    # Any other object-store setting, by name: DEEPFIELD_LANCE_TIMEOUT=5s is `timeout`. A
+    # bucket that accepts connections and never answers held a search for minutes under the
+    # defaults (30 s a request, retried); a short timeout with no retries gives up in seconds,
+    # at the price of failing large reads on a slow link, so it is the operator's call.
+    for key, value in env.items():
+        if key.startswith(LANCE_OPTION_PREFIX) and len(key) > len(LANCE_OPTION_PREFIX) and value:
+            options[key[len(LANCE_OPTION_PREFIX):].lower()] = value
     return options
+
+
+LANCE_OPTION_PREFIX = "DEEPFIELD_LANCE_"
+"""Environment variables named with this prefix are passed to LanceDB's object store as the
+setting named by the rest, lower-cased (DEEPFIELD_LANCE_CLIENT_MAX_RETRIES=0)."""
 
 
 def chunks_schema(dim: int | None) -> pa.Schema:
