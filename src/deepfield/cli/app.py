@@ -89,10 +89,14 @@ class Settings:
                     "point --store / DEEPFIELD_STORE at a store") from exc
         return self._store
 
-    def where(self) -> str:
+    def where(self, *, absolute: bool = False) -> str:
         """The store as the user named it: its ``s3://`` URL for a store in a bucket (the
-        working copy's folder in the cache is this process's detail), else its folder."""
-        return self.store_url or str(self.store().root)
+        working copy's folder in the cache is this process's detail), else its folder;
+        ``absolute`` for a server's start line, which a script reads from another folder."""
+        if self.store_url:
+            return self.store_url
+        root = self.store().root
+        return str(root.resolve() if absolute else root)
 
     def close(self) -> None:
         if self._store is not None:
@@ -202,6 +206,7 @@ def hoist_global_options(args: list[str]) -> list[str]:
     while position < len(args):  # past the group's options, to the command's name
         arg = args[position]
         if arg in GLOBAL_OPTIONS:
+            _refuse_flag_as_value(arg, args[position + 1:position + 2])
             position += 2
         elif arg.startswith("-") and arg != "--":
             position += 1
@@ -222,6 +227,7 @@ def hoist_global_options(args: list[str]) -> list[str]:
         if arg in GLOBAL_OPTIONS:
             if index + 1 == len(rest):  # the command would say it has no such option at all
                 raise click.UsageError(f"Option '{arg}' requires an argument.")
+            _refuse_flag_as_value(arg, rest[index + 1:index + 2])
             moved += rest[index:index + 2]
             index += 2
             continue
@@ -234,6 +240,15 @@ def hoist_global_options(args: list[str]) -> list[str]:
         cut = tail.index("--") if "--" in tail else len(tail)
         tail = tail[:cut] + late + tail[cut:]
     return head + moved + tail
+
+
+def _refuse_flag_as_value(option: str, value: list[str]) -> None:
+    """A UsageError when ``option``'s value is itself an option: ``ls f --store --json``
+    took ``--json`` as the store folder and said no store was there (a folder whose name
+    starts with a dash can still be given as ``./-name`` or ``--store=-name``)."""
+    if value and value[0].startswith("-") and len(value[0]) > 1:
+        raise click.UsageError(f"Option '{option}' requires an argument; "
+                               f"'{value[0]}' is an option, not its value.")
 
 
 class _HintedOption(click.NoSuchOption):

@@ -200,7 +200,7 @@ def serve_cmd(ctx: click.Context, store: str | None, store_option: str | None, h
     url = _url(sock, host, tls=tls)
     users = opened.config.server.users
     info: dict[str, Any] = {
-        "url": url, "store": env.store_url or str(opened.root), "fields": opened.field_names(),
+        "url": url, "store": env.where(absolute=True), "fields": opened.field_names(),
         "auth": bool(users), "private": opened.config.server.private,
         "writes": "login" if users else "loopback only", "workers": workers, "tls": bool(tls),
         "console": f"{url}ui/",
@@ -289,10 +289,11 @@ def mcp_cmd(ctx: click.Context, store: str | None, transport: str, host: str, po
         sock = _bind(host, port)
         url = _url(sock, host, mcp_path, tls)
         if as_json:
-            print_json({"url": url, "store": str(opened.root), "transport": "http",
+            print_json({"url": url, "store": env.where(absolute=True), "transport": "http",
                         "auth": bool(users), "tls": bool(tls)})
         else:
-            click.echo(f"MCP (streamable HTTP) for {opened.root} at {url}", err=True)
+            click.echo(f"MCP (streamable HTTP) for {env.where(absolute=True)} at {url}",
+                       err=True)
         _warn_clear_logins(users, host, tls)
         sys.stdout.flush()
         _serve(asgi, sock, log_level, tls=tls)

@@ -1,0 +1,49 @@
+"""The CLI, setup, MCP and embedding backends as a demanding user meets them (third walk)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import deepfield
+
+from .conftest import MainCli
+
+
+def test_a_global_option_whose_value_is_an_option_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # `ls f --store --json` took "--json" as the store folder and said no store was there.
+    run = MainCli(tmp_path / "s", capsys, monkeypatch)
+    for args in (("ls", "f", "--store", "--json"), ("ls", "--embedder", "-k")):
+        ran = run(*args)
+        assert ran.exit_code == 2, args
+        assert "requires an argument" in ran.stderr and "is an option" in ran.stderr, ran.stderr
+    monkeypatch.chdir(tmp_path)
+    ran = MainCli("--json", capsys, monkeypatch)("ls")  # before the command, too
+    assert ran.exit_code == 2 and "'--json' is an option" in ran.stderr
+    assert not (tmp_path / "--json").exists()
+
+
+def test_the_mcp_http_start_line_names_the_store_absolute(
+        keyword_store: deepfield.Store) -> None:
+    # The --json line said "store": "kstore" (as given) for a script in another folder.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPFIELD_")}
+    with subprocess.Popen(
+        [sys.executable, "-m", "deepfield", "mcp", "kstore", "--transport", "http", "--port",
+         "0", "--json"], cwd=keyword_store.root.parent, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=env,
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read() if proc.stderr else ""
+            assert json.loads(line)["store"] == str(keyword_store.root.resolve())
+        finally:
+            proc.terminate()
+            proc.wait(10)
