@@ -47,3 +47,41 @@ def test_the_mcp_http_start_line_names_the_store_absolute(
         finally:
             proc.terminate()
             proc.wait(10)
+
+
+def test_a_remember_failing_after_parsing_leaves_no_new_field(
+        keyword_store: deepfield.Store) -> None:
+    # create_field=true with an [llm] that cannot be reached: the call failed, and the
+    # field it had just created stayed behind, empty.
+    import anyio
+    from mcp import Client
+
+    from deepfield.llm.config import LLMConfig
+    from deepfield.server.mcp_server import create_mcp_server
+    from deepfield.server.service import Service
+
+    keyword_store.create_field("notes")
+    unreachable = LLMConfig(options={"model": "m", "url": "http://127.0.0.1:1/v1"})
+    service = Service(keyword_store, unreachable)
+    server = create_mcp_server(keyword_store, service=service)
+
+    async def main() -> None:
+        with anyio.fail_after(60):
+            async with Client(server) as client:
+                failed = await client.call_tool("remember", {
+                    "field": "journal", "text": "We moved to Berlin in May.",
+                    "create_field": True})
+                assert failed.is_error
+                assert not (keyword_store.root / "journal").exists(), (
+                    failed.content, list((keyword_store.root / "journal").iterdir()))
+                assert not (keyword_store.root / "journal").exists()
+                # A field that was there before the call stays, even empty.
+                kept = await client.call_tool("remember", {
+                    "field": "notes", "text": "We moved to Berlin in May.",
+                    "create_field": True})
+                assert kept.is_error and (keyword_store.root / "notes").is_dir()
+
+    try:
+        anyio.run(main)
+    finally:
+        service.close()
