@@ -136,3 +136,21 @@ def test_a_project_entry_is_shareable_where_the_agent_allows_it(
     done = runner.invoke(app, ["--store", "memory", "setup", "cursor"])
     user = json.loads((tmp_path / "home" / ".cursor" / "mcp.json").read_text())
     assert user["mcpServers"]["deepfield"]["command"] == str(script)
+
+
+def test_print_with_the_project_scope_prints_the_shareable_entry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from deepfield.cli import app
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    assert runner.invoke(app, ["--embedder", "none", "init", "memory"]).exit_code == 0
+    shared = runner.invoke(app, ["--store", "memory", "setup", "vscode", "--scope", "project",
+                                 "--print"])
+    assert shared.exit_code == 0 and "${workspaceFolder}/memory" in shared.stdout
+    own = runner.invoke(app, ["--store", "memory", "setup", "vscode", "--print"])
+    assert str((tmp_path / "memory").resolve()) in json.loads(own.stdout)["servers"][
+        "deepfield"]["args"]

@@ -165,6 +165,14 @@ def setup_cmd(ctx: click.Context, agent: str | None, scope: str | None, project_
     if env.store_url is not None:
         warn(f"the agent starts `deepfield mcp {env.store_url}`: it needs the AWS_* "
              "credentials (and AWS_ENDPOINT_URL, if any) in its own environment")
+    # --print is a project entry only when asked for: it is pasted anywhere.
+    default = "user" if "user" in chosen.scopes else "project"
+    if (scope or ("user" if print_only else default)) == "project":
+        command, local = shareable(chosen.name, command, store, project)
+        if local and not remove:
+            warn(f"the project entry names {' and '.join(local)}, on this machine only: "
+                 "teammates need the same paths (put `deepfield` on PATH; Cursor and VS Code "
+                 "entries name a store inside the project relative to it)")
     if print_only:
         text = snippet(chosen, command, server_name)
         if as_json:
@@ -172,12 +180,6 @@ def setup_cmd(ctx: click.Context, agent: str | None, scope: str | None, project_
         else:
             click.echo(text, nl=False)
         return
-    if (scope or ("user" if "user" in chosen.scopes else "project")) == "project":
-        command, local = shareable(chosen.name, command, store, project)
-        if local and not remove:
-            warn(f"the project entry names {' and '.join(local)}, on this machine only: "
-                 "teammates need the same paths (put `deepfield` on PATH; Cursor and VS Code "
-                 "entries name a store inside the project relative to it)")
     plan = plan_setup(chosen, command, host=host, project=project, scope=scope,
                       server=server_name, remove=remove, with_instructions=with_instructions)
     if not remove and isinstance(store, Path) and not store_exists(store):
