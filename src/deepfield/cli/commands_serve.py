@@ -147,6 +147,7 @@ def worker_app() -> Any:
 
     env = Settings.of(os.environ["DEEPFIELD_STORE"], os.environ.get("DEEPFIELD_EMBEDDER"),
                       _env_options())
+    env._said_ignored = True  # the parent warned about ignored DEEPFIELD_EMBED_* already
     return create_app(env.store(), llm_config=_llm_config(env.store_path))
 
 
