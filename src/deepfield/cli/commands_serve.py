@@ -147,6 +147,7 @@ def worker_app() -> Any:
 
     env = Settings.of(os.environ["DEEPFIELD_STORE"], os.environ.get("DEEPFIELD_EMBEDDER"),
                       _env_options())
+    env._said_ignored = True  # the parent warned about ignored DEEPFIELD_EMBED_* already
     return create_app(env.store(), llm_config=_llm_config(env.store_path))
 
 
@@ -200,7 +201,7 @@ def serve_cmd(ctx: click.Context, store: str | None, store_option: str | None, h
     url = _url(sock, host, tls=tls)
     users = opened.config.server.users
     info: dict[str, Any] = {
-        "url": url, "store": env.store_url or str(opened.root), "fields": opened.field_names(),
+        "url": url, "store": env.where(absolute=True), "fields": opened.field_names(),
         "auth": bool(users), "private": opened.config.server.private,
         "writes": "login" if users else "loopback only", "workers": workers, "tls": bool(tls),
         "console": f"{url}ui/",
@@ -289,10 +290,11 @@ def mcp_cmd(ctx: click.Context, store: str | None, transport: str, host: str, po
         sock = _bind(host, port)
         url = _url(sock, host, mcp_path, tls)
         if as_json:
-            print_json({"url": url, "store": str(opened.root), "transport": "http",
+            print_json({"url": url, "store": env.where(absolute=True), "transport": "http",
                         "auth": bool(users), "tls": bool(tls)})
         else:
-            click.echo(f"MCP (streamable HTTP) for {opened.root} at {url}", err=True)
+            click.echo(f"MCP (streamable HTTP) for {env.where(absolute=True)} at {url}",
+                       err=True)
         _warn_clear_logins(users, host, tls)
         sys.stdout.flush()
         _serve(asgi, sock, log_level, tls=tls)

@@ -32,6 +32,33 @@ def server_command(store: Path | str, embedder: str | None = None) -> list[str]:
     return [sys.executable, "-m", "deepfield", *tail]
 
 
+WORKSPACE_FOLDER = {"cursor": "${workspaceFolder}", "vscode": "${workspaceFolder}"}
+"""Agents whose project configuration expands a variable to the project's folder in a
+server's args (cursor.com/docs/mcp and VS Code's mcp.json: ``${workspaceFolder}``); the
+others are given absolute paths, which a project entry can only share as they are."""
+
+
+def shareable(agent: str, command: list[str], store: Path | str,
+              project: Path) -> tuple[list[str], list[str]]:
+    """A project-scope command teammates can use too, and what in it stays this machine's:
+    ``deepfield`` from PATH when the PATH one is the script setup chose, and a store inside
+    the project as ``${workspaceFolder}/…`` where the agent expands that."""
+    shared, local = list(command), []
+    found = shutil.which("deepfield")
+    if found and Path(found).resolve() == Path(command[0]).resolve():
+        shared[0] = "deepfield"
+    else:
+        local.append(command[0])
+    if isinstance(store, Path):
+        variable = WORKSPACE_FOLDER.get(agent)
+        if variable and store.is_relative_to(project):
+            inside = store.relative_to(project).as_posix()
+            shared[-1] = variable if inside == "." else f"{variable}/{inside}"
+        else:
+            local.append(str(store))
+    return shared, local
+
+
 def _list_agents(as_json: bool, host: Host, project: Path) -> None:
     rows: list[dict[str, Any]] = []
     for agent in AGENTS.values():
@@ -138,6 +165,14 @@ def setup_cmd(ctx: click.Context, agent: str | None, scope: str | None, project_
     if env.store_url is not None:
         warn(f"the agent starts `deepfield mcp {env.store_url}`: it needs the AWS_* "
              "credentials (and AWS_ENDPOINT_URL, if any) in its own environment")
+    # --print is a project entry only when asked for: it is pasted anywhere.
+    default = "user" if "user" in chosen.scopes else "project"
+    if (scope or ("user" if print_only else default)) == "project":
+        command, local = shareable(chosen.name, command, store, project)
+        if local and not remove:
+            warn(f"the project entry names {' and '.join(local)}, on this machine only: "
+                 "teammates need the same paths (put `deepfield` on PATH; Cursor and VS Code "
+                 "entries name a store inside the project relative to it)")
     if print_only:
         text = snippet(chosen, command, server_name)
         if as_json:

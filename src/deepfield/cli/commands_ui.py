@@ -55,13 +55,13 @@ def ui_cmd(ctx: click.Context, store: Path | None, host: str, port: int, open_br
     sock = _bind(host, port)
     url = _url(sock, host, "/ui/", tls)
     users = opened.config.server.users
-    info: dict[str, Any] = {"url": url, "store": str(opened.root),
+    info: dict[str, Any] = {"url": url, "store": env.where(absolute=True),
                             "fields": opened.field_names(), "auth": bool(users),
                             "writes": "login" if users else "loopback only"}
     if as_json:
         print_json(info)
     else:
-        click.echo(f"memory console for {opened.root} at {url} (writes: {info['writes']}; "
+        click.echo(f"memory console for {info['store']} at {url} (writes: {info['writes']}; "
                    "Ctrl-C stops it)", err=True)
     _warn_clear_logins(users, host, tls)
     sys.stdout.flush()

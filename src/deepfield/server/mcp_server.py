@@ -180,17 +180,30 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         warnings = svc.field(field).copy_warnings()
         return {"warnings": warnings} if warnings else {}
 
-    def writable(field: str, create: bool, precheck: Callable[[], object]) -> str:
+    def writable(field: str, create: bool, precheck: Callable[[], object]) -> bool:
+        """Whether this call created ``field`` (so a failure afterwards removes it again)."""
         if create:
-            if field not in svc.field_names():
+            new = field not in svc.field_names()
+            if new:
                 # What fails before a write would leave an empty field behind: checked first.
                 precheck()
             svc.create_field(field)
-        elif field not in svc.field_names():
+            return new
+        if field not in svc.field_names():
             known = ", ".join(svc.field_names()) or "none yet"
             raise UnknownFieldError(f"no field {field!r} (fields: {known})",
                                     "pass create_field=true to create it")
-        return field
+        return False
+
+    def into_field(field: str, created: bool, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """``fn()``; when it fails in a field this call created, the field goes again if it is
+        still empty (what fails only later, e.g. an [llm] that cannot be reached)."""
+        try:
+            return fn()
+        except BaseException:
+            if created:
+                svc.discard_if_empty(field)
+            raise
 
     @server.tool()
     @_tool_errors
@@ -267,8 +280,9 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         filled in; a uuid of an existing page replaces that page; name picks the filename
         (else derived from the title); pages over 8 KB are split. create_field: create the
         field first if the store has none of that name. Returns what was written."""
-        writable(field, create_field, lambda: page_to_write(text, name))
-        return svc.writing(field, lambda f: _write(f, text, name)).to_json()
+        created = writable(field, create_field, lambda: page_to_write(text, name))
+        return into_field(field, created,
+                          lambda: svc.writing(field, lambda f: _write(f, text, name)).to_json())
 
     @server.tool()
     @_tool_errors
@@ -277,9 +291,10 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         """Memorize a text (notes, a conversation, a document): the memorizer turns it into
         pages or updates existing ones. create_field: create the field first if the store has
         none of that name. Returns the pages written."""
-        writable(field, create_field,
-                 lambda: parse_session(text, format=format or "auto", label="the text"))
-        return svc.remember(field, text, format=format, source="mcp", label="the text")
+        created = writable(field, create_field,
+                           lambda: parse_session(text, format=format or "auto", label="the text"))
+        return into_field(field, created, lambda: svc.remember(
+            field, text, format=format, source="mcp", label="the text"))
 
     @server.tool()
     @_tool_errors

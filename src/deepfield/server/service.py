@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -144,6 +145,27 @@ class Service:
         with self._guard:
             if name not in self.store.field_names():
                 self.store.create_field(name, exist_ok=True)
+
+    def discard_if_empty(self, name: str) -> bool:
+        """Remove field ``name`` when it holds no page, after a call that created it failed
+        (a `remember` whose model could not be reached left a new, empty field behind).
+        Only a local store's folder is removed; True when it was."""
+        from ..bucket.store import BucketStore
+        from ..manage.watch import is_page_path
+
+        if isinstance(self.store, BucketStore):  # its folder marker stays: a later write fills it
+            return False
+        folder = self.store.root / name
+        with self._guard:
+            if not folder.is_dir() or any(
+                    is_page_path(folder, str(p)) for p in folder.iterdir()):
+                return False
+            slot = self._slots.pop(name, None)
+            if slot is not None:
+                slot.close()
+            self.store.forget_field(name)
+            shutil.rmtree(folder, ignore_errors=True)
+        return True
 
     def _open_field(self, name: str) -> Field:
         """A Field of the store for a slot, on the server's shared embedder."""
