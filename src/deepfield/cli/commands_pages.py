@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..errors import InvalidPageError
 from ..field import WriteResult
+from ..page import Page
 from .app import app, archived_hint, json_option, print_json, read_input, settings, warn
 from .terminal import counted
 
@@ -130,7 +133,11 @@ def add_cmd(
     ctx: click.Context, field: str, text: str, title: str, summary: str | None,
     name: str | None, as_json: bool,
 ) -> None:
-    """Add a page titled --title whose body is TEXT (or standard input for -)."""
+    """Add a page titled --title whose body is TEXT (or standard input for -).
+
+    A frontmatter block the text begins with (a note piped in whole) is not kept as body
+    text: its keys join the page's frontmatter, --title and --summary winning over its
+    title and summary (a uuid there is refused: use `deepfield write` for that)."""
     if not title.strip():
         raise click.BadParameter("the title is empty; give the page a few words",
                                  param_hint="--title")
@@ -145,7 +152,26 @@ def add_cmd(
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             raise InvalidPageError("standard input is not valid UTF-8") from None
-    _report_write(fld.add(title, text, summary=summary, name=name), as_json)
+    text, keys = _own_frontmatter(text, summary)
+    _report_write(fld.add(title, text, summary=summary, name=name, frontmatter=keys), as_json)
+
+
+def _own_frontmatter(text: str, summary: str | None) -> tuple[str, dict[str, Any] | None]:
+    """Split a frontmatter block the text begins with (a note piped in whole) off its body:
+    its keys go into the page's frontmatter, --title and --summary winning, instead of the
+    block being stored as body text under a second frontmatter."""
+    page = Page.parse(text)
+    if page.frontmatter is None:
+        return text, None
+    keys = {k: v for k, v in page.frontmatter.items() if k != "title"}
+    if summary is not None:
+        keys.pop("summary", None)
+    if "uuid" in keys:  # add makes a new page; a uuid names one that may exist
+        raise InvalidPageError(
+            "the text's frontmatter has a uuid, and add always makes a new page",
+            "use `deepfield write FIELD -` to store a page under its own uuid, or remove the "
+            "uuid line")
+    return page.body, keys
 
 
 @app.command("read")
