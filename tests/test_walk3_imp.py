@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 
+import deepfield
 from deepfield.errors import InvalidPageError
+from deepfield.importers.claude_code import import_claude_code
 from deepfield.page import Page
 
 from .conftest import Cli
+from .test_importers import make_tree
 
 
 def test_add_with_piped_frontmatter_takes_its_keys_not_a_second_block(
@@ -31,3 +34,26 @@ def test_add_with_piped_frontmatter_takes_its_keys_not_a_second_block(
     assert page.frontmatter is not None and page.frontmatter["summary"] == "Mine"
     with pytest.raises(InvalidPageError, match="deepfield write"):
         cli("add", "notes", "--title", "V", "-", input="---\nuuid: 12\n---\nBody\n")
+
+
+def test_claude_user_memory_is_user_instructions_and_todo_is_no_import(
+    store: deepfield.Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Importing ``~/.claude`` called its CLAUDE.md (the user's memory, loaded in every
+    project) ``project-instructions``; ``@TODO`` in prose was recorded as an import."""
+    home = make_tree(tmp_path / "claude", {
+        "CLAUDE.md": "# Me\n\n- Use British spelling. @TODO tidy this. See @README too.\n",
+        "README": "Readme.\n",
+        "rules/style.md": "# Style\n\nShort lines.\n"})
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home))
+    project = make_tree(tmp_path / "proj", {"CLAUDE.md": "# Proj\n\nSee @TODO.\n"})
+    import_claude_code(store, home, field="me")
+    import_claude_code(store, project, field="proj")
+    mine = Page.parse((store.root / "me" / "claude.md").read_text())
+    assert mine.frontmatter is not None
+    assert mine.frontmatter["claude_memory"] == "user-instructions"
+    assert [i["path"] for i in mine.frontmatter["imports"]] == ["README"]
+    theirs = Page.parse((store.root / "proj" / "claude.md").read_text())
+    assert theirs.frontmatter is not None
+    assert theirs.frontmatter["claude_memory"] == "project-instructions"
+    assert "imports" not in theirs.frontmatter

@@ -12,6 +12,7 @@ the start of every session.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -53,13 +54,22 @@ def _resolve(rel: str, path: str) -> str | None:
     return join_relative(rel, path)
 
 
-def role(rel: str) -> str:
+def user_folder() -> Path:
+    """Where Claude Code keeps the user's own memory (``~/.claude``, or $CLAUDE_CONFIG_DIR)."""
+    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude").expanduser()
+
+
+def role(rel: str, root: Path | None = None) -> str:
+    """What a file is to Claude Code; ``root``: the imported folder, to tell the user's own
+    ``~/.claude/CLAUDE.md`` (loaded in every project) from a project's."""
     path = PurePosixPath(rel)
     if path.name == "MEMORY.md":
         return "index"
     if path.name == "CLAUDE.local.md":
         return "local-instructions"
     if path.name == "CLAUDE.md":
+        if root is not None and (root / rel).parent.resolve() == user_folder().resolve():
+            return "user-instructions"
         return "project-instructions" if str(path.parent) in (".", ".claude") else (
             "folder-instructions")
     if rel.startswith(".claude/rules/"):
@@ -121,7 +131,7 @@ def select(root: Path) -> Selection:
 
 
 def prepare(doc: SourceDoc) -> None:
-    doc.extra["claude_memory"] = role(doc.rel)
+    doc.extra["claude_memory"] = role(doc.rel, doc.root)
     if doc.name == "MEMORY.md" and not doc.page.summary:
         doc.extra["summary"] = _MEMORY_INDEX_SUMMARY
 
@@ -130,6 +140,8 @@ def convert(doc: SourceDoc, links: LinkMap, stats: LinkStats) -> None:
     imports: list[dict[str, Any]] = []
     for path in at_imports(doc.page.body):
         target = _resolve(doc.rel, path)
+        if "/" not in path and "." not in path and target not in links.files:
+            continue  # a bare word (@TODO, @README) is an import only where that file is
         entry: dict[str, Any] = {"path": path}
         if target is not None and target in links.files:
             entry["page"] = links.files[target]

@@ -88,6 +88,8 @@ class SourceDoc:
     moved: bool = False
     """its page was imported from a folder that is gone: the source no longer holds the
     page's text, so replacing it keeps a copy in archive/"""
+    root: Path | None = None
+    """the source folder ``rel`` is relative to"""
 
     @property
     def name(self) -> str:
@@ -196,7 +198,7 @@ def read_doc(root: Path, rel: str) -> tuple[SourceDoc | None, str | None]:
     else:
         original = None
     doc = SourceDoc(rel, data, page, mtime, page.frontmatter is not None)
-    doc.warnings = warnings
+    doc.warnings, doc.root = warnings, root
     doc.original_lines = original
     breaks = data.count(b"\n")
     doc.crlf = breaks > 0 and data.count(b"\r\n") == breaks == data.count(b"\r")
