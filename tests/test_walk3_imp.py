@@ -10,6 +10,8 @@ import pytest
 import deepfield
 from deepfield.errors import InvalidPageError
 from deepfield.importers.claude_code import import_claude_code
+from deepfield.importers.export import export_field
+from deepfield.importers.obsidian import import_obsidian
 from deepfield.page import Page
 
 from .conftest import Cli
@@ -57,3 +59,35 @@ def test_claude_user_memory_is_user_instructions_and_todo_is_no_import(
     assert theirs.frontmatter is not None
     assert theirs.frontmatter["claude_memory"] == "project-instructions"
     assert "imports" not in theirs.frontmatter
+
+
+def test_attachments_are_hashed_and_copied_without_reading_them_whole(
+    store: deepfield.Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An attachment was read into memory whole to be hashed and copied, on import and on
+    export: a vault with multi-GB videos needed that much memory."""
+    video = bytes(range(256)) * 20_000  # 5 MB standing in for a film
+    vault = make_tree(tmp_path / "vault", {"Trip.md": "# Trip\n\n![[clip.mp4]]\n"})
+    (vault / "media").mkdir()
+    (vault / "media" / "clip.mp4").write_bytes(video)
+    real = Path.read_bytes
+
+    def read_bytes(path: Path) -> bytes:
+        assert path.suffix != ".mp4", f"{path} read whole"
+        return real(path)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    report = import_obsidian(store, vault, field="trip")
+    assert report.attachments == 1 and not report.skipped
+    fld = store.field("trip")
+    monkeypatch.setattr(Path, "read_bytes", real)
+    assert (fld.path / "clip.mp4").read_bytes() == video
+    again = import_obsidian(store, vault, field="trip", into=True)
+    assert again.attachments == 0 and not again.skipped
+    (vault / "media" / "clip.mp4").write_bytes(video[::-1])
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    assert import_obsidian(store, vault, field="trip", into=True).attachments == 1
+    out = export_field(fld, tmp_path / "out", original_paths=True, plain=True)
+    assert out.attachments == 1
+    monkeypatch.setattr(Path, "read_bytes", real)
+    assert (tmp_path / "out" / "media" / "clip.mp4").read_bytes() == video[::-1]

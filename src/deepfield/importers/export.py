@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import ExportTargetError
 from ..field import Field
-from ..fsutil import TEMP_PREFIX, atomic_write
+from ..fsutil import TEMP_PREFIX, atomic_write, copy_file
 from ..page import INTRO_FILE, LISTING_FILE, Page, is_debris
 from ..page_text import is_utf8
 from ..scan import scan_field
@@ -203,6 +203,16 @@ def _put(path: Path, data: bytes, report: ExportReport) -> None:
     atomic_write(path, data)
 
 
+def _put_file(path: Path, source: Path, report: ExportReport) -> None:
+    """As ``_put``, copying the file ``source`` a chunk at a time (a multi-GB video)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise ExportTargetError(f"{path} is a folder", "export into an empty folder")
+    if path.exists():
+        report.replaced += 1
+    copy_file(source, path)
+
+
 def export_field(
     fld: Field,
     target: str | Path,
@@ -271,7 +281,7 @@ def export_field(
         if progress:
             progress(1)
     for name in files:
-        _put(dest / places[name], (fld.path / name).read_bytes(), report)
+        _put_file(dest / places[name], fld.path / name, report)
         report.attachments += 1
     report.files = [places[n] for n in [*names, *files]]
     return report
