@@ -12,6 +12,7 @@ from deepfield.errors import InvalidPageError
 from deepfield.importers.claude_code import import_claude_code
 from deepfield.importers.export import export_field
 from deepfield.importers.obsidian import import_obsidian
+from deepfield.integrations.memory_files import MemoryFiles
 from deepfield.page import Page
 
 from .conftest import Cli
@@ -91,3 +92,19 @@ def test_attachments_are_hashed_and_copied_without_reading_them_whole(
     assert out.attachments == 1
     monkeypatch.setattr(Path, "read_bytes", real)
     assert (tmp_path / "out" / "media" / "clip.mp4").read_bytes() == video[::-1]
+
+
+def test_memory_tool_files_export_back_at_their_memory_paths(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """Files the memory tool wrote (no import record) exported as ``prefs-json.md`` with
+    their frontmatter even with ``--plain --original-paths``; ``memory_path`` says where."""
+    fld = store.create_field("mem")
+    memory = MemoryFiles(fld)
+    files = {"prefs.json": '{"editor": "vim"}', "projects/a.md": "# A\n\nhello\n"}
+    for rel, text in files.items():
+        memory.create(rel, text)
+    out = export_field(fld, tmp_path / "out", original_paths=True, plain=True)
+    assert sorted(out.files) == ["prefs.json", "projects/a.md"]
+    for rel, text in files.items():
+        assert (tmp_path / "out" / rel).read_text() == text, rel

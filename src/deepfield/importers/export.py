@@ -22,6 +22,8 @@ from typing import Any
 from ..errors import ExportTargetError
 from ..field import Field
 from ..fsutil import TEMP_PREFIX, atomic_write, copy_file
+from ..integrations.memory_files import MEMORY_PATH_KEY
+from ..integrations.memory_files import ROOT as MEMORY_ROOT
 from ..page import INTRO_FILE, LISTING_FILE, Page, is_debris
 from ..page_text import is_utf8
 from ..scan import scan_field
@@ -105,6 +107,12 @@ def _plain(text: str, record: PageRecord | None) -> str:
         page.remove(key)
     if record is not None:
         restore_dates(page, record.source_dates)
+    else:
+        memory = _memory_rel(page)
+        if memory is not None:  # written by the memory tool: its text is the file
+            page.remove(MEMORY_PATH_KEY)
+            if page.get("title") == memory:  # the tool's own title, not a person's
+                page.remove("title")
     if (record is None or not record.had_frontmatter) and not page.frontmatter:
         page.frontmatter = None  # no empty "---" block where there was none
     if record is not None and record.wrapped is not None:
@@ -146,9 +154,18 @@ def _source_bytes(text: str, record: PageRecord | None) -> str:
     return ("\ufeff" + text) if record is not None and record.bom else text
 
 
+def _memory_rel(page: Page) -> str | None:
+    """``a/b.md`` for a page the memory tool keeps as ``/memories/a/b.md``."""
+    path = page.get_str(MEMORY_PATH_KEY)
+    if path is None or not path.startswith(MEMORY_ROOT + "/"):
+        return None
+    return safe_relative(path[len(MEMORY_ROOT) + 1:])
+
+
 def _original_path(text: str, record: PageRecord | None) -> str | None:
     page = Page.parse(text)
-    source = record.source_path if record else page.get_str("source_path")
+    source = record.source_path if record else (
+        page.get_str("source_path") or _memory_rel(page))
     rel = safe_relative(source) if source else None
     if rel is None:
         return None
