@@ -3,6 +3,7 @@ demanding user found, each pinned by a test on a small realistic tree built in t
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ import deepfield
 from deepfield.errors import InvalidPageError
 from deepfield.importers.claude_code import import_claude_code
 from deepfield.importers.export import export_field
+from deepfield.importers.markdown_dirs import import_dir
+from deepfield.importers.memory_tool import MEMORY_TOOL, import_memory_tool
 from deepfield.importers.obsidian import import_obsidian
 from deepfield.integrations.memory_files import MemoryFiles
 from deepfield.page import Page
@@ -108,3 +111,22 @@ def test_memory_tool_files_export_back_at_their_memory_paths(
     assert sorted(out.files) == ["prefs.json", "projects/a.md"]
     for rel, text in files.items():
         assert (tmp_path / "out" / rel).read_text() == text, rel
+
+
+def test_memory_file_an_older_import_split_is_one_page_after_a_reimport(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """A memory-tool field an older deepfield imported split into parts stayed split after
+    a re-import ("unchanged"): the memory tool read only part 1 of the model's file, and
+    the parts all claimed the same memory_path."""
+    notes = "# Notes\n" + "".join(f"## Day {i}\n" + "we met and agreed. " * 40 + "\n"
+                                  for i in range(30))
+    src = make_tree(tmp_path / "memories", {"notes.md": notes})
+    import_dir(store, src, dataclasses.replace(MEMORY_TOOL, split=True), field="mem")
+    fld = store.field("mem")
+    assert (fld.path / "notes-part-2.md").is_file()
+    report = import_memory_tool(store, src, field="mem", into=True)
+    assert report.updated == 1 and any("old parts" in w for w in report.warnings)
+    assert sorted(p.name for p in fld.path.glob("*.md")) == ["listing.md", "notes.md"]
+    assert MemoryFiles(fld).text("notes.md") == notes
+    assert import_memory_tool(store, src, field="mem", into=True).unchanged == 1

@@ -45,6 +45,18 @@ def keep_copy(fld: Field, names: list[str]) -> list[str]:
     return kept
 
 
+def archive_old_parts(fld: Field, old: list[str], files: list[str],
+                      report: DirImportReport) -> None:
+    """Archive the parts an older deepfield split a page into (``old``), now that it is
+    written whole as ``files``: left behind, they still claimed its path (the memory tool
+    read one of them)."""
+    left = [n for n in old if n not in files and (fld.path / n).is_file()]
+    if left:
+        gone = [fld.archive(name) for name in left]
+        report.warnings.append(f"{files[0]} is one page now, no longer split: its old parts "
+                               f"went to {', '.join(gone)}")
+
+
 def copy_attachments(
     fld: Field | None, root: Path, kind: str, rels: list[str], manifest: Manifest,
     links: LinkMap, report: DirImportReport, present: set[str],

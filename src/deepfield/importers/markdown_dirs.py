@@ -28,7 +28,7 @@ from ..field import Field
 from ..fsutil import field_lock
 from ..page import Page, is_valid_name, iso_from_timestamp, slugify
 from ..store import Store
-from .attach import copy_attachments, keep_copy
+from .attach import archive_old_parts, copy_attachments, keep_copy
 from .dates import fill_dates
 from .links import LinkMap, LinkStats, rewrite_relative_links
 from .manifest import (
@@ -374,7 +374,9 @@ def _write_one(
         assert fld is not None  # only a field that exists has pages
         entry["filename"] = current
         clean = untouched(fld.path, record)
-        if record is not None and record.digest == digest:
+        # A page an older deepfield split (memory tool) is written again, unsplit.
+        if record is not None and record.digest == digest and (
+                adapter.split or len(record.files) <= 1):
             record.root = str(root)  # (the folder may have moved since)
             report.unchanged += 1
             report.pages.append(entry | {"action": "unchanged"})
@@ -406,6 +408,8 @@ def _write_one(
     setattr(report, action, getattr(report, action) + 1)
     report.warnings.extend(result.warnings)
     files = result.filenames
+    if record is not None and not adapter.split:
+        archive_old_parts(fld, list(record.files), files, report)
     manifest.pages[uuid] = PageRecord(
         kind=kind, root=str(root), source_path=doc.rel, digest=digest, added_keys=added,
         had_frontmatter=doc.had_frontmatter, files=file_digests(fld.path, files),
