@@ -130,3 +130,17 @@ def test_memory_file_an_older_import_split_is_one_page_after_a_reimport(
     assert sorted(p.name for p in fld.path.glob("*.md")) == ["listing.md", "notes.md"]
     assert MemoryFiles(fld).text("notes.md") == notes
     assert import_memory_tool(store, src, field="mem", into=True).unchanged == 1
+
+
+def test_memory_tool_reads_part_one_of_a_page_still_split(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """Every part of a split page claims its memory_path, and the first by filename won:
+    ``notes-part-2.md`` sorts before ``notes.md``, so the model read the file's middle."""
+    notes = "# Notes\n" + "".join(f"## Day {i}\n" + "we met and agreed. " * 40 + "\n"
+                                  for i in range(30))
+    src = make_tree(tmp_path / "memories", {"notes.md": notes})
+    import_dir(store, src, dataclasses.replace(MEMORY_TOOL, split=True), field="mem")
+    memory = MemoryFiles(store.field("mem"))
+    assert memory.files()["notes.md"].filename == "notes.md"
+    assert memory.text("notes.md").startswith("# Notes\n")
