@@ -144,3 +144,16 @@ def test_memory_tool_reads_part_one_of_a_page_still_split(
     memory = MemoryFiles(store.field("mem"))
     assert memory.files()["notes.md"].filename == "notes.md"
     assert memory.text("notes.md").startswith("# Notes\n")
+
+
+def test_a_numeric_uuid_exports_back_byte_for_byte(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """``uuid: 12345`` (a number) is written as ``uuid: '12345'``; ``export --plain
+    --original-paths`` gave that back instead of the note's own line."""
+    note = "---\nuuid: 12345\ntags: [a]\n---\nq\n"
+    vault = make_tree(tmp_path / "vault", {"IntUuid.md": note})
+    import_obsidian(store, vault, field="v")
+    export_field(store.field("v"), tmp_path / "out", original_paths=True, plain=True)
+    assert (tmp_path / "out" / "IntUuid.md").read_text() == note
+    assert import_obsidian(store, vault, field="v", into=True).unchanged == 1

@@ -359,9 +359,12 @@ def _write_one(
 ) -> None:
     """Create, update or leave one page; ``current`` is its filename if the field has it."""
     kind = adapter.kind
+    uuid_entry = doc.page.entry_text("uuid")  # ``uuid: 12345`` is written as text
     page, added = _prepared_page(doc, uuid, kind)
     digest = sha256_hex(page.render().encode("utf-8"))
     dated, source_dates = fill_dates(page, doc.mtime)
+    if uuid_entry is not None and page.entry_text("uuid") is None:  # export --plain: back
+        source_dates = (source_dates or {}) | {"uuid": [uuid_entry, uuid]}
     added += dated
     record = manifest.pages.get(uuid)
     entry: dict[str, Any] = {"source_path": doc.rel, "filename": f"{doc.stem}.md"}
