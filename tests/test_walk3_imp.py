@@ -157,3 +157,17 @@ def test_a_numeric_uuid_exports_back_byte_for_byte(
     export_field(store.field("v"), tmp_path / "out", original_paths=True, plain=True)
     assert (tmp_path / "out" / "IntUuid.md").read_text() == note
     assert import_obsidian(store, vault, field="v", into=True).unchanged == 1
+
+
+def test_a_note_ending_in_its_closing_fence_exports_back_byte_for_byte(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """A note that is only frontmatter, its file ending in ``---`` with no line break,
+    exported back with a line break added."""
+    notes = {"Tagged.md": "---\ntags: [x]\n---", "Crlf.md": "---\r\ntags: [y]\r\n---",
+             "Body.md": "---\ntags: [z]\n---\nno break"}
+    vault = make_tree(tmp_path / "vault", notes)
+    import_obsidian(store, vault, field="v")
+    export_field(store.field("v"), tmp_path / "out", original_paths=True, plain=True)
+    for rel, text in notes.items():
+        assert (tmp_path / "out" / rel).read_bytes() == text.encode(), rel

@@ -148,7 +148,10 @@ def _unedited(data: bytes, name: str, record: PageRecord | None) -> PageRecord |
 
 
 def _source_bytes(text: str, record: PageRecord | None) -> str:
-    """The exported text with the source's ``\r\n`` line breaks and byte order mark back."""
+    """The exported text with the source's ``\r\n`` line breaks and byte order mark back
+    (and no line break after a closing ``---`` that ended the file without one)."""
+    if record is not None and record.bare_end and text.endswith("\n"):
+        text = text[:-1]
     if record is not None and record.crlf:
         text = text.replace("\n", "\r\n")
     return ("\ufeff" + text) if record is not None and record.bom else text

@@ -53,6 +53,8 @@ class PageRecord:
     bom: bool = False
     """the source's ``\r\n`` line breaks and byte order mark, which pages do without: ``export
     --plain --original-paths`` gives them back to a page unedited since"""
+    bare_end: bool = False
+    """the source ended in its closing ``---`` without a line break (given back likewise)"""
     source_dates: dict[str, list[str]] | None = None
     """``created``/``updated`` (and ``uuid``) entries the import rewrote (an unquoted YAML
     date, or a number, made a quoted string): key -> [the source's entry text, the value

@@ -417,6 +417,6 @@ def _write_one(
         kind=kind, root=str(root), source_path=doc.rel, digest=digest, added_keys=added,
         had_frontmatter=doc.had_frontmatter, files=file_digests(fld.path, files),
         wrapped=doc.wrapped, original_lines=doc.original_lines, source_dates=source_dates,
-        crlf=doc.crlf, bom=doc.bom,
+        crlf=doc.crlf, bom=doc.bom, bare_end=doc.bare_end,
     )
     report.pages.append(entry | {"filename": files[0], "action": action, "files": files})
