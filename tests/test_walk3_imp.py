@@ -40,6 +40,14 @@ def test_add_with_piped_frontmatter_takes_its_keys_not_a_second_block(
     assert page.frontmatter is not None and page.frontmatter["summary"] == "Mine"
     with pytest.raises(InvalidPageError, match="deepfield write"):
         cli("add", "notes", "--title", "V", "-", input="---\nuuid: 12\n---\nBody\n")
+    with pytest.raises(InvalidPageError, match="cannot be read"):
+        cli("add", "notes", "--title", "W", "-", input="---\ntitle: [\n---\nBody\n")
+    with pytest.raises(InvalidPageError, match="only a frontmatter block"):
+        cli("add", "notes", "--title", "X", "-", input="---\ntags: [a]\n---\n")
+    prose = "---\nIntro\n---\nBody\n"  # a rule and a setext heading: Markdown, kept
+    added = cli.json("add", "notes", "--title", "Y", "-", input=prose)
+    page = Page.parse((cli.store_path / "notes" / added["pages"][0]["filename"]).read_text())
+    assert page.body == prose
 
 
 def test_claude_user_memory_is_user_instructions_and_todo_is_no_import(

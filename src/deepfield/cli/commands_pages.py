@@ -137,7 +137,8 @@ def add_cmd(
 
     A frontmatter block the text begins with (a note piped in whole) is not kept as body
     text: its keys join the page's frontmatter, --title and --summary winning over its
-    title and summary (a uuid there is refused: use `deepfield write` for that)."""
+    title and summary (a uuid there is refused: use `deepfield write` for that; so is a
+    block that is not valid YAML)."""
     if not title.strip():
         raise click.BadParameter("the title is empty; give the page a few words",
                                  param_hint="--title")
@@ -161,8 +162,18 @@ def _own_frontmatter(text: str, summary: str | None) -> tuple[str, dict[str, Any
     its keys go into the page's frontmatter, --title and --summary winning, instead of the
     block being stored as body text under a second frontmatter."""
     page = Page.parse(text)
+    if (page.frontmatter_error or "").startswith("malformed YAML"):
+        # Stored as body it became a second, broken block under the page's own. (A block of
+        # plain prose, "---\nIntro\n---", is Markdown: a rule and a heading; kept as text.)
+        raise InvalidPageError(
+            f"the text begins with a frontmatter block that cannot be read: "
+            f"{page.frontmatter_error}",
+            "fix the block, or start the text with an empty line to keep it as text")
     if page.frontmatter is None:
         return text, None
+    if not page.body.strip():
+        raise InvalidPageError("the text is only a frontmatter block, with no body",
+                               "give the page some text below the closing ---")
     keys = {k: v for k, v in page.frontmatter.items() if k != "title"}
     if summary is not None:
         keys.pop("summary", None)
