@@ -179,3 +179,20 @@ def test_a_note_ending_in_its_closing_fence_exports_back_byte_for_byte(
     export_field(store.field("v"), tmp_path / "out", original_paths=True, plain=True)
     for rel, text in notes.items():
         assert (tmp_path / "out" / rel).read_bytes() == text.encode(), rel
+
+
+def test_a_home_relative_import_inside_the_imported_folder_is_followed(
+    store: deepfield.Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``@~/.claude/style.md`` in ``~/.claude/CLAUDE.md`` (the form Claude Code's docs show)
+    was never followed when ``~/.claude`` itself was imported: the file is inside it."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    home = make_tree(tmp_path / ".claude", {
+        "CLAUDE.md": "# Me\n\n- Style: @~/.claude/notes/style.md\n",
+        "notes/style.md": "# Style\n\nShort lines.\n"})
+    report = import_claude_code(store, home, field="me")
+    assert report.created == 2
+    mine = Page.parse((store.root / "me" / "claude.md").read_text())
+    assert mine.frontmatter is not None
+    assert mine.frontmatter["imports"] == [{"path": "~/.claude/notes/style.md",
+                                            "page": "style.md"}]
