@@ -12,6 +12,7 @@ import pytest
 
 import deepfield
 from deepfield.errors import ExportTargetError, ImportFormatError
+from deepfield.fsutil import file_sha256
 from deepfield.importers.basic_memory import import_basic_memory, relations
 from deepfield.importers.claude_code import import_claude_code
 from deepfield.importers.export import export_field
@@ -239,7 +240,13 @@ def test_a_file_that_cannot_be_read_is_skipped_not_the_whole_import(
             raise PermissionError(13, "Permission denied", str(self))
         return read(self)
 
+    def refuse_hash(path: Path) -> str:  # attachments are read a chunk at a time
+        if path.name == "doc.pdf":
+            raise PermissionError(13, "Permission denied", str(path))
+        return file_sha256(path)
+
     monkeypatch.setattr(Path, "read_bytes", refuse)
+    monkeypatch.setattr("deepfield.importers.attach.file_sha256", refuse_hash)
     report = import_obsidian(store, src, field="vault")
     assert report.created == 1 and report.attachments == 1
     assert sorted((s["path"], s["reason"]) for s in report.skipped) == [

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +30,7 @@ except ImportError:  # pragma: no cover - Windows: writes stay atomic, just not 
 
 TEMP_PREFIX = PREFIX
 TEMP_SUFFIX = ".tmp"
+COPY_CHUNK = 1 << 20
 
 
 def _temp_in(directory: Path, data: bytes, durable: bool = True) -> tuple[Path, int]:
@@ -84,6 +87,41 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         os.close(fd)
     if durable:
         _fsync_dir(path.parent)
+
+
+def copy_file(source: Path, path: Path, *, create_only: bool = False) -> bool:
+    """Copy the file ``source`` to ``path`` a chunk at a time (an attachment may be a
+    video of gigabytes, too big to hold in memory), replacing ``path`` in one rename as
+    ``atomic_write`` does, or with ``create_only`` as ``create_new`` does: False, and
+    nothing written, when a file has that name."""
+    fd, temp = new_temp_file(path.parent, TEMP_SUFFIX)
+    try:
+        with open(source, "rb") as src, os.fdopen(fd, "wb", closefd=False) as out:
+            shutil.copyfileobj(src, out, COPY_CHUNK)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temp, 0o644)
+        if create_only:
+            done = _link_new(temp, path)
+            with contextlib.suppress(FileNotFoundError):  # linked, or refused: not needed
+                temp.unlink()
+        else:
+            os.replace(temp, path)
+            done = True
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+    finally:
+        os.close(fd)
+    _fsync_dir(path.parent)
+    return done
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, read a chunk at a time."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def create_new(path: Path, data: bytes) -> bool:

@@ -141,11 +141,13 @@ for _adapter in IMPORTERS.values():
 @click.argument("field_name", metavar="FIELD")
 @click.argument("target", type=click.Path(path_type=Path))
 @click.option("--original-paths", is_flag=True,
-              help="Put imported pages and attachments back at their source paths.")
+              help="Put imported pages and attachments back at their source paths (pages the "
+              "memory tool wrote: at their memory_path below /memories).")
 @click.option("--plain", is_flag=True,
               help="Drop the frontmatter keys deepfield added: an import's own (source_path, "
               "and uuid, dates where the source had none); uuid, created, updated of pages "
-              "written here; split-part keys. With --original-paths an unedited, unsplit "
+              "written here (and memory_path, with its own title, of a memory-tool file); "
+              "split-part keys. With --original-paths an unedited, unsplit "
               "import comes back byte for byte, [[wikilinks]] included.")
 @click.option("--force", is_flag=True,
               help="Write into a folder that is not empty (files of the same name are "

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..errors import InvalidPageError
 from ..field import WriteResult
+from ..page import Page
 from .app import app, archived_hint, json_option, print_json, read_input, settings, warn
 from .terminal import counted
 
@@ -130,7 +133,12 @@ def add_cmd(
     ctx: click.Context, field: str, text: str, title: str, summary: str | None,
     name: str | None, as_json: bool,
 ) -> None:
-    """Add a page titled --title whose body is TEXT (or standard input for -)."""
+    """Add a page titled --title whose body is TEXT (or standard input for -).
+
+    A frontmatter block the text begins with (a note piped in whole) is not kept as body
+    text: its keys join the page's frontmatter, --title and --summary winning over its
+    title and summary (a uuid there is refused: use `deepfield write` for that; so is a
+    block that is not valid YAML)."""
     if not title.strip():
         raise click.BadParameter("the title is empty; give the page a few words",
                                  param_hint="--title")
@@ -145,7 +153,36 @@ def add_cmd(
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             raise InvalidPageError("standard input is not valid UTF-8") from None
-    _report_write(fld.add(title, text, summary=summary, name=name), as_json)
+    text, keys = _own_frontmatter(text, summary)
+    _report_write(fld.add(title, text, summary=summary, name=name, frontmatter=keys), as_json)
+
+
+def _own_frontmatter(text: str, summary: str | None) -> tuple[str, dict[str, Any] | None]:
+    """Split a frontmatter block the text begins with (a note piped in whole) off its body:
+    its keys go into the page's frontmatter, --title and --summary winning, instead of the
+    block being stored as body text under a second frontmatter."""
+    page = Page.parse(text)
+    if (page.frontmatter_error or "").startswith("malformed YAML"):
+        # Stored as body it became a second, broken block under the page's own. (A block of
+        # plain prose, "---\nIntro\n---", is Markdown: a rule and a heading; kept as text.)
+        raise InvalidPageError(
+            f"the text begins with a frontmatter block that cannot be read: "
+            f"{page.frontmatter_error}",
+            "fix the block, or start the text with an empty line to keep it as text")
+    if page.frontmatter is None:
+        return text, None
+    if not page.body.strip():
+        raise InvalidPageError("the text is only a frontmatter block, with no body",
+                               "give the page some text below the closing ---")
+    keys = {k: v for k, v in page.frontmatter.items() if k != "title"}
+    if summary is not None:
+        keys.pop("summary", None)
+    if "uuid" in keys:  # add makes a new page; a uuid names one that may exist
+        raise InvalidPageError(
+            "the text's frontmatter has a uuid, and add always makes a new page",
+            "use `deepfield write FIELD -` to store a page under its own uuid, or remove the "
+            "uuid line")
+    return page.body, keys
 
 
 @app.command("read")

@@ -3,15 +3,16 @@
 Given a project folder, the pages are its ``CLAUDE.md`` and ``CLAUDE.local.md`` files (at any
 depth), ``.claude/CLAUDE.md`` and ``.claude/rules/**/*.md``; given an auto-memory folder (one
 holding ``MEMORY.md``), every Markdown file in it: the ``MEMORY.md`` index and its topic files.
-Files pulled in with ``@path`` imports (relative, inside the folder, up to 5 hops as Claude Code
-follows them) are imported too. Imports are recorded in an ``imports`` key and left in the text,
-never inlined, so each page stays what its author wrote. ``claude_memory`` says what role a
-file plays; ``MEMORY.md`` is marked as the index Claude Code loads (its first 200 lines) at
-the start of every session.
+Files pulled in with ``@path`` imports (relative or ``~/``, inside the folder, up to 5 hops as
+Claude Code follows them) are imported too. Imports are recorded in an ``imports`` key and
+left in the text, never inlined, so each page stays what its author wrote. ``claude_memory``
+says what role a file plays; ``MEMORY.md`` is marked as the index Claude Code loads (its
+first 200 lines) at the start of every session.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -46,20 +47,36 @@ def at_imports(text: str) -> list[str]:
     return found
 
 
-def _resolve(rel: str, path: str) -> str | None:
-    """The source-relative path an ``@path`` in file ``rel`` points to, if inside the folder."""
+def _resolve(rel: str, path: str, root: Path | None = None) -> str | None:
+    """The source-relative path an ``@path`` in file ``rel`` points to, if inside the folder
+    (``root``: an ``@~/.claude/x.md`` in a CLAUDE.md of an imported ``~/.claude``)."""
+    if path.startswith("~/") and root is not None:
+        target = os.path.normpath(os.path.expanduser(path))
+        for base in {os.path.abspath(root), str(root.resolve())}:
+            if target.startswith(base + os.sep):
+                return PurePosixPath(Path(target).relative_to(base)).as_posix()
+        return None
     if path.startswith(("~", "/")):
         return None
     return join_relative(rel, path)
 
 
-def role(rel: str) -> str:
+def user_folder() -> Path:
+    """Where Claude Code keeps the user's own memory (``~/.claude``, or $CLAUDE_CONFIG_DIR)."""
+    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude").expanduser()
+
+
+def role(rel: str, root: Path | None = None) -> str:
+    """What a file is to Claude Code; ``root``: the imported folder, to tell the user's own
+    ``~/.claude/CLAUDE.md`` (loaded in every project) from a project's."""
     path = PurePosixPath(rel)
     if path.name == "MEMORY.md":
         return "index"
     if path.name == "CLAUDE.local.md":
         return "local-instructions"
     if path.name == "CLAUDE.md":
+        if root is not None and (root / rel).parent.resolve() == user_folder().resolve():
+            return "user-instructions"
         return "project-instructions" if str(path.parent) in (".", ".claude") else (
             "folder-instructions")
     if rel.startswith(".claude/rules/"):
@@ -104,7 +121,7 @@ def select(root: Path) -> Selection:
             except (UnicodeDecodeError, OSError):
                 continue
             for path in at_imports(text):
-                target = _resolve(rel, path)
+                target = _resolve(rel, path, root)
                 if target in existing and target not in chosen:
                     chosen.append(target)
                     nxt.append(target)
@@ -121,7 +138,7 @@ def select(root: Path) -> Selection:
 
 
 def prepare(doc: SourceDoc) -> None:
-    doc.extra["claude_memory"] = role(doc.rel)
+    doc.extra["claude_memory"] = role(doc.rel, doc.root)
     if doc.name == "MEMORY.md" and not doc.page.summary:
         doc.extra["summary"] = _MEMORY_INDEX_SUMMARY
 
@@ -129,7 +146,9 @@ def prepare(doc: SourceDoc) -> None:
 def convert(doc: SourceDoc, links: LinkMap, stats: LinkStats) -> None:
     imports: list[dict[str, Any]] = []
     for path in at_imports(doc.page.body):
-        target = _resolve(doc.rel, path)
+        target = _resolve(doc.rel, path, doc.root)
+        if "/" not in path and "." not in path and target not in links.files:
+            continue  # a bare word (@TODO, @README) is an import only where that file is
         entry: dict[str, Any] = {"path": path}
         if target is not None and target in links.files:
             entry["page"] = links.files[target]

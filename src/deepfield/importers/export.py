@@ -21,7 +21,9 @@ from typing import Any
 
 from ..errors import ExportTargetError
 from ..field import Field
-from ..fsutil import TEMP_PREFIX, atomic_write
+from ..fsutil import TEMP_PREFIX, atomic_write, copy_file
+from ..integrations.memory_files import MEMORY_PATH_KEY
+from ..integrations.memory_files import ROOT as MEMORY_ROOT
 from ..page import INTRO_FILE, LISTING_FILE, Page, is_debris
 from ..page_text import is_utf8
 from ..scan import scan_field
@@ -105,6 +107,12 @@ def _plain(text: str, record: PageRecord | None) -> str:
         page.remove(key)
     if record is not None:
         restore_dates(page, record.source_dates)
+    else:
+        memory = _memory_rel(page)
+        if memory is not None:  # written by the memory tool: its text is the file
+            page.remove(MEMORY_PATH_KEY)
+            if page.get("title") == memory:  # the tool's own title, not a person's
+                page.remove("title")
     if (record is None or not record.had_frontmatter) and not page.frontmatter:
         page.frontmatter = None  # no empty "---" block where there was none
     if record is not None and record.wrapped is not None:
@@ -140,15 +148,27 @@ def _unedited(data: bytes, name: str, record: PageRecord | None) -> PageRecord |
 
 
 def _source_bytes(text: str, record: PageRecord | None) -> str:
-    """The exported text with the source's ``\r\n`` line breaks and byte order mark back."""
+    """The exported text with the source's ``\r\n`` line breaks and byte order mark back
+    (and no line break after a closing ``---`` that ended the file without one)."""
+    if record is not None and record.bare_end and text.endswith("\n"):
+        text = text[:-1]
     if record is not None and record.crlf:
         text = text.replace("\n", "\r\n")
     return ("\ufeff" + text) if record is not None and record.bom else text
 
 
+def _memory_rel(page: Page) -> str | None:
+    """``a/b.md`` for a page the memory tool keeps as ``/memories/a/b.md``."""
+    path = page.get_str(MEMORY_PATH_KEY)
+    if path is None or not path.startswith(MEMORY_ROOT + "/"):
+        return None
+    return safe_relative(path[len(MEMORY_ROOT) + 1:])
+
+
 def _original_path(text: str, record: PageRecord | None) -> str | None:
     page = Page.parse(text)
-    source = record.source_path if record else page.get_str("source_path")
+    source = record.source_path if record else (
+        page.get_str("source_path") or _memory_rel(page))
     rel = safe_relative(source) if source else None
     if rel is None:
         return None
@@ -201,6 +221,16 @@ def _put(path: Path, data: bytes, report: ExportReport) -> None:
     if path.exists():
         report.replaced += 1
     atomic_write(path, data)
+
+
+def _put_file(path: Path, source: Path, report: ExportReport) -> None:
+    """As ``_put``, copying the file ``source`` a chunk at a time (a multi-GB video)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise ExportTargetError(f"{path} is a folder", "export into an empty folder")
+    if path.exists():
+        report.replaced += 1
+    copy_file(source, path)
 
 
 def export_field(
@@ -271,7 +301,7 @@ def export_field(
         if progress:
             progress(1)
     for name in files:
-        _put(dest / places[name], (fld.path / name).read_bytes(), report)
+        _put_file(dest / places[name], fld.path / name, report)
         report.attachments += 1
     report.files = [places[n] for n in [*names, *files]]
     return report

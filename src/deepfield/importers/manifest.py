@@ -53,9 +53,12 @@ class PageRecord:
     bom: bool = False
     """the source's ``\r\n`` line breaks and byte order mark, which pages do without: ``export
     --plain --original-paths`` gives them back to a page unedited since"""
+    bare_end: bool = False
+    """the source ended in its closing ``---`` without a line break (given back likewise)"""
     source_dates: dict[str, list[str]] | None = None
-    """``created``/``updated`` entries the import rewrote (an unquoted YAML date made a quoted
-    string): key -> [the source's entry text, the value written], for ``export --plain``"""
+    """``created``/``updated`` (and ``uuid``) entries the import rewrote (an unquoted YAML
+    date, or a number, made a quoted string): key -> [the source's entry text, the value
+    written], for ``export --plain``"""
 
 
 @dataclass

@@ -28,7 +28,7 @@ from ..field import Field
 from ..fsutil import field_lock
 from ..page import Page, is_valid_name, iso_from_timestamp, slugify
 from ..store import Store
-from .attach import copy_attachments, keep_copy
+from .attach import archive_old_parts, copy_attachments, keep_copy
 from .dates import fill_dates
 from .links import LinkMap, LinkStats, rewrite_relative_links
 from .manifest import (
@@ -359,9 +359,12 @@ def _write_one(
 ) -> None:
     """Create, update or leave one page; ``current`` is its filename if the field has it."""
     kind = adapter.kind
+    uuid_entry = doc.page.entry_text("uuid")  # ``uuid: 12345`` is written as text
     page, added = _prepared_page(doc, uuid, kind)
     digest = sha256_hex(page.render().encode("utf-8"))
     dated, source_dates = fill_dates(page, doc.mtime)
+    if uuid_entry is not None and page.entry_text("uuid") is None:  # export --plain: back
+        source_dates = (source_dates or {}) | {"uuid": [uuid_entry, uuid]}
     added += dated
     record = manifest.pages.get(uuid)
     entry: dict[str, Any] = {"source_path": doc.rel, "filename": f"{doc.stem}.md"}
@@ -374,7 +377,9 @@ def _write_one(
         assert fld is not None  # only a field that exists has pages
         entry["filename"] = current
         clean = untouched(fld.path, record)
-        if record is not None and record.digest == digest:
+        # A page an older deepfield split (memory tool) is written again, unsplit.
+        if record is not None and record.digest == digest and (
+                adapter.split or len(record.files) <= 1):
             record.root = str(root)  # (the folder may have moved since)
             report.unchanged += 1
             report.pages.append(entry | {"action": "unchanged"})
@@ -406,10 +411,12 @@ def _write_one(
     setattr(report, action, getattr(report, action) + 1)
     report.warnings.extend(result.warnings)
     files = result.filenames
+    if record is not None and not adapter.split:
+        archive_old_parts(fld, list(record.files), files, report)
     manifest.pages[uuid] = PageRecord(
         kind=kind, root=str(root), source_path=doc.rel, digest=digest, added_keys=added,
         had_frontmatter=doc.had_frontmatter, files=file_digests(fld.path, files),
         wrapped=doc.wrapped, original_lines=doc.original_lines, source_dates=source_dates,
-        crlf=doc.crlf, bom=doc.bom,
+        crlf=doc.crlf, bom=doc.bom, bare_end=doc.bare_end,
     )
     report.pages.append(entry | {"filename": files[0], "action": action, "files": files})

@@ -88,6 +88,10 @@ class SourceDoc:
     moved: bool = False
     """its page was imported from a folder that is gone: the source no longer holds the
     page's text, so replacing it keeps a copy in archive/"""
+    root: Path | None = None
+    """the source folder ``rel`` is relative to"""
+    bare_end: bool = False
+    """the file ended in its closing ``---`` with no line break (a page's block has one)"""
 
     @property
     def name(self) -> str:
@@ -196,11 +200,13 @@ def read_doc(root: Path, rel: str) -> tuple[SourceDoc | None, str | None]:
     else:
         original = None
     doc = SourceDoc(rel, data, page, mtime, page.frontmatter is not None)
-    doc.warnings = warnings
+    doc.warnings, doc.root = warnings, root
     doc.original_lines = original
     breaks = data.count(b"\n")
     doc.crlf = breaks > 0 and data.count(b"\r\n") == breaks == data.count(b"\r")
     doc.bom = data.startswith(b"\xef\xbb\xbf")
+    doc.bare_end = (page.frontmatter is not None and not page.body
+                    and not data.endswith((b"\n", b"\r")))
     return doc, None
 
 

@@ -29,6 +29,12 @@ MAX_FILE_BYTES = 1 << 20
 """Largest memory file accepted (1 MiB): memory files are notes, not documents."""
 
 
+def _later_part(frontmatter: dict[str, Any] | None) -> bool:
+    """Whether a page is part 2 or later of a split page."""
+    part = (frontmatter or {}).get("part")
+    return isinstance(part, int) and not isinstance(part, bool) and part > 1
+
+
 class MemoryOpError(Exception):
                     """A memory command that cannot be carried out; the message is for the model."""
 
@@ -74,9 +80,11 @@ class MemoryFiles:
 
     def files(self) -> dict[str, MemoryFile]:
         """Every memory file by relative path (a path claimed twice goes to the first page
-        by filename)."""
+        by filename, a later part of a split page last: ``notes-part-2.md`` sorts before
+        ``notes.md``, yet the file begins in part 1)."""
         out: dict[str, MemoryFile] = {}
-        for doc in self.field.pages():
+        pages = self.field.pages()
+        for doc in sorted(pages, key=lambda d: _later_part(d.frontmatter)):  # stable
             claimed = (doc.frontmatter or {}).get(MEMORY_PATH_KEY)
             rel = doc.filename
             if isinstance(claimed, str):
