@@ -1,0 +1,37 @@
+"""The library's hints said in HTTP's terms.
+
+The library speaks to the CLI's user (``raise --budget to at least 111 tokens``, ``use
+--level medium``); an HTTP client sets query parameters instead, so the server names those
+(``raise budget= to at least 111 tokens``, ``use level=medium``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_PARAM = {"max-rounds": "rounds"}
+"""CLI options whose query parameter has another name."""
+
+_WITH_VALUE = re.compile(r"--(mode|level|unit|view) ([a-z0-9]+)\b")
+_FLAG = re.compile(r"--(budget|depth|section|max-rounds|mode|level|unit)\b")
+_ALREADY = re.compile(r" \(HTTP and MCP: [^)]*\)")
+"""Hints that already name the parameter beside the option (search's) say it once."""
+
+
+def for_http(text: str) -> str:
+    """``text`` with the CLI's options (``--budget``) named as the query parameters
+    (``budget=``) an HTTP client sends; text naming no option is returned as is."""
+    if "--" not in text:
+        return text
+    text = _ALREADY.sub("", text)
+    text = _WITH_VALUE.sub(lambda m: f"{_PARAM.get(m[1], m[1])}={m[2]}", text)
+    return _FLAG.sub(lambda m: f"{_PARAM.get(m[1], m[1])}=", text)
+
+
+def context_for_http(out: dict[str, Any]) -> dict[str, Any]:
+    """A context result's warnings and left-out reasons in HTTP's terms."""
+    out["warnings"] = [for_http(w) for w in out.get("warnings", [])]
+    for left in out.get("omitted", []):
+        if isinstance(left.get("reason"), str):
+            left["reason"] = for_http(left["reason"])
+    return out

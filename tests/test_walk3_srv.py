@@ -1,0 +1,39 @@
+"""The HTTP server, pages and their frontmatter, domain pages and context, used as a demanding
+client would (third walk): hints in HTTP's terms, odd paths, odd frontmatter."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.testclient import TestClient
+
+import deepfield
+from deepfield.server import create_app
+
+BASE = "http://127.0.0.1:8765"
+
+
+@pytest.fixture
+def client(keyword_store: deepfield.Store) -> TestClient:
+    field = keyword_store.create_field("notes")
+    field.add("Woks", "Carbon steel woks heat quickly.\n", name="woks")
+    return TestClient(create_app(keyword_store), client=("127.0.0.1", 40000), base_url=BASE)
+
+
+def test_budget_hints_name_the_query_parameter(client: TestClient) -> None:
+    refused = client.get("/notes/_/research", params={"q": "woks heat", "budget": 50})
+    assert refused.status_code == 400
+    hint = refused.json()["error"]["hint"]
+    assert "--budget" not in hint and "budget=" in hint  # was "raise --budget to …"
+    built = client.get("/notes/_/context", params={"task": "woks heat " * 60, "budget": 100})
+    assert built.status_code == 200, built.text
+    said = [*built.json()["warnings"], *(o["reason"] for o in built.json()["omitted"])]
+    assert any("budget=" in text for text in said), said
+    assert not any("--" in text for text in said), said
+
+
+def test_the_deepfield_prefix_alone_is_a_404_naming_the_routes(client: TestClient) -> None:
+    for path in ("/notes/_/", "/notes/_"):
+        answer = client.get(path, follow_redirects=False)
+        assert answer.status_code == 404, path  # /_/ was a 307 to /_, a 404 about pages
+        assert "/notes/_/context" in answer.json()["error"]["hint"]
+    assert client.put("/notes/_", content=b"x").status_code in (400, 404)
