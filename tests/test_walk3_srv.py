@@ -37,3 +37,12 @@ def test_the_deepfield_prefix_alone_is_a_404_naming_the_routes(client: TestClien
         assert answer.status_code == 404, path  # /_/ was a 307 to /_, a 404 about pages
         assert "/notes/_/context" in answer.json()["error"]["hint"]
     assert client.put("/notes/_", content=b"x").status_code in (400, 404)
+
+
+def test_a_title_that_is_a_list_is_a_warning(client: TestClient) -> None:
+    body = b"---\ntitle: [a, b]\nsummary: {x: 1}\n---\n\nCast iron pans.\n"
+    written = client.put("/notes/pans.md", content=body)
+    assert written.status_code in (200, 201), written.text
+    warnings = written.json()["warnings"]
+    assert any("title is a YAML list" in w and "['a', 'b']" in w for w in warnings), warnings
+    assert any("summary is a YAML mapping" in w for w in warnings), warnings
