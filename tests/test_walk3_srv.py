@@ -46,3 +46,23 @@ def test_a_title_that_is_a_list_is_a_warning(client: TestClient) -> None:
     warnings = written.json()["warnings"]
     assert any("title is a YAML list" in w and "['a', 'b']" in w for w in warnings), warnings
     assert any("summary is a YAML mapping" in w for w in warnings), warnings
+
+
+def test_a_put_over_one_part_of_a_split_page_keeps_it_a_part(
+        keyword_store: deepfield.Store, client: TestClient) -> None:
+    field = keyword_store.field("notes")
+    body = "".join(f"## Section {i}\n\n" + "Woks and pans and steel. " * 40 + "\n\n"
+                   for i in range(12))
+    written = field.add("Long", body, name="long")
+    names = [p.filename for p in written.pages]
+    assert "long-part-2.md" in names, names
+    before = deepfield.Page.parse((field.path / "long-part-2.md").read_text("utf-8"))
+    answer = client.put("/notes/long-part-2.md", content=b"## Section 4\n\nRewritten.\n")
+    assert answer.status_code in (200, 204), answer.text
+    after = deepfield.Page.parse((field.path / "long-part-2.md").read_text("utf-8"))
+    for key in ("split_from", "part", "parts", "uuid"):
+        assert after.get(key) == before.get(key), key  # were dropped: a page of its own
+    own = b"---\npart: 9\n---\n\nMine.\n"  # a body naming its own part keys is kept as sent
+    assert client.put("/notes/long-part-2.md", content=own).status_code in (200, 204)
+    mine = deepfield.Page.parse((field.path / "long-part-2.md").read_text("utf-8"))
+    assert mine.get("part") == 9 and mine.get("split_from") is None
