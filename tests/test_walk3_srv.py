@@ -66,3 +66,30 @@ def test_a_put_over_one_part_of_a_split_page_keeps_it_a_part(
     assert client.put("/notes/long-part-2.md", content=own).status_code in (200, 204)
     mine = deepfield.Page.parse((field.path / "long-part-2.md").read_text("utf-8"))
     assert mine.get("part") == 9 and mine.get("split_from") is None
+
+
+def test_a_split_taxonomy_names_lines_of_its_part_files(keyword_store: deepfield.Store) -> None:
+    """The tree was parsed from the joined parts: a node in part 2 had the line of the joined
+    text, which is no line of any file."""
+    from deepfield.domains.domain import create_domain, taxonomy_report
+
+    create_domain(keyword_store, "research")
+    domain = keyword_store.field("research")
+    lines = ["---", "title: Taxonomy", "role: taxonomy", "---", "# Taxonomy", ""]
+    for c in range(40):
+        lines += [f"## Category {c}"] + [
+            f"- Concept {c}.{k}: a description of this concept that takes some room"
+            for k in range(6)] + [""]
+    lines += ["## Category 0", ""]  # a repeat, in the last part
+    assert len(domain.write("\n".join(lines), name="taxonomy").pages) > 1
+    report = taxonomy_report(domain)
+    for node in report.taxonomy.nodes():
+        text = (domain.path / node.file).read_text("utf-8").split("\n")
+        assert node.name in text[node.line - 1], (node.file, node.line, node.name)
+    last = report.taxonomy.roots[-1]
+    assert last.file != "taxonomy.md"
+    tree = report.to_json()["tree"]
+    assert tree[-1]["file"] == last.file and tree[0]["file"] == "taxonomy.md"
+    repeat = [w for w in report.taxonomy.warnings if "repeats" in w]
+    assert repeat and repeat[0].startswith(f"{last.file} line {last.line}:"), repeat
+    assert "(taxonomy.md line " in repeat[0]
