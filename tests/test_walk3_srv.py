@@ -93,3 +93,19 @@ def test_a_split_taxonomy_names_lines_of_its_part_files(keyword_store: deepfield
     repeat = [w for w in report.taxonomy.warnings if "repeats" in w]
     assert repeat and repeat[0].startswith(f"{last.file} line {last.line}:"), repeat
     assert "(taxonomy.md line " in repeat[0]
+
+
+def test_left_out_reasons_state_the_room_the_finished_context_leaves(
+        keyword_store: deepfield.Store) -> None:
+    """The intro was left out at the first packing (half the budget kept for research) and
+    its reason said so ("283 left") though research took 13 tokens and 558 were left."""
+    from deepfield.context import FENCE_TOKENS, build_context
+
+    field = keyword_store.create_field("notes")
+    field.write_intro(("# Notes\n\n" + " ".join(f"intro{j}" for j in range(300))
+                       + ".\n").encode())
+    field.add("Woks", "Carbon steel woks heat quickly.\n", name="woks")
+    built = build_context(field, "woks heat", budget=650)
+    (intro,) = [o for o in built.omitted if o.filename == "index.md"]
+    left = built.budget - built.tokens - FENCE_TOKENS
+    assert intro.reason == f"over the budget: needs {intro.tokens} tokens, {left} left"

@@ -152,8 +152,26 @@ def build_context(
     if not blocks and not want_research:
         warnings.append(_nothing_to_load(field.name, level))
     text = "\n\n".join(parts) + "\n"
-    return ContextResult(field.name, task, level, text, budget, count_tokens(text), described,
-                         omitted, found, time.perf_counter() - started, warnings)
+    used = count_tokens(text)
+    return ContextResult(field.name, task, level, text, budget, used, described,
+                         _restated(omitted, budget - used), found,
+                         time.perf_counter() - started, warnings)
+
+
+def _restated(omitted: list[OmittedBlock], room: int) -> list[OmittedBlock]:
+    """The left-out blocks with the room the finished context leaves (``room`` tokens): their
+    reasons were written at the first packing, against the fixed material's share, and were
+    stale once research took less than its share and _refill put blocks back."""
+    left = max(room - FENCE_TOKENS, 0)
+    out = []
+    for gap in omitted:
+        if gap.reason.startswith("over the budget:"):
+            reason = (f"over the budget: needs {gap.tokens} tokens, {left} left"
+                      if gap.tokens > left else
+                      f"left out: a page the task ranks higher did not fit ({left} tokens left)")
+            gap = replace(gap, reason=reason)
+        out.append(gap)
+    return out
 
 
 def _fit(found: ResearchResult, overrun: Callable[[str], int]) -> ResearchResult:
