@@ -7,6 +7,7 @@ The library speaks to the CLI's user (``raise --budget to at least 111 tokens``,
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 _PARAM = {"max-rounds": "rounds"}
@@ -28,10 +29,12 @@ def for_http(text: str) -> str:
     return _FLAG.sub(lambda m: f"{_PARAM.get(m[1], m[1])}=", text)
 
 
-def context_for_http(out: dict[str, Any]) -> dict[str, Any]:
-    """A context result's warnings and left-out reasons in HTTP's terms."""
-    out["warnings"] = [for_http(w) for w in out.get("warnings", [])]
+def restate_context(out: dict[str, Any],
+                     say: Callable[[str], str] = for_http) -> dict[str, Any]:
+    """A context result's warnings and left-out reasons in HTTP's terms (or ``say``'s: the
+    MCP tools' argument names)."""
+    out["warnings"] = [say(w) for w in out.get("warnings", [])]
     for left in out.get("omitted", []):
         if isinstance(left.get("reason"), str):
-            left["reason"] = for_http(left["reason"])
+            left["reason"] = say(left["reason"])
     return out

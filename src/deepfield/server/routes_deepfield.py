@@ -24,7 +24,7 @@ from starlette.routing import BaseRoute, Route
 from ..errors import DeepfieldError
 from ..field import Field
 from .app import deny_read, deny_write, error_response
-from .hints import context_for_http
+from .hints import restate_context
 from .routes_spec import _check_body, _int_param
 from .service import Service, read_view
 
@@ -91,7 +91,7 @@ async def context(request: Request) -> Response:
                                                                    level=level))
     except ModuleNotFoundError:
         return _missing("context building")
-    return JSONResponse(context_for_http(result))
+    return JSONResponse(restate_context(result))
 
 
 async def research(request: Request) -> Response:
