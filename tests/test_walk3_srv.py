@@ -109,3 +109,16 @@ def test_left_out_reasons_state_the_room_the_finished_context_leaves(
     (intro,) = [o for o in built.omitted if o.filename == "index.md"]
     left = built.budget - built.tokens - FENCE_TOKENS
     assert intro.reason == f"over the budget: needs {intro.tokens} tokens, {left} left"
+
+
+def test_a_page_made_by_hand_under_a_non_spec_name_can_be_deleted(
+        keyword_store: deepfield.Store, client: TestClient) -> None:
+    folder = keyword_store.field("notes").path
+    (folder / "My Notes.md").write_text("# My notes\n\nHand made woks.\n", encoding="utf-8")
+    assert client.get("/notes/My%20Notes.md").status_code == 200
+    gone = client.delete("/notes/My%20Notes.md")
+    assert gone.status_code == 204, gone.text  # was 400 "not a spec filename"
+    assert gone.headers["x-deepfield-archived-as"] == "archive/My Notes.md"
+    assert not (folder / "My Notes.md").exists()
+    assert client.delete("/notes/My%20Notes.md").status_code == 400  # gone: as any bad name
+    assert client.put("/notes/My%20Notes.md", content=b"x").status_code == 400
