@@ -122,3 +122,19 @@ def test_a_page_made_by_hand_under_a_non_spec_name_can_be_deleted(
     assert not (folder / "My Notes.md").exists()
     assert client.delete("/notes/My%20Notes.md").status_code == 400  # gone: as any bad name
     assert client.put("/notes/My%20Notes.md", content=b"x").status_code == 400
+
+
+def test_not_found_hints_name_routes_not_cli_commands(client: TestClient) -> None:
+    # They said "list fields with `deepfield ls`" and "see the page's headings with
+    # `deepfield read FIELD PAGE --outline`": commands an HTTP client cannot run.
+    client.put("/notes/pans.md", content=b"# Pans\n\n## Heat\n\nCast iron.\n")
+    answers = {
+        "GET /": client.get("/nope/_/pages"),
+        "/notes/_/pages": client.get("/notes/_/read/nothing-here"),
+        "view=outline": client.get("/notes/_/read/pans", params={"section": "Nope"}),
+    }
+    for wanted, answer in answers.items():
+        assert answer.status_code == 404, answer.text
+        hint = answer.json()["error"]["hint"]
+        assert wanted.replace("/notes/", "/FIELD/") in hint and "deepfield ls" not in hint
+    assert client.put("/nope/a.md", content=b"x").status_code == 404

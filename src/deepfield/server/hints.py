@@ -10,6 +10,18 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import PageNotFoundError, SectionNotFoundError, UnknownFieldError
+
+HTTP_HINTS = {
+    UnknownFieldError.default_hint: "GET / lists the fields; a PUT of a page does not "
+                                    "create one (`deepfield new NAME` does)",
+    PageNotFoundError.default_hint: "GET /FIELD/_/pages lists the pages, /FIELD/search?q= "
+                                    "finds them",
+    SectionNotFoundError.default_hint: "GET /FIELD/_/read/PAGE (view=outline) lists its "
+                                       "headings",
+}
+"""The CLI's hints an HTTP client cannot follow (run `deepfield ls`), said in routes."""
+
 _PARAM = {"max-rounds": "rounds"}
 """CLI options whose query parameter has another name."""
 
@@ -21,7 +33,10 @@ _ALREADY = re.compile(r" \(HTTP and MCP: [^)]*\)")
 
 def for_http(text: str) -> str:
     """``text`` with the CLI's options (``--budget``) named as the query parameters
-    (``budget=``) an HTTP client sends; text naming no option is returned as is."""
+    (``budget=``) an HTTP client sends, and hints that name CLI commands as routes; other
+    text is returned as is."""
+    if text in HTTP_HINTS:
+        return HTTP_HINTS[text]
     if "--" not in text:
         return text
     text = _ALREADY.sub("", text)

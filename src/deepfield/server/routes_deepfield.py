@@ -143,8 +143,9 @@ async def no_page(request: Request) -> Response:
 
 def routes() -> list[BaseRoute]:
     return [
-        Route("/{field}/_", no_page, methods=["GET", "HEAD"]),
-        Route("/{field}/_/", no_page, methods=["GET", "HEAD"]),
+        # Not API routes (nothing is there): left out of /openapi.json.
+        Route("/{field}/_", no_page, methods=["GET", "HEAD"], include_in_schema=False),
+        Route("/{field}/_/", no_page, methods=["GET", "HEAD"], include_in_schema=False),
         Route("/{field}/_/pages", pages, methods=["GET"]),
         Route("/{field}/_/read/{page}", read, methods=["GET"]),
         Route("/{field}/_/context", context, methods=["GET"]),
