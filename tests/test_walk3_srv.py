@@ -138,3 +138,17 @@ def test_not_found_hints_name_routes_not_cli_commands(client: TestClient) -> Non
         hint = answer.json()["error"]["hint"]
         assert wanted.replace("/notes/", "/FIELD/") in hint and "deepfield ls" not in hint
     assert client.put("/nope/a.md", content=b"x").status_code == 404
+
+
+def test_an_empty_context_says_why_without_claiming_the_field_has_no_page(
+        keyword_store: deepfield.Store) -> None:
+    """The warning said "nothing for --level deep to load (no page)" of a field with pages;
+    the reason was a task of common words alone."""
+    from deepfield.context import build_context
+
+    field = keyword_store.create_field("notes")
+    field.add("Woks", "Carbon steel woks heat quickly.\n", name="woks")
+    (deep,) = build_context(field, "do it").warnings
+    assert "no page" not in deep and "'do it' names nothing to research" in deep
+    (medium,) = build_context(field, "woks", level="medium").warnings
+    assert "no page" not in medium and "no always-load page" in medium
