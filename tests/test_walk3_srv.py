@@ -152,3 +152,20 @@ def test_an_empty_context_says_why_without_claiming_the_field_has_no_page(
     assert "no page" not in deep and "'do it' names nothing to research" in deep
     (medium,) = build_context(field, "woks", level="medium").warnings
     assert "no page" not in medium and "no always-load page" in medium
+
+
+def test_listing_links_hand_made_names_that_hold_url_characters(
+        keyword_store: deepfield.Store, client: TestClient) -> None:
+    from urllib.parse import unquote
+
+    folder = keyword_store.field("notes").path
+    for name in ("Notes #1.md", "100% done.md", "Plan (v2).md"):
+        (folder / name).write_text(f"# {name[:-3]}\n\nHand made.\n", encoding="utf-8")
+    client.put("/notes/pans.md", content=b"# Pans\n\nCast iron.\n")  # renders listing.md
+    listing = client.get("/notes/listing.md").text
+    targets = [line.split("](", 1)[1].split(")", 1)[0] for line in listing.splitlines()
+               if line.startswith("- [")]
+    assert "Notes%20%231.md" in targets and "100%25%20done.md" in targets, targets
+    assert "Plan%20%28v2%29.md" in targets  # as before
+    for target in targets:  # every link reaches its page
+        assert client.get(f"/notes/{target}").status_code == 200, unquote(target)
