@@ -258,3 +258,19 @@ def test_a_failed_write_with_create_field_leaves_no_empty_field(
         assert not started.is_error and (keyword_store.root / "journal" / "day-one.md").is_file()
 
     drive(keyword_store, calls)
+
+
+def test_context_warnings_name_the_tool_argument(keyword_store: deepfield.Store) -> None:
+    # The warnings of a context whose task takes the budget said "raise --budget".
+    keyword_store.create_field("notes").add("Woks", "Carbon woks heat unevenly.")
+
+    async def calls(client: Client) -> None:
+        result = await client.call_tool("context", {"field": "notes", "budget": 100,
+                                                    "task": "woks heat " * 60})
+        assert not result.is_error and result.structured_content is not None
+        said = [*result.structured_content["warnings"],
+                *(o["reason"] for o in result.structured_content["omitted"])]
+        assert any("raise budget" in text for text in said), said
+        assert not any("--" in text for text in said), said
+
+    drive(keyword_store, calls)

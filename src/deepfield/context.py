@@ -150,10 +150,28 @@ def build_context(
             _refill(parts, described, omitted, blocks, field.name, budget,
                     before=len(parts) - 1, related=related)
     if not blocks and not want_research:
-        warnings.append(_nothing_to_load(field.name, level))
+        warnings.append(_nothing_to_load(field.name, level, task))
     text = "\n\n".join(parts) + "\n"
-    return ContextResult(field.name, task, level, text, budget, count_tokens(text), described,
-                         omitted, found, time.perf_counter() - started, warnings)
+    used = count_tokens(text)
+    return ContextResult(field.name, task, level, text, budget, used, described,
+                         _restated(omitted, budget - used), found,
+                         time.perf_counter() - started, warnings)
+
+
+def _restated(omitted: list[OmittedBlock], room: int) -> list[OmittedBlock]:
+    """The left-out blocks with the room the finished context leaves (``room`` tokens): their
+    reasons were written at the first packing, against the fixed material's share, and were
+    stale once research took less than its share and _refill put blocks back."""
+    left = max(room - FENCE_TOKENS, 0)
+    out = []
+    for gap in omitted:
+        if gap.reason.startswith("over the budget:"):
+            reason = (f"over the budget: needs {gap.tokens} tokens, {left} left"
+                      if gap.tokens > left else
+                      f"left out: a page the task ranks higher did not fit ({left} tokens left)")
+            gap = replace(gap, reason=reason)
+        out.append(gap)
+    return out
 
 
 def _fit(found: ResearchResult, overrun: Callable[[str], int]) -> ResearchResult:
@@ -204,15 +222,24 @@ def _drop_repeats(parts: list[str], described: list[dict[str, Any]], found: Rese
     return trimmed
 
 
-def _nothing_to_load(field_name: str, level: str) -> str:
-    """Why a context without a task or research holds the notice alone."""
+def _nothing_to_load(field_name: str, level: str, task: str) -> str:
+    """Why a context without research holds the notice alone (it said "no page" of fields
+    full of pages: the levels load always-load, introduction and domain pages only)."""
+    adopt = f"make the field a domain (`deepfield domain new {field_name} --adopt`)"
     if level == "light":
         return (f"{field_name} has no human preferences, basic info or taxonomy page, which is "
                 "all --level light loads, so the context is the memory notice alone: use "
-                "--level medium (a line per page) or deep with a task, or make the field a "
-                f"domain (`deepfield domain new {field_name} --adopt`)")
-    return (f"{field_name} has nothing for --level {level} to load (no page), so the context "
-            "is the memory notice alone")
+                "--level deep with a task, or --level medium (a line per atomic page), or "
+                f"{adopt}")
+    loads = (f"{field_name} has no always-load page, introduction or domain page (basic "
+             "info, taxonomy, challenges, network, atomic pages)")
+    if level == "medium":
+        return (f"{loads}, which is all --level medium loads, so the context is the memory "
+                f"notice alone: use --level deep with a task, or {adopt}")
+    why = (f"the task {task!r} names nothing to research (only common words)" if task
+           else "no task was given, so nothing was researched")
+    return (f"{why}, and {loads}, so the context is the memory notice alone: say what the "
+            "task is about")
 
 
 def _by_task(blocks: list[LevelBlock], field: Field,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 from .fsutil import atomic_write
 from .index import CatalogueEntry, FieldIndex, SyncReport
@@ -77,6 +78,8 @@ def render_listing(field_name: str, docs: Sequence[CatalogueEntry]) -> str:
         summary = " ".join((doc.summary or "").split())
         # One line per page whatever the title holds (a line break would start a new entry).
         title = " ".join(doc.title.split()).replace("[", "(").replace("]", ")")
-        target = doc.filename.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+        # Percent-encoded whole: a hand-made "Notes #1.md" linked to "Notes%20" with a
+        # fragment, "100%.md" to no valid address.
+        target = quote(doc.filename, safe="")
         lines.append(f"- [{title}]({target})" + (f" — {summary}" if summary else ""))
     return "\n".join(lines) + "\n"

@@ -168,8 +168,9 @@ def slugify(text: str, max_len: int = 60) -> str:
 
 def metadata_warnings(page: Page) -> list[str]:
     """What a page's own keys say that the spec's SHOULDs do not allow: a ``uuid`` that is no
-    UUID, a ``created``/``updated`` that is no ISO 8601 datetime (the page is stored all the
-    same; ``forget`` and activation then know no age for it)."""
+    UUID, a ``title``/``summary`` that is no text, a ``created``/``updated`` that is no
+    ISO 8601 datetime (the page is stored all the same; ``forget`` and activation then know
+    no age for it)."""
     found = []
     value = page.get("uuid")
     if value is not None:
@@ -177,6 +178,13 @@ def metadata_warnings(page: Page) -> list[str]:
             uuidlib.UUID(str(value))
         except ValueError:
             found.append(f"uuid {str(value)!r} is not a UUID")
+    for key in ("title", "summary"):
+        # A YAML list or mapping (`title: [a, b]`) is kept, but reads as its Python text.
+        value = page.get(key)
+        if isinstance(value, list | dict):
+            kind = "list" if isinstance(value, list) else "mapping"
+            found.append(f"{key} is a YAML {kind}, not text, so it reads as "
+                         f"{page.get_str(key)!r}; write it as one line of text")
     for key in ("created", "updated"):
         value = page.get(key)
         if value is None or isinstance(value, dt.datetime | dt.date):

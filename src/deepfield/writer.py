@@ -164,6 +164,8 @@ class PageWriter:
             page.set("title", title)          # the author's, kept byte for byte
         normalise_dates(page)
         page.set("uuid", page.uuid or (existing.uuid if existing else None) or new_uuid())
+        if not split and existing is not None:
+            _keep_part_keys(page, existing)
         now = now_iso()
         if not page.get_str("created"):
             page.set("created", now)
@@ -370,3 +372,15 @@ def normalise_dates(page: Page) -> None:
             page.set(key, text.replace("+00:00", "Z"))
         elif isinstance(value, dt.date):
             page.set(key, value.isoformat())
+
+
+def _keep_part_keys(page: Page, existing: Page) -> None:
+    """A page written whole over one part of a split page (the spec's PUT of
+    ``long-part-2.md``) stays that part when its text names no part of its own: without
+    ``split_from``/``part``/``parts`` the parts read as separate pages (as its uuid, kept)."""
+    if not existing.get("split_from") or any(
+            page.get(key) is not None for key in ("split_from", "part", "parts")):
+        return
+    for key in ("split_from", "part", "parts"):
+        if existing.get(key) is not None:
+            page.set(key, existing.get(key))

@@ -127,7 +127,9 @@ def taxonomy_cmd(ctx: click.Context, field: str, lint: bool, strict: bool,
     if strict and not lint:
         raise click.UsageError("--strict applies to --lint: give both")
     report = taxonomy_report(settings(ctx).field(field))
-    failure = DeepfieldError(f"{len(report.issues)} lint warnings and --strict was given",
+    n = len(report.issues)
+    said = f"{n} lint warning{'' if n == 1 else 's'}"  # "1 lint warnings" read wrong
+    failure = DeepfieldError(f"{said} and --strict was given",
                              "fix the pages named, or add their names to the taxonomy"
                              ) if lint and strict and report.issues else None
     if as_json:
@@ -143,7 +145,7 @@ def taxonomy_cmd(ctx: click.Context, field: str, lint: bool, strict: bool,
         if lint:
             for issue in report.issues:
                 click.echo(f"lint: {issue}")
-            click.echo(f"{len(report.issues)} lint warnings")
+            click.echo(said)
         elif report.issues:
-            warn(f"{len(report.issues)} lint warnings (see `deepfield taxonomy {field} --lint`)")
+            warn(f"{said} (see `deepfield taxonomy {field} --lint`)")
         print_json_or_fail(None, failure)

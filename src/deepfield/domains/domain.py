@@ -30,6 +30,7 @@ from .atomic import KINDS, atomic_frontmatter, atomic_meta
 from .taxonomy import (
     LintIssue,
     PageCounts,
+    Span,
     Taxonomy,
     count_pages,
     lint_pages,
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DomainCreated", "TaxonomyReport", "add_atomic", "create_domain", "domain_summary",
     "hidden_pages", "is_superseded", "later_parts", "load_taxonomy", "role_pages",
-    "taxonomy_report", "whole_text",
+    "taxonomy_report", "whole_text", "whole_text_spans",
 ]
 
 MAX_NAME = 100
@@ -167,26 +168,37 @@ def load_taxonomy(field: Field, docs: Sequence[DocRow] | None = None) -> Taxonom
     filename = role_pages(field, docs).get("taxonomy")
     if filename is None:
         return None
-    return parse_taxonomy(whole_text(field.path, filename), filename)
+    text, spans = whole_text_spans(field.path, filename)
+    return parse_taxonomy(text, filename, spans)
 
 
 def whole_text(folder: Path, filename: str) -> str:
     """A page's text; for the first part of a page split into parts, followed by the bodies
     of its other parts in order, without the "Part 1 of 2 · next" footers: a taxonomy (or a
     main-challenge page) over 8 KB is one page to read, not its first 8 KB."""
+    return whole_text_spans(folder, filename)[0]
+
+
+def whole_text_spans(folder: Path, filename: str) -> tuple[str, list[Span]]:
+    """:func:`whole_text` and where its lines come from: a :data:`Span` per part, so a line
+    of the joined text can be named by its part file and that file's line."""
     text = (folder / filename).read_text("utf-8", "replace")
     page = Page.parse(text)
     names = split_part_names(page, filename) or []
+    spans: list[Span] = [(1, filename, 1)]
     if len(names) < 2 or names[0] != filename:
-        return text
-    pieces = [_without_footer(text)]
+        return text, spans
+    pieces = [_without_footer(text).rstrip("\n")]
+    joined_line = pieces[0].count("\n") + 3  # the next piece's first line, after a blank one
     for name in names[1:]:
         try:
             other = Page.parse((folder / name).read_text("utf-8", "replace"))
         except OSError:
             continue  # a part deleted by hand: the rest still reads
-        pieces.append(_without_footer(other.body))
-    return "\n\n".join(piece.rstrip("\n") for piece in pieces) + "\n"
+        pieces.append(_without_footer(other.body).rstrip("\n"))
+        spans.append((joined_line, name, other.body_line))
+        joined_line += pieces[-1].count("\n") + 2
+    return "\n\n".join(pieces) + "\n", spans
 
 
 def _without_footer(text: str) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import TaxonomyError
 from .atomic import Filters
-from .domain import whole_text
+from .domain import whole_text_spans
 from .taxonomy import TAXONOMY_FILE, Taxonomy, parse_taxonomy
 from .templates import ROLE_KEY
 
@@ -66,7 +66,8 @@ def _below(
     chosen = TAXONOMY_FILE if TAXONOMY_FILE in names or not names else sorted(names)[0]
     path = index.field_dir / chosen
     try:
-        taxonomy = parse_taxonomy(whole_text(path.parent, path.name), path.name)
+        text, spans = whole_text_spans(path.parent, path.name)
+        taxonomy = parse_taxonomy(text, path.name, spans)
     except OSError:
         return None
     except TaxonomyError as exc:

@@ -31,8 +31,8 @@ from ..page import Page
 from .atomic import atomic_meta, entry_name, name_key, part_keys, unmatchable
 
 __all__ = [
-    "LintIssue", "PageCounts", "Taxonomy", "TaxonomyNode", "count_pages", "lint_pages",
-    "parse_taxonomy", "render_tree",
+    "LintIssue", "PageCounts", "Span", "Taxonomy", "TaxonomyNode", "count_pages",
+    "lint_pages", "parse_taxonomy", "render_tree",
 ]
 
 TAXONOMY_FILE = "taxonomy.md"
@@ -40,6 +40,10 @@ TAXONOMY_FILE = "taxonomy.md"
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-{2,})[ \t]*$")
+Span = tuple[int, str, int]
+"""Where a split page's part begins in its joined text: (line of the joined text, the part's
+filename, that line in the part file)."""
+
 _ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,3}[.)])(?:[ \t]+(.*?))?[ \t]*$")
 
 
@@ -50,8 +54,11 @@ class TaxonomyNode:
     name: str
     aliases: tuple[str, ...]
     line: int
+    """The line in :attr:`file` (the part file, for a taxonomy split into parts)."""
     path: tuple[str, ...]
     children: list[TaxonomyNode] = field(default_factory=list)
+    file: str = ""
+    """The file that names it: the taxonomy page, or the part of it that holds the line."""
 
     @property
     def depth(self) -> int:
@@ -75,7 +82,8 @@ class TaxonomyNode:
 
     def to_json(self, counts: PageCounts | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "name": self.name, "aliases": list(self.aliases), "line": self.line,
+            "name": self.name, "aliases": list(self.aliases), "file": self.file,
+            "line": self.line,
             "kind": "category" if self.is_category else "concept",
         }
         if counts is not None:
@@ -155,23 +163,36 @@ def _in_order(wanted: list[str], ancestors: list[TaxonomyNode]) -> bool:
     return True
 
 
-def _entry(text: str, filename: str, line: int) -> tuple[str, tuple[str, ...]]:
+def _entry(text: str, where: str) -> tuple[str, tuple[str, ...]]:
     """(name, aliases) of a heading or list item's text."""
     name, aliases = entry_name(text)
     if not name:
-        raise TaxonomyError(f"{filename} line {line}: an entry without a name")
+        raise TaxonomyError(f"{where}: an entry without a name")
     return name, aliases
 
 
-def parse_taxonomy(text: str, filename: str = TAXONOMY_FILE) -> Taxonomy:
-    """The tree in a taxonomy page's text (frontmatter allowed); see the module docstring."""
+def _place(spans: list[Span] | None, filename: str, number: int) -> tuple[str, int]:
+    """The file and line of line ``number`` of the (joined) text."""
+    first, name, line = max((s for s in spans or [] if s[0] <= number), default=(1, filename, 1))
+    return name, line + number - first
+
+
+def parse_taxonomy(text: str, filename: str = TAXONOMY_FILE,
+                   spans: list[Span] | None = None) -> Taxonomy:
+    """The tree in a taxonomy page's text (frontmatter allowed); see the module docstring.
+    ``spans``: where the parts of a split taxonomy begin in ``text`` (whole_text_spans), so
+    lines are counted in the part file that holds them, not in the joined text."""
+
+    def at(number: int) -> str:
+        name, line = _place(spans, filename, number)
+        return f"{name} line {line}"
     if not isinstance(text, str):
         raise TaxonomyError(f"{filename}: the taxonomy must be text, not {type(text).__name__}",
                             "read the file first, e.g. path.read_text('utf-8')")
     page = Page.parse(text)
     if page.frontmatter_error:
         raise TaxonomyError(
-            f"{filename} line 1: {page.frontmatter_error}",
+            f"{at(1)}: {page.frontmatter_error}",
             "fix the YAML between the '---' lines, or remove the block",
         )
     lines = _setext_as_atx(_content_lines(page.body, page.body_line))
@@ -186,13 +207,15 @@ def parse_taxonomy(text: str, filename: str = TAXONOMY_FILE) -> Taxonomy:
                parent: TaxonomyNode | None) -> TaxonomyNode:
         siblings = parent.children if parent else taxonomy.roots
         path = (*parent.path, name) if parent else (name,)
-        node = TaxonomyNode(name, aliases, number, path)
+        file, line = _place(spans, filename, number)
+        node = TaxonomyNode(name, aliases, line, path, file=file)
         twin = next((s for s in siblings if s.keys & node.keys), None)
         if twin is not None:
             where = " > ".join(parent.path) if parent else "the top level"
             taxonomy.warnings.append(
-                f"{filename} line {number}: {name!r} repeats {twin.name!r} "
-                f"(line {twin.line}) under {where}"
+                f"{at(number)}: {name!r} repeats {twin.name!r} "
+                f"({'' if twin.file == file else twin.file + ' '}line {twin.line}) "
+                f"under {where}"
             )
         siblings.append(node)
         return node
@@ -205,11 +228,11 @@ def parse_taxonomy(text: str, filename: str = TAXONOMY_FILE) -> Taxonomy:
                 continue
             raw = _CLOSING.sub("", heading.group(2) or "").strip()
             if not raw:
-                raise TaxonomyError(f"{filename} line {number}: a heading without text")
+                raise TaxonomyError(f"{at(number)}: a heading without text")
             level = len(heading.group(1))
             while heads and heads[-1][0] >= level:
                 heads.pop()
-            name, aliases = _entry(raw, filename, number)
+            name, aliases = _entry(raw, at(number))
             heads.append((level, attach(name, aliases, number, heads[-1][1] if heads else None)))
             continue
         item = _ITEM.match(line)
@@ -218,20 +241,20 @@ def parse_taxonomy(text: str, filename: str = TAXONOMY_FILE) -> Taxonomy:
                 items = []  # unindented prose ends a list
             continue
         if not (item.group(2) or "").strip():
-            raise TaxonomyError(f"{filename} line {number}: an empty list item")
+            raise TaxonomyError(f"{at(number)}: an empty list item")
         indent = len(item.group(1).expandtabs(4))
         while items and items[-1][0] > indent:
             popped = items.pop()
             if items and items[-1][0] < indent:
                 levels = " and ".join(str(i) for i in (items[-1][0], popped[0]))
                 raise TaxonomyError(
-                    f"{filename} line {number}: this item is indented {indent} spaces, "
+                    f"{at(number)}: this item is indented {indent} spaces, "
                     f"between the levels above it ({levels} spaces), so its parent is unclear"
                 )
         if items and items[-1][0] == indent:
             items.pop()
         parent = items[-1][1] if items else (heads[-1][1] if heads else None)
-        name, aliases = _entry(item.group(2), filename, number)
+        name, aliases = _entry(item.group(2), at(number))
         items.append((indent, attach(name, aliases, number, parent)))
     return taxonomy
 

@@ -33,6 +33,7 @@ from ..llm.config import LLMConfig
 from ..store import RESERVED_FIELD_NAMES, Store
 from ..writer import MAX_WRITE_BYTES
 from .auth import Auth, is_local_name, is_loopback
+from .hints import for_http
 from .openapi import openapi_document
 from .service import Service, error_status
 
@@ -203,8 +204,11 @@ async def _deepfield_error(request: Request, exc: Exception) -> Response:
         status = 412 if conditional else 409
         headers = {} if exc.current is None else {
             "ETag": '"' + hashlib.sha256(exc.current).hexdigest() + '"'}
-        return error_response(status, type(exc).__name__, exc.message, exc.hint, headers)
-    return error_response(error_status(exc), type(exc).__name__, exc.message, exc.hint)
+        return error_response(status, type(exc).__name__, exc.message, for_http(exc.hint),
+                              headers)
+    # The library's hints name the CLI's options (--budget): say the query parameters.
+    return error_response(error_status(exc), type(exc).__name__, exc.message,
+                          for_http(exc.hint))
 
 
 async def list_fields(request: Request) -> Response:

@@ -38,6 +38,7 @@ from ..store import Store
 from ..writer import page_to_write
 from . import mcp_args as arg
 from .auth import Auth, is_loopback
+from .hints import restate_context
 from .service import Service, read_view
 
 P = ParamSpec("P")
@@ -67,11 +68,15 @@ AGENT_HINTS = {
 _FLAG = re.compile(r"--(mode|budget|name|level|depth|section|unit|max-rounds)\b")
 
 
+def tool_terms(text: str) -> str:
+    """``text`` with the CLI's options (``--budget``) named as the tools' arguments."""
+    return _FLAG.sub(lambda flag: flag.group(1).replace("-", "_"), text)
+
+
 def for_agents(exc: DeepfieldError) -> str:
     """The error as a tool error's text: the hint names tools and their arguments (``mode``)
     where the CLI's names commands and options (``deepfield ls``, ``--mode``)."""
-    hint = AGENT_HINTS.get(exc.hint) or _FLAG.sub(
-        lambda flag: flag.group(1).replace("-", "_"), exc.hint)
+    hint = AGENT_HINTS.get(exc.hint) or tool_terms(exc.hint)
     return f"{exc.message} ({hint})" if hint else exc.message
 
 
@@ -323,7 +328,7 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         if not trace and built.get("research"):  # its text is in the block already
             built["research"] = {key: built["research"].get(key)
                                  for key in ("sources", "confidence", "warnings")}
-        return built
+        return restate_context(built, tool_terms)  # its warnings said --budget
 
     @server.resource(f"{SCHEME}://{{field}}/{{page}}.md", mime_type="text/markdown",
                      name="page", description="A page of a field, as stored")

@@ -24,6 +24,7 @@ from starlette.routing import BaseRoute, Route
 from ..errors import DeepfieldError
 from ..field import Field
 from .app import deny_read, deny_write, error_response
+from .hints import restate_context
 from .routes_spec import _check_body, _int_param
 from .service import Service, read_view
 
@@ -90,7 +91,7 @@ async def context(request: Request) -> Response:
                                                                    level=level))
     except ModuleNotFoundError:
         return _missing("context building")
-    return JSONResponse(result)
+    return JSONResponse(restate_context(result))
 
 
 async def research(request: Request) -> Response:
@@ -131,8 +132,20 @@ async def remember(request: Request) -> Response:
     return JSONResponse(result, status_code=200 if result.get("action") == "unchanged" else 201)
 
 
+async def no_page(request: Request) -> Response:
+    """``/{field}/_`` and ``/{field}/_/`` name no route (and ``_`` no page): a 404 naming the
+    routes that are there. Without it ``/_/`` was redirected to ``/_``, a 404 about pages."""
+    base = f"/{request.path_params['field']}/_"
+    return error_response(404, "NotFound", f"nothing at {request.url.path}",
+                          f"deepfield's routes are GET {base}/pages, {base}/read/PAGE, "
+                          f"{base}/context?task=, {base}/research?q= and POST {base}/remember")
+
+
 def routes() -> list[BaseRoute]:
     return [
+        # Not API routes (nothing is there): left out of /openapi.json.
+        Route("/{field}/_", no_page, methods=["GET", "HEAD"], include_in_schema=False),
+        Route("/{field}/_/", no_page, methods=["GET", "HEAD"], include_in_schema=False),
         Route("/{field}/_/pages", pages, methods=["GET"]),
         Route("/{field}/_/read/{page}", read, methods=["GET"]),
         Route("/{field}/_/context", context, methods=["GET"]),

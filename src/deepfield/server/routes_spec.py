@@ -310,7 +310,9 @@ def _write_target(request: Request) -> tuple[Service, str, str] | Response:
         return denied
     name, filename = request.path_params["field"], request.path_params["filename"]
     service = _service(request)
-    service.page_path(service.field(name), filename)
+    # A DELETE may name a page made by hand under a non-spec name ("My Notes.md"): GET
+    # serves it and listing.md links it, so it can be archived too; PUT takes spec names only.
+    service.page_path(service.field(name), filename, existing=request.method == "DELETE")
     if filename == LISTING_FILE:
         return _generated(filename)
     return service, name, filename
