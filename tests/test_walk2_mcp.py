@@ -165,10 +165,10 @@ def test_error_hints_name_tools_and_arguments_not_cli_commands(
 
 def test_an_outline_stays_small_when_a_paragraph_has_no_sentence_end(
         keyword_store: deepfield.Store) -> None:
-    # A paragraph with no sentence end the splitter accepts ("in 2024. Then", a transcript
-    # without punctuation) was one "first sentence": the outline, the cheap view an agent
-    # reads first, came back as big as the page (1 MB for a 500 KB page).
-    said = "we talked about the pump in 2024. Then the valve " * 200
+    # A paragraph with no sentence end (a transcript without punctuation) was one "first
+    # sentence": the outline, the cheap view an agent reads first, came back as big as the
+    # page (1 MB for a 500 KB page).
+    said = "we talked about the pump in 2024 then the valve " * 200
     body = "\n\n".join(f"## Part {i}\n\n{said}" for i in range(20))
     keyword_store.create_field("notes")
     (keyword_store.root / "notes" / "talk.md").write_text(
