@@ -20,7 +20,8 @@ def test_all_is_complete_and_sorted() -> None:
                "portable", "qa", "read", "read_parts", "registry", "relative_dates", "research",
                "same_page",
                "salience",
-               "scan", "search", "server", "sessions", "split", "store", "tokens", "writer"}
+               "scan", "search", "server", "sessions", "split", "store", "store_openers", "tokens",
+               "writer"}
     modules |= {"agentsetup", "integrations"}  # imported on demand (setup, framework adapters)
     assert set(deepfield.__all__) == (public - modules) | {"__version__"}
     assert deepfield.__all__ == sorted(deepfield.__all__)

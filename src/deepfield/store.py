@@ -37,6 +37,7 @@ from .fsutil import atomic_write, storage_errors
 from .gitignore import write_gitignore
 from .page import INTRO_FILE, check_name, require_field_name, slugify
 from .search import SearchResponse, search_fields
+from .store_openers import store_opener, url_scheme
 
 if TYPE_CHECKING:
     from .llm.base import ChatModel
@@ -218,7 +219,10 @@ def init(path: str | Path, embedding: EmbeddingConfig | None = None) -> Store:
     The backend is built first: a name or options it refuses raise (UnknownEmbedderError,
     ConfigError) and nothing is written. An existing store is opened as it is; asking it for
     another embedding config than the one it has is a ConfigError (its index was built with
-    that one: edit ``deepfield.toml`` and reindex to change it)."""
+    that one: edit ``deepfield.toml`` and reindex to change it). ``path`` may be a URL, as
+    for :func:`open` (``s3://bucket/prefix``)."""
+    if url_scheme(path) is not None:  # not a local folder named "s3:"
+        return store_opener(str(path)).init(str(path), embedding)
     root = Path(path)
     if root.exists() and not root.is_dir():
         raise StoreError(f"{root} is a file, not a folder",
@@ -260,18 +264,17 @@ def open(
     ``embedder`` overrides the configured backend: an :class:`Embedder`, or None for
     keyword-only access. ``create=True`` initialises a missing store. ``path`` may also be
     ``s3://bucket/prefix``: a store in an S3-compatible bucket (deepfield.bucket, the
-    [scale] extra), with credentials and endpoint from the usual AWS variables.
+    [scale] extra), with credentials and endpoint from the usual AWS variables; other URL
+    schemes are opened by the opener registered for them (deepfield.store_openers), and an
+    unknown one is StoreNotFoundError naming the known ones.
     """
     if not (embedder is None or isinstance(embedder, str | Embedder)):
         raise ConfigError(
             f"embedder= takes an Embedder, a backend name or None, not "
             f"{type(embedder).__name__}",
             'e.g. embedder=None (keywords only), embedder="openai" or an Embedder object')
-    if isinstance(path, str) and path.startswith("s3://"):
-        # The one place the store layer reaches up: opening dispatches on the URL scheme.
-        from .bucket import open_bucket_store
-
-        return open_bucket_store(path, create=create, embedder=embedder)
+    if url_scheme(path) is not None:  # s3://… and other kinds of store (store_openers.py)
+        return store_opener(str(path)).open(str(path), create=create, embedder=embedder)
     root = Path(path)
     if not (root / CONFIG_FILE).exists():
         if create:

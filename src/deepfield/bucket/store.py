@@ -33,6 +33,7 @@ from ..errors import (
 from ..fsutil import atomic_write
 from ..page import INTRO_FILE, is_valid_name, require_field_name
 from ..store import Store, build_embedder, check_field_name
+from ..store_openers import StoreOpener
 from .lease import Lease
 from .objects import SCHEME, Bucket, ObjectConflictError
 
@@ -308,3 +309,17 @@ def open_bucket_store(url: str, *, create: bool = False,
     if isinstance(chosen, str):
         chosen = build_embedder(EmbeddingConfig(chosen))
     return BucketStore(url, bucket, root, config, chosen, lock)
+
+
+class BucketOpener(StoreOpener):
+    """``s3://bucket/prefix`` for :func:`deepfield.open` and :func:`deepfield.init`: the
+    built-in opener of deepfield.store_openers."""
+
+    def open(self, url: str, *, create: bool, embedder: Embedder | str | None) -> Store:
+        return open_bucket_store(url, create=create, embedder=embedder)
+
+    def init(self, url: str, embedding: EmbeddingConfig | None) -> Store:
+        return init_bucket_store(url, embedding or EmbeddingConfig())[0]
+
+
+BUCKET_OPENER = BucketOpener()

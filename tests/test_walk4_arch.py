@@ -1,0 +1,109 @@
+"""Walk 4, structure: stores opened by URL scheme (store_openers.py), and Field.add taking a
+frontmatter block the text begins with, as the CLI's `add -` does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import deepfield
+from deepfield import store_openers
+from deepfield.config import EmbeddingConfig
+from deepfield.embed.base import Embedder
+from deepfield.errors import ConfigError, StoreNotFoundError
+
+from .test_transports import moto_endpoint, s3  # noqa: F401 (the transport tests' fixtures)
+
+
+class _Opener(deepfield.StoreOpener):
+    """Opens ``mem://NAME`` as the folder NAME under ``root``; records what it was asked."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.calls: list[tuple[str, object]] = []
+
+    def open(self, url: str, *, create: bool, embedder: Embedder | str | None) -> deepfield.Store:
+        self.calls.append(("open", create))
+        return deepfield.open(self.root / url.split("://")[1], create=create, embedder=embedder)
+
+    def init(self, url: str, embedding: EmbeddingConfig | None) -> deepfield.Store:
+        self.calls.append(("init", embedding))
+        return deepfield.init(self.root / url.split("://")[1], embedding)
+
+
+@pytest.fixture
+def opener(tmp_path: Path) -> Iterator[_Opener]:
+    made = _Opener(tmp_path / "mem")
+    deepfield.register_store_opener("mem", made)
+    yield made
+    store_openers._registered.pop("mem", None)
+
+
+def test_an_unknown_url_scheme_is_refused_naming_the_known_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ftp://host/x`` became a local path "ftp:/host/x" (with create=True, a store there)."""
+    monkeypatch.chdir(tmp_path)
+    for call in (lambda: deepfield.open("ftp://host/x", create=True),
+                 lambda: deepfield.init("ftp://host/x")):
+        with pytest.raises(StoreNotFoundError, match=r"ftp:// URL \(known schemes: s3://\)"):
+            call()
+    assert not (tmp_path / "ftp:").exists()
+
+
+def test_a_registered_opener_opens_and_inits_its_scheme(opener: _Opener) -> None:
+    with deepfield.init("mem://a", EmbeddingConfig("none")) as made:
+        made.create_field("notes").add("Woks", "Carbon steel woks.")
+    with deepfield.open("MEM://a", embedder=None) as store:  # schemes are case-insensitive
+        assert store.field_names() == ["notes"]
+    assert opener.calls == [("init", EmbeddingConfig("none")), ("open", False)]
+    assert "mem" in store_openers.store_schemes()
+
+
+def test_registering_an_opener_checks_scheme_opener_and_taken_names(opener: _Opener) -> None:
+    with pytest.raises(ConfigError, match="already registered"):
+        deepfield.register_store_opener("mem", _Opener(opener.root))
+    with pytest.raises(ConfigError, match="already registered"):
+        deepfield.register_store_opener("s3", _Opener(opener.root))  # a built-in
+    deepfield.register_store_opener("mem", opener)  # the same one again: fine
+    with pytest.raises(ConfigError, match="not a URL scheme"):
+        deepfield.register_store_opener("Mem Two", opener)
+    bad: Any = lambda url: None  # noqa: E731 - a function, not a StoreOpener
+    with pytest.raises(ConfigError, match="must be a StoreOpener"):
+        deepfield.register_store_opener("other", bad)
+    replacement = _Opener(opener.root)
+    deepfield.register_store_opener("mem", replacement, replace=True)
+    deepfield.init("mem://b").close()
+    assert replacement.calls and not opener.calls
+
+
+def test_opening_a_folder_store_loads_no_bucket_code(tmp_path: Path) -> None:
+    """The store layer no longer imports deepfield.bucket itself; s3 is found by scheme."""
+    code = ("import sys, deepfield; deepfield.open(sys.argv[1], create=True, embedder=None)"
+            ".close(); print('deepfield.bucket' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": str(Path(deepfield.__file__).parents[1])}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], env=env,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_s3_stores_open_and_init_through_the_registry(
+    s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    """``deepfield.init("s3://…")`` made a local folder "s3:" instead of a store in the bucket."""
+    from deepfield.bucket import BucketStore
+
+    client, bucket = s3
+    monkeypatch.chdir(tmp_path)
+    with deepfield.init(f"s3://{bucket}/team", EmbeddingConfig("none")) as made:
+        assert isinstance(made, BucketStore)
+    assert not (tmp_path / "s3:").exists()
+    assert client.get_object(Bucket=bucket, Key="team/deepfield.toml")["Body"].read()
+    with deepfield.open(f"s3://{bucket}/team", embedder=None) as opened:
+        assert isinstance(opened, BucketStore)
