@@ -32,6 +32,7 @@ from .errors import (
     InvalidPageError,
     PageNotFoundError,
 )
+from .field_read import read_page
 from .field_sync import AUTO_EMBED_SECONDS as AUTO_EMBED_SECONDS
 from .field_sync import FieldSync
 from .fsutil import (
@@ -45,22 +46,19 @@ from .fsutil import (
 from .index import DocRow, SyncReport
 from .index.backend import IndexBackend
 from .index.health import healing
-from .manage.activation import record_activation
 from .manage.hooks import WritePlan, after_write, before_write, review_default
 from .manage.removal import archive_page, restore_page
-from .manage.supersede import link_warnings, superseded_note
+from .manage.supersede import link_warnings
 from .page import (
     INTRO_FILE,
     Page,
     can_be_a_file_name,
-    derive_title,
     is_valid_name,
     metadata_warnings,
     slugify,
 )
 from .page_text import check_text, require_text
-from .read import PageView, check_view, find_section, outline, render_outline
-from .read_parts import outline_parts, part_names, section_in_parts
+from .read import PageView
 from .same_page import identical_page, same_titled
 from .scan import scan_field
 from .search import SearchResponse, search_fields
@@ -219,46 +217,8 @@ class Field(FieldSync):
     ) -> PageView:
         """Read a page whole, as an outline, or one section of it (a use of the page is
         logged as activation unless ``record=False``)."""
-        check_view(outline_only, depth, sentences, section)
-        filename, page = self.load(ref)
-        parts = part_names(filename, page) or None
-        if section is not None and parts:  # the heading may be in another part
-            hit = section_in_parts(filename, page, parts, self.load, section)
-            filename, page = hit.filename, hit.page
-        title = derive_title(page, fallback=filename[:-3])
-        warnings = [f"{filename}: {page.frontmatter_error}"] if page.frontmatter_error else []
-        note = superseded_note(page)
-        warnings += [f"{filename}: {note}"] if note else []
-        if record and self.record_reads:
-            record_activation(self, [filename], "read", uuids=[page.uuid])
-        base: dict[str, Any] = {
-            "field": self.name, "filename": filename, "title": title, "uuid": page.uuid,
-            "summary": page.summary, "frontmatter": page.frontmatter, "warnings": warnings,
-            "parts": parts,
-        }
-        if section is not None:
-            if parts:
-                warnings += hit.warnings
-                found, text, last = hit.section, hit.text, hit.last_line
-            else:
-                found, text, last = find_section(page, section)
-            return PageView(
-                **base, view="section", text=text, bytes=len(text.encode()),
-                section=list(found.path), line_start=found.line, line_end=last,
-            )
-        if outline_only:
-            if parts:  # the outline of the whole page, each part's headings under its name
-                entries, missing = outline_parts(filename, page, parts, self.load,
-                                                 depth=depth, sentences=sentences)
-                warnings += missing
-            else:
-                entries = outline(page, depth=depth, sentences=sentences)
-            text = render_outline(title, page.summary, entries, parts)
-            return PageView(**base, view="outline", text=text, bytes=len(text.encode()),
-                            outline=entries)
-        text = page.render() if page.frontmatter_error is None else page.body
-        return PageView(**base, view="full", text=text, bytes=len(text.encode()),
-                        line_start=1, line_end=len(text.splitlines()) or 1)
+        return read_page(self, ref, outline_only=outline_only, depth=depth,
+                         sentences=sentences, section=section, record=record)
 
     @storage_errors()
     def write(
