@@ -12,8 +12,8 @@ import deepfield
 def test_all_is_complete_and_sorted() -> None:
     public = {name for name in dir(deepfield) if not name.startswith("_")}
     modules = {"archive", "bucket", "cli", "confidence", "config", "context", "debris", "domains",
-               "embed", "errors", "fence", "field", "field_backends", "field_index", "field_read",
-               "field_sync",
+               "embed", "errors", "fence", "field", "field_add", "field_backends", "field_index",
+               "field_read", "field_sync",
                "freshness", "fsutil", "fusion", "gitignore", "hits", "httpjson", "importers",
                "index",
                "line_rank", "listing", "llm", "manage", "markdown", "memo", "memorize", "page",

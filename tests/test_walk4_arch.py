@@ -107,3 +107,44 @@ def test_s3_stores_open_and_init_through_the_registry(
     assert client.get_object(Bucket=bucket, Key="team/deepfield.toml")["Body"].read()
     with deepfield.open(f"s3://{bucket}/team", embedder=None) as opened:
         assert isinstance(opened, BucketStore)
+
+
+def test_field_add_takes_a_leading_frontmatter_block_as_the_cli_does(
+    field: deepfield.Field,
+) -> None:
+    """``Field.add(title, note)`` kept the note's ``---`` block as body text under the page's
+    own frontmatter; only the CLI's ``add -`` read it."""
+    note = "---\ntitle: X\ntags: [wok]\nsummary: Inner\nsource: chat\n---\nBody\n"
+    added = field.add("T", note)
+    _, page = field.load(added.pages[0].filename)
+    assert page.body == "Body\n"
+    assert page.frontmatter is not None
+    assert (page.frontmatter["title"], page.frontmatter["tags"], page.frontmatter["summary"],
+            page.frontmatter["source"]) == ("T", ["wok"], "Inner", "chat")
+    added = field.add("U", note, summary="Mine", frontmatter={"source": "me"})
+    _, page = field.load(added.pages[0].filename)
+    assert page.frontmatter is not None
+    assert (page.frontmatter["summary"], page.frontmatter["source"]) == ("Mine", "me")
+    assert page.frontmatter["tags"] == ["wok"]
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("---\nuuid: 12\n---\nBody\n", "has a uuid"),
+    ("---\ntitle: [\n---\nBody\n", "cannot be read"),
+    ("---\ntags: [a]\n---\n", "only a frontmatter block"),
+])
+def test_field_add_refuses_a_block_it_cannot_take(
+    field: deepfield.Field, text: str, match: str
+) -> None:
+    from deepfield.errors import InvalidPageError
+
+    with pytest.raises(InvalidPageError, match=match):
+        field.add("V", text)
+    assert [p.filename for p in field.pages()] == []
+
+
+def test_field_add_keeps_prose_between_rules_as_text(field: deepfield.Field) -> None:
+    prose = "---\nIntro\n---\nBody\n"  # a rule and a setext heading: Markdown, kept
+    added = field.add("Y", prose)
+    _, page = field.load(added.pages[0].filename)
+    assert page.body == prose

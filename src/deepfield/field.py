@@ -32,6 +32,7 @@ from .errors import (
     InvalidPageError,
     PageNotFoundError,
 )
+from .field_add import add_page
 from .field_read import read_page
 from .field_sync import AUTO_EMBED_SECONDS as AUTO_EMBED_SECONDS
 from .field_sync import FieldSync
@@ -59,11 +60,10 @@ from .page import (
 )
 from .page_text import check_text, require_text
 from .read import PageView
-from .same_page import identical_page, same_titled
+from .same_page import identical_page
 from .scan import scan_field
 from .search import SearchResponse, search_fields
 from .writer import (
-    MAX_WRITE_BYTES,
     PageWriter,
     WriteResult,
     WrittenPage,
@@ -316,32 +316,15 @@ class Field(FieldSync):
         frontmatter: dict[str, Any] | None = None,
         review: bool | None = None,
     ) -> WriteResult:
-        """Write ``text`` as a new page titled ``title`` (plus optional summary and keys)."""
-        require_text(title, "the title")
-        require_text(text, "the page text")
-        if summary is not None:
-            require_text(summary, "the summary")
-        if frontmatter is not None and not isinstance(frontmatter, dict):
-            raise InvalidPageError(f"frontmatter must be a mapping, not "
-                                   f"{type(frontmatter).__name__}")
-        check_text(text.encode("utf-8"), "page text", MAX_WRITE_BYTES)
-        page = Page(body=text if text.endswith("\n") else text + "\n", frontmatter={})
-        page.set("title", title)
-        if summary:
-            page.set("summary", summary)
-        for key, value in (frontmatter or {}).items():
-            page.set(key, value)
-        result = self.write(page, name=name, review=review)
-        written = result.pages[0]
-        others = same_titled(self.path, title, written.filename) if name is None else []
-        if others and written.action == "created":
-            # A second page of one title is filed as title-2.md: allowed (two meetings may
-            # share a title), but more often a slip than a wish, so say where the first is.
-            result.warnings.append(
-                f"{written.filename}: a page titled {title!r} is already in {self.name}: "
-                f"{', '.join(others)} (edit that page, or give --name to keep both on purpose)"
-            )
-        return result
+        """Write ``text`` as a new page titled ``title`` (plus optional summary and keys).
+
+        A frontmatter block ``text`` begins with (a note handed over whole) is not kept as
+        body text: its keys join the page's frontmatter, ``title`` and ``summary`` winning
+        over its own, ``frontmatter`` over all of its keys. A block that is not valid YAML,
+        one with no text below it and one holding a ``uuid`` are InvalidPageError (use
+        :meth:`write` to store a page under its own uuid)."""
+        return add_page(self, title, text, summary=summary, name=name,
+                        frontmatter=frontmatter, review=review)
 
     # ------------------------------------------------------------------ archive
 
