@@ -148,3 +148,31 @@ def test_field_add_keeps_prose_between_rules_as_text(field: deepfield.Field) -> 
     added = field.add("Y", prose)
     _, page = field.load(added.pages[0].filename)
     assert page.body == prose
+
+
+def test_field_add_title_and_summary_are_one_line_and_a_title_is_needed(
+    field: deepfield.Field,
+) -> None:
+    """Only the CLI folded line breaks and refused a blank title: ``Field.add("A\\nB", …)``
+    stored a two-line title, and ``"   "`` a blank one."""
+    added = field.add("Wok\n  care ", "Oil it.", summary="One\ntwo.")
+    _, page = field.load(added.pages[0].filename)
+    assert (page.title, page.summary) == ("Wok care", "One two.")
+    from deepfield.errors import InvalidPageError
+
+    for blank in ("", "  \n "):
+        with pytest.raises(InvalidPageError, match="the title is empty"):
+            field.add(blank, "Text.")
+
+
+def test_field_add_with_a_uuid_in_frontmatter_never_replaces_another_page(
+    field: deepfield.Field,
+) -> None:
+    """``add(…, frontmatter={"uuid": u})`` replaced the page carrying ``u`` (its title and text
+    gone from the field) although add always makes a new page."""
+    from deepfield.errors import InvalidPageError
+
+    first = field.add("First", "First text.").pages[0]
+    with pytest.raises(InvalidPageError, match="frontmatter= has a uuid"):
+        field.add("Second", "Second text.", frontmatter={"uuid": first.uuid})
+    assert field.read(first.filename).title == "First"

@@ -7,7 +7,7 @@ kept as body text under the page's own frontmatter, but read, its keys joining t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import InvalidPageError
 from .page import Page
@@ -30,13 +30,19 @@ def add_page(
     review: bool | None,
 ) -> WriteResult:
     """What :meth:`deepfield.Field.add` does (its docstring says what it takes)."""
-    require_text(title, "the title")
+    # A title and a summary are one line each (listing.md, `ls`, search stubs): a line break
+    # in one made a page whose title showed as two lines everywhere.
+    title = " ".join(require_text(title, "the title").split())
+    if not title:
+        raise InvalidPageError("the title is empty", "give the page a few words as its title")
     require_text(text, "the page text")
     if summary is not None:
-        require_text(summary, "the summary")
+        summary = " ".join(require_text(summary, "the summary").split())
     if frontmatter is not None and not isinstance(frontmatter, dict):
         raise InvalidPageError(f"frontmatter must be a mapping, not "
                                f"{type(frontmatter).__name__}")
+    if frontmatter and "uuid" in frontmatter:
+        _refuse_uuid("frontmatter= has a uuid")
     check_text(text.encode("utf-8"), "page text", MAX_WRITE_BYTES)
     body, own = text_frontmatter(text, summary)
     page = Page(body=body if body.endswith("\n") else body + "\n", frontmatter={})
@@ -80,8 +86,14 @@ def text_frontmatter(text: str, summary: str | None) -> tuple[str, dict[str, Any
     if summary is not None:
         keys.pop("summary", None)
     if "uuid" in keys:
-        raise InvalidPageError(
-            "the text's frontmatter has a uuid, and add always makes a new page",
-            "store a page under its own uuid with Field.write (`deepfield write FIELD -`), "
-            "or remove the uuid line")
+        _refuse_uuid("the text's frontmatter has a uuid")
     return page.body, keys
+
+
+def _refuse_uuid(where: str) -> NoReturn:
+    """Refuse a uuid given to add: it names a page that may exist, which the write would then
+    replace (its title, text and all), where add always makes a new page."""
+    raise InvalidPageError(
+        f"{where}, and add always makes a new page",
+        "store a page under its own uuid with Field.write (`deepfield write FIELD -`), "
+        "or remove the uuid")

@@ -139,10 +139,6 @@ def add_cmd(
     if not title.strip():
         raise click.BadParameter("the title is empty; give the page a few words",
                                  param_hint="--title")
-    # A title and a summary are one line each (listing.md, `ls`, search stubs): a line break
-    # typed into --title made a page whose title showed as two lines everywhere.
-    title = " ".join(title.split())
-    summary = " ".join(summary.split()) if summary is not None else None
     fld = settings(ctx).field(field)
     if text == "-":
         body = read_input("-")
