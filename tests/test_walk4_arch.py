@@ -176,3 +176,22 @@ def test_field_add_with_a_uuid_in_frontmatter_never_replaces_another_page(
     with pytest.raises(InvalidPageError, match="frontmatter= has a uuid"):
         field.add("Second", "Second text.", frontmatter={"uuid": first.uuid})
     assert field.read(first.filename).title == "First"
+
+
+def test_an_empty_path_is_refused_not_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``deepfield.init("")`` (say, an unset variable) made the working folder a store, and
+    ``open_field("")`` opened it as a field; the CLI already refused an empty folder."""
+    from deepfield.errors import PageNotFoundError, StoreError
+
+    monkeypatch.chdir(tmp_path)
+    for call in (lambda: deepfield.init(""), lambda: deepfield.open(" ", create=True),
+                 lambda: deepfield.open("")):
+        with pytest.raises(StoreError, match="empty string"):
+            call()
+    with pytest.raises(PageNotFoundError, match="empty string"):
+        deepfield.open_field("")
+    assert list(tmp_path.iterdir()) == []
+    deepfield.init(".", EmbeddingConfig("none")).close()  # the working folder, said so
+    assert (tmp_path / "deepfield.toml").is_file()

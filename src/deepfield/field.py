@@ -377,6 +377,9 @@ class Field(FieldSync):
 
 def open_field(path: str | Path, embedder: Embedder | None = None) -> Field:
     """Open any memoryfield folder (not necessarily inside a store)."""
+    if isinstance(path, str) and not path.strip():  # Path("") is the working folder
+        raise PageNotFoundError("no field folder given (the path is an empty string)",
+                                'give the path of a folder, or "." for the working folder')
     folder = Path(path)
     if not folder.is_dir():
         raise PageNotFoundError(f"no field folder at {folder}", "give the path of a folder")

@@ -221,6 +221,7 @@ def init(path: str | Path, embedding: EmbeddingConfig | None = None) -> Store:
     another embedding config than the one it has is a ConfigError (its index was built with
     that one: edit ``deepfield.toml`` and reindex to change it). ``path`` may be a URL, as
     for :func:`open` (``s3://bucket/prefix``)."""
+    _require_path(path)
     if url_scheme(path) is not None:  # not a local folder named "s3:"
         return store_opener(str(path)).init(str(path), embedding)
     root = Path(path)
@@ -273,6 +274,7 @@ def open(
             f"embedder= takes an Embedder, a backend name or None, not "
             f"{type(embedder).__name__}",
             'e.g. embedder=None (keywords only), embedder="openai" or an Embedder object')
+    _require_path(path)
     if url_scheme(path) is not None:  # s3://… and other kinds of store (store_openers.py)
         return store_opener(str(path)).open(str(path), create=create, embedder=embedder)
     root = Path(path)
@@ -297,6 +299,15 @@ def open(
     if isinstance(chosen, str):
         chosen = build_embedder(EmbeddingConfig(chosen))
     return Store(root, config, chosen)
+
+
+def _require_path(path: str | Path) -> None:
+    """StoreError for an empty string: Path("") is the working folder, which init (and
+    open(create=True)) made a store of, e.g. from an unset environment variable."""
+    if isinstance(path, str) and not path.strip():
+        raise StoreError("no store folder given (the path is an empty string)",
+                         'give the store\'s folder, e.g. deepfield.open("memory"), or "." for '
+                         "the working folder")
 
 
 def _is_folder(path: Path) -> bool:
