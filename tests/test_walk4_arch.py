@@ -195,3 +195,12 @@ def test_an_empty_path_is_refused_not_the_working_folder(
     assert list(tmp_path.iterdir()) == []
     deepfield.init(".", EmbeddingConfig("none")).close()  # the working folder, said so
     assert (tmp_path / "deepfield.toml").is_file()
+
+
+def test_a_field_named_twice_is_searched_once(store: deepfield.Store) -> None:
+    """``store.search(q, fields=["a", "a"])`` returned every hit of ``a`` twice."""
+    store.create_field("a").add("Wok care", "Oil the wok after washing.")
+    store.create_field("b").add("Wok seasoning", "Season the wok with oil.")
+    hits = store.search("wok", fields=["a", "b", "a"], mode="bm25").results
+    assert sorted((h.field, h.filename) for h in hits) == [
+        ("a", "wok-care.md"), ("b", "wok-seasoning.md")]

@@ -186,7 +186,9 @@ class Store:
         rather than a wish to search everything."""
         if fields is None:
             return self.fields()
-        names = [fields] if isinstance(fields, str) else list(fields)
+        # A name given twice is one field: searched twice, its pages came back twice.
+        given = [fields] if isinstance(fields, str) else list(fields)
+        names = [n for i, n in enumerate(given) if n not in given[:i]]  # ["a", ["b"]]: no hash
         if not names:
             raise UnknownFieldError(
                 "no fields given (an empty list)",
