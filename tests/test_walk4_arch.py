@@ -107,6 +107,13 @@ def test_s3_stores_open_and_init_through_the_registry(
     assert client.get_object(Bucket=bucket, Key="team/deepfield.toml")["Body"].read()
     with deepfield.open(f"s3://{bucket}/team", embedder=None) as opened:
         assert isinstance(opened, BucketStore)
+        bad: Any = 123  # refused before the field's folder marker is put in the bucket
+        with pytest.raises(deepfield.InvalidPageError, match="must be text, not int"):
+            opened.create_field("notes", intro=bad)
+        assert "Contents" not in client.list_objects_v2(Bucket=bucket, Prefix="team/notes")
+        opened.create_field("notes", intro="Kitchen notes.")
+    page = client.get_object(Bucket=bucket, Key="team/notes/index.md")["Body"].read()
+    assert page == b"# notes\n\nKitchen notes.\n"
 
 
 def test_field_add_takes_a_leading_frontmatter_block_as_the_cli_does(
@@ -225,3 +232,26 @@ def test_open_field_refuses_a_store_and_builds_a_named_embedder(
     bad: Any = 3
     with pytest.raises(ConfigError, match="not int"):
         deepfield.open_field(store.root / "notes", bad)
+
+
+@pytest.mark.parametrize(("intro", "match"), [
+    (123, "must be text, not int"),
+    (b"Notes", "must be text, not bytes"),
+    ("a\x00b", "looks binary"),
+    ("a\udc80b", "not valid UTF-8"),
+])
+def test_a_bad_intro_is_refused_before_the_field_is_made(
+    store: deepfield.Store, intro: Any, match: str
+) -> None:
+    """``create_field("a", intro=123)`` made the folder, then crashed with AttributeError (a
+    NUL was written into index.md): the field was left half made."""
+    from deepfield.errors import InvalidPageError
+
+    with pytest.raises(InvalidPageError, match=match):
+        store.create_field("a", intro=intro)
+    assert store.field_names() == []
+
+
+def test_a_blank_intro_writes_no_index_page(store: deepfield.Store) -> None:
+    store.create_field("a", intro="  \n ")
+    assert store.field("a").intro() is None

@@ -36,8 +36,10 @@ from .field import Field
 from .fsutil import atomic_write, storage_errors
 from .gitignore import write_gitignore
 from .page import INTRO_FILE, check_name, require_field_name, slugify
+from .page_text import check_text, require_text
 from .search import SearchResponse, search_fields
 from .store_openers import store_opener, url_scheme
+from .writer import MAX_WRITE_BYTES
 
 if TYPE_CHECKING:
     from .llm.base import ChatModel
@@ -59,6 +61,19 @@ def check_field_name(name: str) -> str:
             f"choose another name, e.g. `{stem}-notes`",
         )
     return stem
+
+
+def intro_page(name: str, intro: object) -> bytes | None:
+    """The ``index.md`` of a new field ``name`` introduced by ``intro`` (None: no intro, or a
+    blank one); InvalidPageError for an intro that is not text a page can hold."""
+    if intro is None:
+        return None
+    text = require_text(intro, "the introduction")
+    if not text.strip():
+        return None
+    check_text(text.encode("utf-8"), "the introduction", MAX_WRITE_BYTES)
+    text = text if text.lstrip().startswith("#") else f"# {name}\n\n{text}"
+    return (text.rstrip("\n") + "\n").encode("utf-8")
 
 
 class Store:
@@ -119,7 +134,9 @@ class Store:
 
     @storage_errors()
     def create_field(self, name: str, *, intro: str | None = None, exist_ok: bool = False) -> Field:
-        """Create a field folder, with ``index.md`` holding ``intro`` when given."""
+        """Create a field folder, with ``index.md`` holding ``intro`` when given (a blank
+        one: none)."""
+        page = intro_page(name, intro)  # checked first: a bad one left a folder made
         try:
             check_field_name(name)
         except InvalidNameError as exc:
@@ -135,9 +152,8 @@ class Store:
         else:
             folder.mkdir()
             write_gitignore(folder)  # a field put under git leaves its derived files out
-        if intro and not (folder / INTRO_FILE).exists():
-            text = intro if intro.lstrip().startswith("#") else f"# {name}\n\n{intro}"
-            atomic_write(folder / INTRO_FILE, (text.rstrip("\n") + "\n").encode("utf-8"))
+        if page is not None and not (folder / INTRO_FILE).exists():
+            atomic_write(folder / INTRO_FILE, page)
         return self.field(name)
 
     def search(
