@@ -95,5 +95,5 @@ def _refuse_uuid(where: str) -> NoReturn:
     replace (its title, text and all), where add always makes a new page."""
     raise InvalidPageError(
         f"{where}, and add always makes a new page",
-        "store a page under its own uuid with Field.write (`deepfield write FIELD -`), "
-        "or remove the uuid")
+        "use `deepfield write FIELD -` (Field.write in Python) to store a page under its "
+        "own uuid, or remove the uuid")
