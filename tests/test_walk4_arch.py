@@ -255,3 +255,19 @@ def test_a_bad_intro_is_refused_before_the_field_is_made(
 def test_a_blank_intro_writes_no_index_page(store: deepfield.Store) -> None:
     store.create_field("a", intro="  \n ")
     assert store.field("a").intro() is None
+
+
+def test_a_home_relative_path_is_the_home_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``deepfield.open("~/memory", create=True)`` made a folder named "~" in the working
+    folder (the CLI's --store already expanded it)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    with deepfield.open("~/memory", create=True, embedder=None) as store:
+        store.create_field("notes").add("Wok care", "Oil the wok.")
+    assert (tmp_path / "home" / "memory" / "deepfield.toml").is_file()
+    deepfield.init("~/memory").close()  # opened as it is
+    assert deepfield.open_field("~/memory/notes").path == tmp_path / "home/memory/notes"
+    assert list((tmp_path / "work").iterdir()) == []

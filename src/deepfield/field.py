@@ -384,7 +384,7 @@ def open_field(path: str | Path, embedder: Embedder | str | None = None) -> Fiel
     if isinstance(path, str) and not path.strip():  # Path("") is the working folder
         raise PageNotFoundError("no field folder given (the path is an empty string)",
                                 'give the path of a folder, or "." for the working folder')
-    folder = Path(path)
+    folder = Path(os.path.expanduser(path))  # "~/notes": the home folder's, not ./~
     if not folder.is_dir():
         raise PageNotFoundError(f"no field folder at {folder}", "give the path of a folder")
     if (folder / CONFIG_FILE).is_file():  # pages, listing.md and an index went into its root

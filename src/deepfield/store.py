@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -242,7 +243,7 @@ def init(path: str | Path, embedding: EmbeddingConfig | None = None) -> Store:
     _require_path(path)
     if url_scheme(path) is not None:  # not a local folder named "s3:"
         return store_opener(str(path)).init(str(path), embedding)
-    root = Path(path)
+    root = Path(os.path.expanduser(path))  # "~/memory": the home folder's, not ./~
     if root.exists() and not root.is_dir():
         raise StoreError(f"{root} is a file, not a folder",
                          "give a new or existing folder for the store")
@@ -295,7 +296,7 @@ def open(
     _require_path(path)
     if url_scheme(path) is not None:  # s3://… and other kinds of store (store_openers.py)
         return store_opener(str(path)).open(str(path), create=create, embedder=embedder)
-    root = Path(path)
+    root = Path(os.path.expanduser(path))  # "~/memory": the home folder's, not ./~
     if not (root / CONFIG_FILE).exists():
         if create:
             # A backend named here is written into the new store's config; an Embedder object
