@@ -271,3 +271,24 @@ def test_a_home_relative_path_is_the_home_folders(
     deepfield.init("~/memory").close()  # opened as it is
     assert deepfield.open_field("~/memory/notes").path == tmp_path / "home/memory/notes"
     assert list((tmp_path / "work").iterdir()) == []
+
+
+def test_a_field_removed_on_disk_is_unknown_not_a_file_not_found(
+    store: deepfield.Store,
+) -> None:
+    """A field folder deleted while the Store was open: ``store.field(name)`` still handed
+    out the old handle, and a write through it raised a bare FileNotFoundError."""
+    import shutil
+
+    from deepfield.errors import UnknownFieldError
+
+    old = store.create_field("gone")
+    old.add("Wok care", "Oil the wok.")
+    shutil.rmtree(store.root / "gone")
+    with pytest.raises(UnknownFieldError, match="is gone"):
+        old.add("Wok rust", "Scrub it.")
+    with pytest.raises(UnknownFieldError, match="no field 'gone'"):
+        store.field("gone")
+    assert not (store.root / "gone").exists()
+    store.create_field("gone").add("Wok rust", "Scrub it.")  # made again: a fresh handle
+    assert [d.filename for d in store.field("gone").pages()] == ["wok-rust.md"]

@@ -34,6 +34,7 @@ from .errors import (
     InvalidPageError,
     PageNotFoundError,
     StoreError,
+    UnknownFieldError,
 )
 from .field_add import add_page
 from .field_read import read_page
@@ -66,13 +67,7 @@ from .read import PageView
 from .same_page import identical_page
 from .scan import scan_field
 from .search import SearchResponse, search_fields
-from .writer import (
-    PageWriter,
-    WriteResult,
-    WrittenPage,
-    page_to_write,
-    refuse_special,
-)
+from .writer import PageWriter, WriteResult, WrittenPage, page_to_write, refuse_special
 
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
 
@@ -241,6 +236,9 @@ class Field(FieldSync):
         (HTTP's If-Match).
         """
         page, stem = page_to_write(content, name)
+        if not self.path.is_dir():  # removed since opened: not a bare FileNotFoundError
+            raise UnknownFieldError(f"the field folder {self.path} is gone",
+                                    "list fields with `deepfield ls`")
         if expected is not None and not name:  # the check needs a page to compare with
             raise DeepfieldError("expected= needs name=: a conditional write names its page",
                                  "pass name= with the page's filename, or drop expected=")

@@ -107,7 +107,11 @@ class Store:
         """The field called ``name``; raises UnknownFieldError if there is none."""
         require_field_name(name)
         if name in self._fields:
-            return self._fields[name]
+            if _is_folder(self._fields[name].path):
+                return self._fields[name]
+            # Removed on disk since it was opened: writes through the old handle failed with
+            # a bare FileNotFoundError; it is now as unknown as a field never made.
+            self.forget_field(name)
         folder = self.root / name
         if "/" in name or name.startswith(".") or not _is_folder(folder):
             known = ", ".join(self.field_names()) or "none yet"
