@@ -292,3 +292,18 @@ def test_a_field_removed_on_disk_is_unknown_not_a_file_not_found(
     assert not (store.root / "gone").exists()
     store.create_field("gone").add("Wok rust", "Scrub it.")  # made again: a fresh handle
     assert [d.filename for d in store.field("gone").pages()] == ["wok-rust.md"]
+
+
+def test_init_takes_a_backend_name_and_refuses_what_it_cannot_write(tmp_path: Path) -> None:
+    """``init(path, "none")`` and ``EmbeddingConfig("none", ["x"])`` raised AttributeError (the
+    second after making the folder); an option name TOML cannot hold wrote a deepfield.toml
+    that never opened again."""
+    with deepfield.init(tmp_path / "a", "none") as made:
+        assert made.config.embedding == EmbeddingConfig("none")
+    cases: list[tuple[Any, str]] = [(EmbeddingConfig("none", ["x"]), "not list"),  # type: ignore[arg-type]
+                                    (EmbeddingConfig("none", {"a b": 1}), "cannot be written"),
+                                    (3, "not int")]
+    for embedding, match in cases:
+        with pytest.raises(ConfigError, match=match):
+            deepfield.init(tmp_path / "b", embedding)
+    assert not (tmp_path / "b").exists()

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -236,8 +237,9 @@ def build_embedder(config: EmbeddingConfig) -> Embedder | None:
 
 
 @storage_errors()
-def init(path: str | Path, embedding: EmbeddingConfig | None = None) -> Store:
-    """Create a store folder (or adopt an existing folder) and write its ``deepfield.toml``.
+def init(path: str | Path, embedding: EmbeddingConfig | str | None = None) -> Store:
+    """Create a store folder (or adopt an existing folder) and write its ``deepfield.toml``;
+    ``embedding``: an :class:`EmbeddingConfig`, a backend name, or None for the default.
 
     The backend is built first: a name or options it refuses raise (UnknownEmbedderError,
     ConfigError) and nothing is written. An existing store is opened as it is; asking it for
@@ -245,6 +247,7 @@ def init(path: str | Path, embedding: EmbeddingConfig | None = None) -> Store:
     that one: edit ``deepfield.toml`` and reindex to change it). ``path`` may be a URL, as
     for :func:`open` (``s3://bucket/prefix``)."""
     _require_path(path)
+    embedding = _embedding_config(embedding)
     if url_scheme(path) is not None:  # not a local folder named "s3:"
         return store_opener(str(path)).init(str(path), embedding)
     root = Path(os.path.expanduser(path))  # "~/memory": the home folder's, not ./~
@@ -259,9 +262,33 @@ def init(path: str | Path, embedding: EmbeddingConfig | None = None) -> Store:
     config = StoreConfig(embedding or EmbeddingConfig())
     check_default_options(config.embedding)  # the file would not open again
     build_embedder(config.embedding)
+    text = render_config(config)
+    try:  # checked before anything is made: a store that would not open again is no store
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"the embedding options cannot be written to {CONFIG_FILE}: {exc}",
+                          "option names are letters, digits, '_' and '-'") from None
     root.mkdir(parents=True, exist_ok=True)
-    atomic_write(config_path, render_config(config).encode("utf-8"))
+    atomic_write(config_path, text.encode("utf-8"))
     return open(root)
+
+
+def _embedding_config(embedding: object) -> EmbeddingConfig | None:
+    """``embedding`` as :func:`init` takes it (a backend name: that backend), checked: a
+    string or a list of options gave an AttributeError, after the folder was made."""
+    if isinstance(embedding, str):
+        return EmbeddingConfig(embedding)
+    if embedding is None:
+        return None
+    if not isinstance(embedding, EmbeddingConfig):
+        raise ConfigError(f"embedding= takes an EmbeddingConfig, a backend name or None, not "
+                          f"{type(embedding).__name__}",
+                          'e.g. EmbeddingConfig("openai", {"url": ..., "model": ...}) or "none"')
+    if not isinstance(embedding.options, dict):
+        raise ConfigError(f"embedding options are a dict of option names and values, not "
+                          f"{type(embedding.options).__name__}",
+                          'e.g. EmbeddingConfig("openai", {"url": ..., "model": ...})')
+    return embedding
 
 
 def _check_same_embedding(root: Path, embedding: EmbeddingConfig) -> None:
