@@ -307,3 +307,14 @@ def test_init_takes_a_backend_name_and_refuses_what_it_cannot_write(tmp_path: Pa
         with pytest.raises(ConfigError, match=match):
             deepfield.init(tmp_path / "b", embedding)
     assert not (tmp_path / "b").exists()
+
+
+def test_fields_that_are_no_names_are_one_clear_error(store: deepfield.Store) -> None:
+    """``fields=123`` raised TypeError ("not iterable"); ``fields=b"notes"`` said "not int"."""
+    from deepfield.errors import InvalidNameError
+
+    store.create_field("notes").add("Wok care", "Oil the wok.")
+    for bad in (123, b"notes"):
+        with pytest.raises(InvalidNameError, match="fields= takes a field name or a list"):
+            store.search("wok", fields=bad)  # type: ignore[arg-type]
+    assert store.search("wok", fields=(n for n in ["notes"])).results  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -209,6 +209,10 @@ class Store:
         if fields is None:
             return self.fields()
         # A name given twice is one field: searched twice, its pages came back twice.
+        if isinstance(fields, bytes | bytearray) or not isinstance(fields, Iterable):
+            # list(123) was a TypeError, and bytes read as numbers ("not int")
+            raise InvalidNameError(f"fields= takes a field name or a list of them, not "
+                                   f"{type(fields).__name__}", 'e.g. fields="notes"')
         given = [fields] if isinstance(fields, str) else list(fields)
         names = [n for i, n in enumerate(given) if n not in given[:i]]  # ["a", ["b"]]: no hash
         if not names:
