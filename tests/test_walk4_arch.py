@@ -318,3 +318,12 @@ def test_fields_that_are_no_names_are_one_clear_error(store: deepfield.Store) ->
         with pytest.raises(InvalidNameError, match="fields= takes a field name or a list"):
             store.search("wok", fields=bad)  # type: ignore[arg-type]
     assert store.search("wok", fields=(n for n in ["notes"])).results  # type: ignore[arg-type]
+
+
+def test_restore_of_a_name_that_is_not_text_is_a_clear_error(field: deepfield.Field) -> None:
+    """``field.restore(None)`` raised AttributeError ('NoneType' … 'startswith')."""
+    from deepfield.errors import InvalidNameError
+
+    for bad in (None, 12):
+        with pytest.raises(InvalidNameError, match="must be text"):
+            field.restore(bad)  # type: ignore[arg-type]

@@ -358,6 +358,7 @@ class Field(FieldSync):
     @storage_errors()
     def restore_page(self, name: str, *, as_name: str | None = None) -> RestoreResult:
         """Bring an archived page back, with all its parts (manage.removal.restore_page)."""
+        require_text(name, "an archived page's name", InvalidNameError)  # None: AttributeError
         return restore_page(self, name, as_name)
 
     # ------------------------------------------------------------------ search
