@@ -327,3 +327,16 @@ def test_restore_of_a_name_that_is_not_text_is_a_clear_error(field: deepfield.Fi
     for bad in (None, 12):
         with pytest.raises(InvalidNameError, match="must be text"):
             field.restore(bad)  # type: ignore[arg-type]
+
+
+def test_store_research_checks_question_and_budget_types(store: deepfield.Store) -> None:
+    """``store.research(None)`` and ``budget="500"`` raised TypeError from the fence's budget
+    check, before research() could say what was wrong."""
+    from deepfield.errors import BudgetError, DeepfieldError
+
+    store.create_field("notes").add("Wok care", "Oil the wok after washing.")
+    with pytest.raises(DeepfieldError, match="the question must be text, not NoneType"):
+        store.research(None)  # type: ignore[arg-type]
+    with pytest.raises(BudgetError, match="whole number of tokens, not str"):
+        store.research("how is the wok oiled?", budget="500")  # type: ignore[arg-type]
+    assert "wok" in store.research("how is the wok oiled?", budget=500).context.lower()

@@ -27,7 +27,9 @@ from .debris import clean
 from .domains.atomic import Filters
 from .embed.base import NO_EMBEDDER, Embedder, create_embedder
 from .errors import (
+    BudgetError,
     ConfigError,
+    DeepfieldError,
     FieldExistsError,
     InvalidNameError,
     StoreError,
@@ -197,6 +199,13 @@ class Store:
         from .fence import check_fenced_budget, fence_research
         from .research import research
 
+        # Checked here as research() checks them: the fence's budget check came first and
+        # raised TypeError for a question of None or a budget of "500".
+        if not isinstance(question, str):
+            raise DeepfieldError(f"the question must be text, not {type(question).__name__}")
+        if not isinstance(budget, int) or isinstance(budget, bool):
+            raise BudgetError(f"budget must be a whole number of tokens, not "
+                              f"{type(budget).__name__}", "e.g. budget=1000")
         chosen = self._chosen(fields)
         check_fenced_budget(budget, [f.name for f in chosen], question)
         found = research(chosen, question, llm=llm, max_rounds=max_rounds, budget=budget)
