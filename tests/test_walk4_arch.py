@@ -27,13 +27,16 @@ class _Opener(deepfield.StoreOpener):
     def __init__(self, root: Path) -> None:
         self.root = root
         self.calls: list[tuple[str, object]] = []
+        self.urls: list[str] = []
 
     def open(self, url: str, *, create: bool, embedder: Embedder | str | None) -> deepfield.Store:
         self.calls.append(("open", create))
+        self.urls.append(url)
         return deepfield.open(self.root / url.split("://")[1], create=create, embedder=embedder)
 
     def init(self, url: str, embedding: EmbeddingConfig | None) -> deepfield.Store:
         self.calls.append(("init", embedding))
+        self.urls.append(url)
         return deepfield.init(self.root / url.split("://")[1], embedding)
 
 
@@ -63,6 +66,7 @@ def test_a_registered_opener_opens_and_inits_its_scheme(opener: _Opener) -> None
     with deepfield.open("MEM://a", embedder=None) as store:  # schemes are case-insensitive
         assert store.field_names() == ["notes"]
     assert opener.calls == [("init", EmbeddingConfig("none")), ("open", False)]
+    assert opener.urls == ["mem://a", "mem://a"]
     assert "mem" in store_openers.store_schemes()
 
 
@@ -105,8 +109,8 @@ def test_s3_stores_open_and_init_through_the_registry(
         assert isinstance(made, BucketStore)
     assert not (tmp_path / "s3:").exists()
     assert client.get_object(Bucket=bucket, Key="team/deepfield.toml")["Body"].read()
-    with deepfield.open(f"s3://{bucket}/team", embedder=None) as opened:
-        assert isinstance(opened, BucketStore)
+    with deepfield.open(f"S3://{bucket}/team", embedder=None) as opened:  # any case
+        assert isinstance(opened, BucketStore) and opened.url == f"s3://{bucket}/team"
         bad: Any = 123  # refused before the field's folder marker is put in the bucket
         with pytest.raises(deepfield.InvalidPageError, match="must be text, not int"):
             opened.create_field("notes", intro=bad)

@@ -42,7 +42,7 @@ from .gitignore import write_gitignore
 from .page import INTRO_FILE, check_name, require_field_name, slugify
 from .page_text import check_text, require_text
 from .search import SearchResponse, search_fields
-from .store_openers import store_opener, url_scheme
+from .store_openers import normal_url, store_opener, url_scheme
 from .writer import MAX_WRITE_BYTES
 
 if TYPE_CHECKING:
@@ -262,7 +262,8 @@ def init(path: str | Path, embedding: EmbeddingConfig | str | None = None) -> St
     _require_path(path)
     embedding = _embedding_config(embedding)
     if url_scheme(path) is not None:  # not a local folder named "s3:"
-        return store_opener(str(path)).init(str(path), embedding)
+        url = normal_url(str(path))
+        return store_opener(url).init(url, embedding)
     root = Path(os.path.expanduser(path))  # "~/memory": the home folder's, not ./~
     if root.exists() and not root.is_dir():
         raise StoreError(f"{root} is a file, not a folder",
@@ -339,7 +340,8 @@ def open(
             'e.g. embedder=None (keywords only), embedder="openai" or an Embedder object')
     _require_path(path)
     if url_scheme(path) is not None:  # s3://… and other kinds of store (store_openers.py)
-        return store_opener(str(path)).open(str(path), create=create, embedder=embedder)
+        url = normal_url(str(path))
+        return store_opener(url).open(url, create=create, embedder=embedder)
     root = Path(os.path.expanduser(path))  # "~/memory": the home folder's, not ./~
     if not (root / CONFIG_FILE).exists():
         if create:

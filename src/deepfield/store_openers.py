@@ -80,6 +80,12 @@ def url_scheme(path: object) -> str | None:
     return found.group(1).lower() if found else None
 
 
+def normal_url(url: str) -> str:
+    """``url`` with its scheme lowercased (``S3://b/p`` is ``s3://b/p``: openers compare it)."""
+    scheme = url_scheme(url)
+    return scheme + url[len(scheme):] if scheme is not None else url
+
+
 def store_opener(url: str) -> StoreOpener:
     """The opener for ``url``'s scheme; StoreNotFoundError naming the known ones if none."""
     scheme = url_scheme(url) or ""
