@@ -344,3 +344,14 @@ def test_store_research_checks_question_and_budget_types(store: deepfield.Store)
     with pytest.raises(BudgetError, match="whole number of tokens, not str"):
         store.research("how is the wok oiled?", budget="500")  # type: ignore[arg-type]
     assert "wok" in store.research("how is the wok oiled?", budget=500).context.lower()
+
+
+def test_a_file_where_a_field_would_go_is_named_as_a_file(store: deepfield.Store) -> None:
+    """A file ``notes`` in the store: ``create_field("notes")`` said the field already
+    exists, and with ``exist_ok=True`` that there is no field ``notes``."""
+    from deepfield.errors import FieldExistsError
+
+    (store.root / "notes").write_text("x")
+    for exist_ok in (False, True):
+        with pytest.raises(FieldExistsError, match="is a file, not a field folder"):
+            store.create_field("notes", exist_ok=exist_ok)

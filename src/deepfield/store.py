@@ -154,6 +154,9 @@ class Store:
                     exc.message, f"names are lowercase: field {taken!r} already exists") from None
             raise
         folder = self.root / name
+        if folder.exists() and not folder.is_dir():  # was "already exists", then "no field"
+            raise FieldExistsError(f"{folder} is a file, not a field folder",
+                                   "choose another name, or move the file out of the store")
         if folder.exists():
             if not exist_ok:
                 raise FieldExistsError(f"field {name!r} already exists in {self.root}")
