@@ -12,7 +12,8 @@ import deepfield
 def test_all_is_complete_and_sorted() -> None:
     public = {name for name in dir(deepfield) if not name.startswith("_")}
     modules = {"archive", "bucket", "cli", "confidence", "config", "context", "debris", "domains",
-               "embed", "errors", "fence", "field", "field_backends", "field_index", "field_sync",
+               "embed", "errors", "fence", "field", "field_add", "field_backends", "field_index",
+               "field_read", "field_sync",
                "freshness", "fsutil", "fusion", "gitignore", "hits", "httpjson", "importers",
                "index",
                "line_rank", "listing", "llm", "manage", "markdown", "memo", "memorize", "page",
@@ -20,7 +21,8 @@ def test_all_is_complete_and_sorted() -> None:
                "portable", "qa", "read", "read_parts", "registry", "relative_dates", "research",
                "same_page",
                "salience",
-               "scan", "search", "server", "sessions", "split", "store", "tokens", "writer"}
+               "scan", "search", "server", "sessions", "split", "store", "store_openers", "tokens",
+               "writer"}
     modules |= {"agentsetup", "integrations"}  # imported on demand (setup, framework adapters)
     assert set(deepfield.__all__) == (public - modules) | {"__version__"}
     assert deepfield.__all__ == sorted(deepfield.__all__)

@@ -80,7 +80,7 @@ def test_a_second_page_of_one_title_is_said(field: deepfield.Field) -> None:
     assert field.add("Wok notes", "Carbon woks heat fast.").warnings == []
     second = field.add("wok  Notes", "Cast iron holds heat.")
     assert second.filenames == ["wok-notes-2.md"]
-    assert second.warnings == ["wok-notes-2.md: a page titled 'wok  Notes' is already in "
+    assert second.warnings == ["wok-notes-2.md: a page titled 'wok Notes' is already in "
                                f"{field.name}: wok-notes.md (edit that page, or give --name to "
                                "keep both on purpose)"]
     # The same page again is no second page; a name given on purpose, or another title

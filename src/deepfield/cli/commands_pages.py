@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from ..errors import InvalidPageError
 from ..field import WriteResult
-from ..page import Page
 from .app import app, archived_hint, json_option, print_json, read_input, settings, warn
 from .terminal import counted
 
@@ -142,10 +139,6 @@ def add_cmd(
     if not title.strip():
         raise click.BadParameter("the title is empty; give the page a few words",
                                  param_hint="--title")
-    # A title and a summary are one line each (listing.md, `ls`, search stubs): a line break
-    # typed into --title made a page whose title showed as two lines everywhere.
-    title = " ".join(title.split())
-    summary = " ".join(summary.split()) if summary is not None else None
     fld = settings(ctx).field(field)
     if text == "-":
         body = read_input("-")
@@ -153,36 +146,8 @@ def add_cmd(
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             raise InvalidPageError("standard input is not valid UTF-8") from None
-    text, keys = _own_frontmatter(text, summary)
-    _report_write(fld.add(title, text, summary=summary, name=name, frontmatter=keys), as_json)
-
-
-def _own_frontmatter(text: str, summary: str | None) -> tuple[str, dict[str, Any] | None]:
-    """Split a frontmatter block the text begins with (a note piped in whole) off its body:
-    its keys go into the page's frontmatter, --title and --summary winning, instead of the
-    block being stored as body text under a second frontmatter."""
-    page = Page.parse(text)
-    if (page.frontmatter_error or "").startswith("malformed YAML"):
-        # Stored as body it became a second, broken block under the page's own. (A block of
-        # plain prose, "---\nIntro\n---", is Markdown: a rule and a heading; kept as text.)
-        raise InvalidPageError(
-            f"the text begins with a frontmatter block that cannot be read: "
-            f"{page.frontmatter_error}",
-            "fix the block, or start the text with an empty line to keep it as text")
-    if page.frontmatter is None:
-        return text, None
-    if not page.body.strip():
-        raise InvalidPageError("the text is only a frontmatter block, with no body",
-                               "give the page some text below the closing ---")
-    keys = {k: v for k, v in page.frontmatter.items() if k != "title"}
-    if summary is not None:
-        keys.pop("summary", None)
-    if "uuid" in keys:  # add makes a new page; a uuid names one that may exist
-        raise InvalidPageError(
-            "the text's frontmatter has a uuid, and add always makes a new page",
-            "use `deepfield write FIELD -` to store a page under its own uuid, or remove the "
-            "uuid line")
-    return page.body, keys
+    # A frontmatter block the text begins with is read by Field.add (field_add.py).
+    _report_write(fld.add(title, text, summary=summary, name=name), as_json)
 
 
 @app.command("read")
