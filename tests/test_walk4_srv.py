@@ -1,0 +1,71 @@
+"""The HTTP server, MCP server and setup, and bucket stores as a demanding user meets them
+(fourth walk): a shareable Claude Code project entry, failed calls that leave nothing behind
+in a bucket, deletes of pages already gone, and a poller that falls behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import deepfield
+from deepfield.config import EmbeddingConfig
+
+SRC = Path(deepfield.__file__).resolve().parent.parent
+
+
+def test_claude_code_project_entry_names_the_store_relative_to_the_project(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # .mcp.json got the store's absolute folder, which no teammate has: the file could not be
+    # committed. Claude Code passes $CLAUDE_PROJECT_DIR to the servers it starts
+    # (anthropics/claude-code#58121), so the entry names the store relative to the project.
+    from click.testing import CliRunner
+
+    from deepfield.cli import app
+    from deepfield.cli.commands_serve import project_store
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    project = tmp_path / "proj"
+    (project / "src").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    runner = CliRunner()
+    assert runner.invoke(app, ["--embedder", "none", "init", "memory"]).exit_code == 0
+    done = runner.invoke(app, ["--store", "memory", "setup", "claude-code", "--scope", "project"])
+    assert done.exit_code == 0, done.output
+    assert "memory" not in done.stderr  # nothing about the store is this machine's
+    entry = json.loads((project / ".mcp.json").read_text())["mcpServers"]["deepfield"]
+    assert entry["args"][-2:] == ["mcp", "memory"]
+    # Running setup again (e.g. for --instructions) keeps the entry as it is.
+    again = runner.invoke(app, ["--store", "memory", "setup", "claude-code", "--scope",
+                                "project"])
+    assert again.exit_code == 0 and "unchanged" in again.stdout, again.output
+    # The user scope stays absolute: it is this machine's own file.
+    assert runner.invoke(app, ["--store", "memory", "setup", "claude-code"]).exit_code == 0
+    user = json.loads((tmp_path / "home" / ".claude.json").read_text())
+    assert user["mcpServers"]["deepfield"]["args"][-1] == str((project / "memory").resolve())
+    # The relative store is taken inside $CLAUDE_PROJECT_DIR; others are left as given.
+    env = {"CLAUDE_PROJECT_DIR": str(project)}
+    assert project_store("memory", env) == str(project / "memory")
+    for given in (str(project / "memory"), "s3://b/team", None):
+        assert project_store(given, env) == given
+    assert project_store("memory", {}) == "memory"
+    assert project_store("memory", {"CLAUDE_PROJECT_DIR": "rel"}) == "memory"
+
+
+def test_mcp_started_in_a_subfolder_finds_the_project_store(tmp_path: Path) -> None:
+    # Claude Code starts stdio servers in the folder it was launched from: `mcp memory` from
+    # proj/src said "no store at proj/src/memory".
+    project = tmp_path / "proj"
+    (project / "src").mkdir(parents=True)
+    deepfield.init(project / "memory", EmbeddingConfig("none")).close()
+    env = {**os.environ, "PYTHONPATH": str(SRC), "CLAUDE_PROJECT_DIR": str(project),
+           "HOME": str(tmp_path)}
+    ran = subprocess.run([sys.executable, "-m", "deepfield", "mcp", "memory"], cwd=project / "src",
+                         env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                         timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert "no store" not in ran.stderr
