@@ -9,11 +9,18 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
+from mcp import Client
 
 import deepfield
+from deepfield.bucket import BucketStore
 from deepfield.config import EmbeddingConfig
+
+from .fakes import FakeEmbedder
+from .test_transports import moto_endpoint, s3  # noqa: F401 (the transport tests' fixtures)
 
 SRC = Path(deepfield.__file__).resolve().parent.parent
 
@@ -69,3 +76,49 @@ def test_mcp_started_in_a_subfolder_finds_the_project_store(tmp_path: Path) -> N
                          timeout=120)
     assert ran.returncode == 0, ran.stderr
     assert "no store" not in ran.stderr
+
+
+def test_a_failed_remember_with_create_field_leaves_no_field_in_the_bucket(
+        s3: Any) -> None:  # noqa: F811
+    # A local store's new field was removed again after a failed call; in a bucket its
+    # folder marker stayed, and the empty field was listed from then on.
+    from deepfield.llm.config import LLMConfig
+    from deepfield.server.mcp_server import create_mcp_server
+    from deepfield.server.service import Service
+
+    client, bucket = s3
+    client.put_object(Bucket=bucket, Key="team/deepfield.toml",
+                      Body=b'[embedding]\nbackend = "fake"\n')
+    store = deepfield.open(f"s3://{bucket}/team", embedder=FakeEmbedder())
+    assert isinstance(store, BucketStore)
+    store.create_field("notes")
+    unreachable = LLMConfig(options={"model": "m", "url": "http://127.0.0.1:1/v1"})
+    service = Service(store, unreachable)
+    server = create_mcp_server(store, service=service)
+
+    async def main() -> None:
+        with anyio.fail_after(90):
+            async with Client(server) as mcp:
+                failed = await mcp.call_tool("remember", {
+                    "field": "journal", "text": "We moved to Berlin in May.",
+                    "create_field": True})
+                assert failed.is_error
+                listed = client.list_objects_v2(Bucket=bucket, Prefix="team/journal")
+                assert listed.get("KeyCount", 0) == 0, listed.get("Contents")
+                assert store.field_names() == ["notes"]
+                # A field that was there before the call stays, even empty.
+                kept = await mcp.call_tool("remember", {
+                    "field": "notes", "text": "We moved to Berlin in May.",
+                    "create_field": True})
+                assert kept.is_error and store.field_names() == ["notes"]
+                # The field can be started again by a write that works.
+                started = await mcp.call_tool("write", {
+                    "field": "journal", "text": "# Day one\n", "create_field": True})
+                assert not started.is_error, started.content
+                assert store.field_names() == ["journal", "notes"]
+
+    try:
+        anyio.run(main)
+    finally:
+        service.close()
+        store.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -197,6 +198,28 @@ class BucketStore(Store):
                 self.bucket.put(f"{name}/{INTRO_FILE}",
                                 (text.rstrip("\n") + "\n").encode("utf-8"), create=True)
         return self.field(name)
+
+    def discard_empty_field(self, name: str) -> bool:
+        """Remove field ``name`` from the bucket when it holds nothing but derived state (a
+        call that created it failed; see Service.discard_if_empty); True when it went. Its
+        folder marker goes last, and only unchanged: a page another process writes meanwhile
+        keeps the field listed."""
+        check_field_name(name)
+        objects, _ = self.bucket.list(f"{name}/", deep=True)
+        if any(not item.name.startswith(".") for item in objects):
+            return False
+        with contextlib.suppress(ObjectConflictError):
+            for item in objects:  # the field's own index state, if any was written
+                self.bucket.delete(f"{name}/{item.name}", if_match=item.etag)
+            marker = self.bucket.get(f"{name}/")
+            if marker is not None:
+                self.bucket.delete(f"{name}/", if_match=marker.etag)
+        self.forget_field(name)
+        with self._guard:
+            self._states.pop(name, None)
+        shutil.rmtree(self.root / name, ignore_errors=True)
+        (self.root / ".state" / f"{name}.json").unlink(missing_ok=True)
+        return name not in self.field_names()
 
     def refresh_config(self) -> bool:
         """Copy the bucket's deepfield.toml over this process's copy when it changed (True):

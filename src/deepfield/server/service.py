@@ -8,6 +8,7 @@ what is added here is the spec's search fallback, the zip snapshot cache and the
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -34,6 +35,7 @@ from ..errors import (
     NothingToPackError,
     PageConflictError,
     PageNotFoundError,
+    RemoteUnavailableError,
     ReviewItemError,
     SectionNotFoundError,
     StoreNotFoundError,
@@ -148,12 +150,19 @@ class Service:
 
     def discard_if_empty(self, name: str) -> bool:
         """Remove field ``name`` when it holds no page, after a call that created it failed
-        (a `remember` whose model could not be reached left a new, empty field behind).
-        Only a local store's folder is removed; True when it was."""
+        (a `remember` whose model could not be reached left a new, empty field behind):
+        a local store's folder, a bucket's folder marker. True when it was removed."""
         from ..bucket.store import BucketStore
         from ..manage.watch import is_page_path
 
-        if isinstance(self.store, BucketStore):  # its folder marker stays: a later write fills it
+        if isinstance(self.store, BucketStore):
+            with self._guard:
+                slot = self._slots.pop(name, None)
+                if slot is not None:
+                    slot.close()
+                # Unreachable now: the marker stays (the call's own error is what to report).
+                with contextlib.suppress(RemoteUnavailableError):
+                    return self.store.discard_empty_field(name)
             return False
         folder = self.store.root / name
         with self._guard:
