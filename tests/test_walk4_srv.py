@@ -122,3 +122,27 @@ def test_a_failed_remember_with_create_field_leaves_no_field_in_the_bucket(
     finally:
         service.close()
         store.close()
+
+
+def test_a_second_delete_of_a_hand_made_name_is_a_404(keyword_store: deepfield.Store) -> None:
+    # After "My Notes.md" (made by hand) was archived, deleting it again was a 400 ("not a
+    # page filename"), as if the name had never been accepted: a client retrying a DELETE
+    # took it for a bug in its own request. It is gone, as any missing page: 404.
+    from starlette.testclient import TestClient
+
+    from deepfield.server import create_app
+
+    folder = keyword_store.create_field("notes").path
+    (folder / "My Notes.md").write_text("# My notes\n\nHand made woks.\n", encoding="utf-8")
+    client = TestClient(create_app(keyword_store), client=("127.0.0.1", 40000),
+                        base_url="http://127.0.0.1:8765")
+    assert client.delete("/notes/My%20Notes.md").status_code == 204
+    again = client.delete("/notes/My%20Notes.md")
+    assert again.status_code == 404, again.text
+    assert again.json()["error"]["type"] == "PageNotFoundError"
+    never = client.delete("/notes/Other%20Notes.md")  # never there: as any missing page
+    assert never.status_code == 404
+    # Names that are never pages stay a bad request; a PUT still takes spec names only.
+    assert client.delete("/notes/.secret.md").status_code == 400
+    assert client.delete("/notes/woks.txt").status_code == 400
+    assert client.put("/notes/My%20Notes.md", content=b"# Mine\n").status_code == 400

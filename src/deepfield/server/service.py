@@ -209,12 +209,15 @@ class Service:
 
     # ------------------------------------------------------------------ files
 
-    def page_path(self, field: Field, filename: str, *, existing: bool = False) -> Path:
+    def page_path(self, field: Field, filename: str, *, existing: bool = False,
+                  deleting: bool = False) -> Path:
         """The file of page ``filename`` inside the field, refusing anything that escapes it
         (``..``, absolute paths, symbolic links pointing out of the folder). ``existing``
         (reads): a page already in the folder is served even when its name breaks the spec's
         rules ("My Notes.md" made in an editor: indexed with a warning, so search lists it);
-        writes only ever take spec names."""
+        writes only ever take spec names. ``deleting``: such a name that is not there (any
+        more) is PageNotFoundError, as for any missing page: a second DELETE of "My Notes.md"
+        after it was archived was a 400, as if the name had never been accepted."""
         if "/" in filename or "\\" in filename or not filename.endswith(".md"):
             raise InvalidNameError(f"{filename!r} is not a page filename")
         if not can_be_a_file_name(filename):  # a NUL, or longer than any file name
@@ -226,7 +229,12 @@ class Service:
             check_name(filename)
         except InvalidNameError:
             hidden = filename.startswith(".") or is_debris(filename)  # never indexed either
-            if not existing or hidden or not (field.path / filename).is_file():
+            if not existing or hidden:
+                raise
+            if not (field.path / filename).is_file():
+                if deleting:
+                    raise PageNotFoundError(
+                        f"no page {filename!r} in field {field.name}") from None
                 raise
         root = field.path.resolve()
         path = field.path / filename
