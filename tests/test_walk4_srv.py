@@ -146,3 +146,62 @@ def test_a_second_delete_of_a_hand_made_name_is_a_404(keyword_store: deepfield.S
     assert client.delete("/notes/.secret.md").status_code == 400
     assert client.delete("/notes/woks.txt").status_code == 400
     assert client.put("/notes/My%20Notes.md", content=b"# Mine\n").status_code == 400
+
+
+def test_a_poll_round_longer_than_the_interval_is_said_once_per_run(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rounds slower than the interval ran back to back without a word: other replicas'
+    # writes arrived later than the documented second, and nothing said to raise it.
+    import logging
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from deepfield.bucket.poller import BucketPoller
+
+    store: Any = SimpleNamespace(url="s3://b/team", background_indexing=False)
+    poller = BucketPoller(store, interval=0.1)
+    slow = threading.Event()
+    slow.set()
+    rounds: list[bool] = []
+
+    def round_() -> None:
+        rounds.append(slow.is_set())
+        time.sleep(0.25 if slow.is_set() else 0.01)
+
+    monkeypatch.setattr(poller, "round", round_)
+    monkeypatch.setattr(poller, "close", lambda: poller._stop.set())
+
+    def wait_for(count: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(rounds) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    with caplog.at_level(logging.INFO, logger="deepfield.bucket.poller"):
+        poller.start(ready=False)
+        try:
+            wait_for(4)  # several slow rounds in a row: one warning
+            slow.clear()
+            wait_for(len(rounds) + 3)
+            slow.set()  # slow again after fitting: said again
+            wait_for(len(rounds) + 3)
+        finally:
+            poller._stop.set()
+            assert poller._thread is not None
+            poller._thread.join(timeout=10)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings
+    assert "longer than the 0.1 s interval" in warnings[0] and "poll_s" in warnings[0]
+    assert any("fit the 0.1 s interval again" in r.getMessage() for r in caplog.records)
+
+
+def test_the_poll_interval_is_a_server_setting(tmp_path: Path) -> None:
+    from deepfield.config import load_config
+    from deepfield.errors import ConfigError
+
+    (tmp_path / "deepfield.toml").write_text("[server]\npoll_s = 5\n")
+    assert load_config(tmp_path).server.poll_s == 5.0
+    for bad in ("0", "true", '"5"', "5000"):
+        (tmp_path / "deepfield.toml").write_text(f"[server]\npoll_s = {bad}\n")
+        with pytest.raises(ConfigError, match="poll_s"):
+            load_config(tmp_path)

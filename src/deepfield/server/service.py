@@ -105,7 +105,8 @@ class Service:
             from ..bucket.store import BucketStore
 
             assert isinstance(self.store, BucketStore)
-            self._poller = BucketPoller(self.store).start()
+            self._poller = BucketPoller(self.store,
+                                        interval=self.store.config.server.poll_s).start()
 
     def _open_slots(self) -> list[FieldSlot]:
         with self._guard:
