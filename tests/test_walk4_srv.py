@@ -191,8 +191,8 @@ def test_a_poll_round_longer_than_the_interval_is_said_once_per_run(
             poller._thread.join(timeout=10)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 2, warnings
-    assert "longer than the 0.1 s interval" in warnings[0] and "poll_s" in warnings[0]
-    assert any("fit the 0.1 s interval again" in r.getMessage() for r in caplog.records)
+    assert "longer than the 0.10 s interval" in warnings[0] and "poll_s" in warnings[0]
+    assert any("fit the 0.10 s interval again" in r.getMessage() for r in caplog.records)
 
 
 def test_the_poll_interval_is_a_server_setting(tmp_path: Path) -> None:

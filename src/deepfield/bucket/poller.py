@@ -80,11 +80,11 @@ class BucketPoller:
         later than the interval says). Once per run of such rounds, not each round."""
         late = took > self.interval
         if late and not self.overrun and not self._stop.is_set():
-            log.warning("bucket store %s: a poll round took %.1f s, longer than the %.1f s "
+            log.warning("bucket store %s: a poll round took %.2f s, longer than the %.2f s "
                         "interval, so rounds run back to back; raise [server] poll_s in the "
                         "store's deepfield.toml", self.store.url, took, self.interval)
         elif self.overrun and not late:
-            log.info("bucket store %s: poll rounds fit the %.1f s interval again",
+            log.info("bucket store %s: poll rounds fit the %.2f s interval again",
                      self.store.url, self.interval)
         self.overrun = late
 
