@@ -50,6 +50,13 @@ def test_claude_code_project_entry_names_the_store_relative_to_the_project(
     again = runner.invoke(app, ["--store", "memory", "setup", "claude-code", "--scope",
                                 "project"])
     assert again.exit_code == 0 and "unchanged" in again.stdout, again.output
+    # From a subfolder without --store, setup does not move the entry off the project's
+    # store (to ./memory there, which holds none), and names the store's folder to pass.
+    monkeypatch.chdir(project / "src")
+    moved = runner.invoke(app, ["setup", "claude-code", "--scope", "project", "--dir", ".."])
+    assert moved.exit_code != 0
+    assert f"pass --store {project / 'memory'} to keep it" in str(moved.exception)
+    monkeypatch.chdir(project)
     # The user scope stays absolute: it is this machine's own file.
     assert runner.invoke(app, ["--store", "memory", "setup", "claude-code"]).exit_code == 0
     user = json.loads((tmp_path / "home" / ".claude.json").read_text())

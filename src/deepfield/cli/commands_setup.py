@@ -111,8 +111,10 @@ def _keep_connected(ctx: click.Context, plan: SetupPlan, store: Path, project: P
     folder = project / Path(current).expanduser()
     if folder == store:
         return
-    if not current.startswith("s3://") and not store_exists(folder):
-        return  # the entry's store is gone too: nothing to keep
+    if not current.startswith("s3://"):
+        if not store_exists(folder):
+            return  # the entry's store is gone too: nothing to keep
+        current = str(folder)
     raise AgentSetupError(
         f"{plan.agent.title}'s `{plan.server}` server opens the store {current}, and there is "
         f"no store at {store}",
