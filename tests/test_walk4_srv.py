@@ -212,3 +212,31 @@ def test_the_poll_interval_is_a_server_setting(tmp_path: Path) -> None:
         (tmp_path / "deepfield.toml").write_text(f"[server]\npoll_s = {bad}\n")
         with pytest.raises(ConfigError, match="poll_s"):
             load_config(tmp_path)
+
+
+def test_listed_resources_of_hand_made_names_can_be_read(
+        keyword_store: deepfield.Store) -> None:
+    # resources/list gave "memoryfield://notes/Q&A #2.md": the "#" cut the URI short and
+    # reading it was "Unknown resource". A field that does not exist was "no page".
+    folder = keyword_store.create_field("notes").path
+    (folder / "Q&A #2.md").write_text("# Q and A\n\nHash names.\n", encoding="utf-8")
+    (folder / "My Notes.md").write_text("# Mine\n\nSpaces.\n", encoding="utf-8")
+    from deepfield.server.mcp_server import create_mcp_server
+
+    server = create_mcp_server(keyword_store)
+
+    async def main() -> None:
+        with anyio.fail_after(60):
+            async with Client(server) as mcp:
+                listed = {r.name: str(r.uri) for r in (await mcp.list_resources()).resources}
+                assert listed["notes/Q&A #2.md"] == "memoryfield://notes/Q%26A%20%232.md"
+                for name in ("notes/Q&A #2.md", "notes/My Notes.md"):
+                    got = await mcp.read_resource(listed[name])
+                    assert getattr(got.contents[0], "text", "").startswith("# "), name
+                with pytest.raises(Exception, match="no field nope"):
+                    await mcp.read_resource("memoryfield://nope/woks.md")
+
+    try:
+        anyio.run(main)
+    finally:
+        server.service.close()

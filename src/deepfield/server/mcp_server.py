@@ -17,6 +17,7 @@ import functools
 import re
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
+from urllib.parse import quote
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
@@ -158,8 +159,11 @@ class DeepfieldMCP(MCPServer[Any]):
                         description="The field's introduction" if special == INTRO_FILE
                         else "The field's catalogue of pages"))
             for doc in docs[:MAX_LISTED_PAGES]:
+                # Percent-encoded: a page kept under a non-spec name ("Q&A #2.md") was listed
+                # with a raw "#", which cut the URI short, so the page could not be read.
                 out.append(MCPResource(
-                    uri=f"{SCHEME}://{name}/{doc.filename}", name=f"{name}/{doc.filename}",
+                    uri=f"{SCHEME}://{name}/{quote(doc.filename)}",
+                    name=f"{name}/{doc.filename}",
                     title=doc.title, description=doc.summary, mime_type="text/markdown"))
         return out
 
@@ -336,6 +340,10 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         filename = f"{page}.md"
         try:
             fld = svc.field(field)
+        except DeepfieldError:
+            known = ", ".join(svc.field_names()) or "none yet"
+            raise ResourceNotFoundError(f"no field {field} (fields: {known})") from None
+        try:
             # A page kept under a non-spec name ("Kettle_Notes.md") is read, as search
             # lists it and the read tool reads it; a symbolic link still is not.
             path = svc.page_path(fld, filename, existing=True)
