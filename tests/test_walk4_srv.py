@@ -240,3 +240,26 @@ def test_listed_resources_of_hand_made_names_can_be_read(
         anyio.run(main)
     finally:
         server.service.close()
+
+
+@pytest.mark.skipif(os.sep == "\\", reason="a backslash separates folders on Windows")
+def test_a_hand_made_name_with_a_backslash_is_read_as_search_lists_it(
+        keyword_store: deepfield.Store) -> None:
+    # "Q1\Q2.md" (an object name from a bucket; an ordinary character on POSIX) was indexed,
+    # found by search and linked by listing.md, but GET, DELETE and MCP read refused it as
+    # "not a page filename".
+    from starlette.testclient import TestClient
+
+    from deepfield.server import create_app
+
+    field = keyword_store.create_field("notes")
+    (field.path / "Q1\\Q2.md").write_text("# Quarters\n\nSlashy plans.\n", encoding="utf-8")
+    client = TestClient(create_app(keyword_store), client=("127.0.0.1", 40000),
+                        base_url="http://127.0.0.1:8765")
+    found = client.get("/notes/search", params={"q": "slashy"}).json()["results"]
+    assert [r["filename"] for r in found] == ["Q1\\Q2.md"]
+    assert client.get("/notes/Q1%5CQ2.md").text.startswith("# Quarters")
+    assert client.get("/notes/_/read/Q1%5CQ2.md").json()["title"] == "Quarters"
+    assert client.put("/notes/Q3%5CQ4.md", content=b"# New\n").status_code == 400
+    assert client.get("/notes/..%5Cdeepfield.toml").status_code in (400, 404)
+    assert client.delete("/notes/Q1%5CQ2.md").status_code == 204

@@ -219,7 +219,10 @@ class Service:
         writes only ever take spec names. ``deleting``: such a name that is not there (any
         more) is PageNotFoundError, as for any missing page: a second DELETE of "My Notes.md"
         after it was archived was a 400, as if the name had never been accepted."""
-        if "/" in filename or "\\" in filename or not filename.endswith(".md"):
+        # A backslash separates folders only on Windows; elsewhere it is a character of a
+        # name ("Q1\\Q2.md" from a bucket), which scan indexes and search lists: it is read.
+        separators = {"/", os.sep, os.altsep or "/"}
+        if any(sep in filename for sep in separators) or not filename.endswith(".md"):
             raise InvalidNameError(f"{filename!r} is not a page filename")
         if not can_be_a_file_name(filename):  # a NUL, or longer than any file name
             if existing:
