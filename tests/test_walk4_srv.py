@@ -67,6 +67,11 @@ def test_claude_code_project_entry_names_the_store_relative_to_the_project(
     for given in (str(project / "memory"), "s3://b/team", None):
         assert project_store(given, env) == given
     assert project_store("memory", {}) == "memory"
+    # A session started in a subfolder may pass that folder: the store is found beside the
+    # nearest .mcp.json above it (and only there).
+    below = {"CLAUDE_PROJECT_DIR": str(project / "src")}
+    assert project_store("memory", below) == str(project / "memory")
+    assert project_store("other", below) == str(project / "src" / "other")
     assert project_store("memory", {"CLAUDE_PROJECT_DIR": "rel"}) == "memory"
 
 

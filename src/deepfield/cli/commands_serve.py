@@ -34,12 +34,22 @@ def project_store(store: str | None, environ: Mapping[str, str]) -> str | None:
     """STORE for ``deepfield mcp``: a relative folder is taken inside ``$CLAUDE_PROJECT_DIR``
     when that is set. Claude Code passes it to the servers of a project's ``.mcp.json``
     (which setup fills with the relative store, so the file can be committed) but starts them
-    in the folder it was launched from, which may be a subfolder of the project."""
+    in the folder it was launched from, which may be a subfolder of the project. Where that
+    folder holds no such store, the nearest folder above it with a ``.mcp.json`` and the
+    store is taken (a session started in a subfolder may name the subfolder)."""
     base = environ.get("CLAUDE_PROJECT_DIR", "")
     if store is None or store.startswith("s3://") or not base or not Path(base).is_absolute():
         return store
     path = Path(store).expanduser()
-    return store if path.is_absolute() else str(Path(base) / path)
+    if path.is_absolute():
+        return store
+    first = Path(base) / path
+    if store_exists(first):
+        return str(first)
+    for folder in Path(base).parents:
+        if (folder / ".mcp.json").is_file():  # the nearest: the file Claude Code read
+            return str(folder / path) if store_exists(folder / path) else str(first)
+    return str(first)
 
 
 def _bind(host: str, port: int, *, workers: int = 1) -> socket.socket:
