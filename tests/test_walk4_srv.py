@@ -268,3 +268,36 @@ def test_a_hand_made_name_with_a_backslash_is_read_as_search_lists_it(
     assert client.put("/notes/Q3%5CQ4.md", content=b"# New\n").status_code == 400
     assert client.get("/notes/..%5Cdeepfield.toml").status_code in (400, 404)
     assert client.delete("/notes/Q1%5CQ2.md").status_code == 204
+
+
+def test_mcp_over_http_says_why_a_request_is_refused(keyword_store: deepfield.Store) -> None:
+    # A remote client of a server without users (its users removed while it runs) got 401
+    # "login needed", which no login could satisfy; a wrong password read the same.
+    from starlette.testclient import TestClient
+
+    from deepfield.server import Auth, hash_password
+    from deepfield.server.mcp_server import BasicAuthMiddleware, basic_header
+
+    async def ok(scope: Any, receive: Any, send: Any) -> None:  # stands for the MCP app
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    def remote() -> TestClient:
+        return TestClient(BasicAuthMiddleware(ok, Auth.for_store(keyword_store.root)),
+                          client=("203.0.113.7", 5000))
+
+    refused = remote().post("/mcp")
+    assert refused.status_code == 403, refused.text
+    assert "no users" in refused.json()["error"]["message"]
+    assert "www-authenticate" not in refused.headers
+    config = keyword_store.root / "deepfield.toml"
+    config.write_text(config.read_text() + f'\n[server.users]\nalice = "{hash_password("pw")}"\n')
+    client = remote()
+    missing = client.post("/mcp")
+    assert missing.status_code == 401 and missing.json()["error"]["message"] == "login needed"
+    assert missing.headers["www-authenticate"].startswith("Basic")
+    wrong = client.post("/mcp", headers={"Authorization": basic_header("alice", "nope")})
+    assert wrong.status_code == 401
+    assert wrong.json()["error"]["message"] == "wrong user or password"
+    right = client.post("/mcp", headers={"Authorization": basic_header("alice", "pw")})
+    assert right.status_code == 200

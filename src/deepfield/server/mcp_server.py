@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import difflib
 import functools
+import json
 import re
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
@@ -388,13 +389,22 @@ class BasicAuthMiddleware:
                 not self.auth.enabled and is_loopback(client[0] if client else None)):
             await self.app(scope, receive, send)  # no users (yet, or any more): loopback only
             return
-        challenge = self.auth.challenge()["WWW-Authenticate"].encode()
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"www-authenticate", challenge), (b"content-type", b"application/json")]})
-        await send({"type": "http.response.body",
-                    "body": (b'{"error": {"type": "Unauthorized", "message": "login needed", '
-                             b'"hint": "send HTTP Basic credentials of a user in '
-                             b'[server.users]"}}')})
+        # As the HTTP API says it (server/app.py): a store without users serves loopback only,
+        # which no login changes (it said "login needed"); a refused login is said so.
+        if not self.auth.enabled:
+            status, headers = 403, []
+            error = {"type": "Forbidden", "message": "this server has no users, so it only "
+                     "serves loopback clients", "hint": "add a user with `deepfield passwd "
+                     "USER` to serve other hosts"}
+        else:
+            status = 401
+            headers = [(b"www-authenticate", self.auth.challenge()["WWW-Authenticate"].encode())]
+            error = {"type": "Unauthorized",
+                     "message": "wrong user or password" if header else "login needed",
+                     "hint": "send HTTP Basic credentials of a user in [server.users]"}
+        await send({"type": "http.response.start", "status": status, "headers": [
+            *headers, (b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps({"error": error}).encode()})
 
 
 def basic_header(user: str, password: str) -> str:
