@@ -301,3 +301,43 @@ def test_mcp_over_http_says_why_a_request_is_refused(keyword_store: deepfield.St
     assert wrong.json()["error"]["message"] == "wrong user or password"
     right = client.post("/mcp", headers={"Authorization": basic_header("alice", "pw")})
     assert right.status_code == 200
+
+
+def test_a_fresh_server_reads_a_mirrored_field_while_the_bucket_is_down(
+        s3: Any, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    # "Reads answer from the working copy with a warning" held only for a field the server
+    # had opened before the outage: a restarted server's first GET of a page, search or
+    # _/pages was a 502, as opening the field listed the bucket.
+    import boto3
+    import httpx
+    from moto.server import ThreadedMotoServer
+
+    from deepfield.server import create_app
+
+    from .test_server import Served
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{host}:{port}")
+    client = boto3.client("s3")
+    client.create_bucket(Bucket="down")
+    client.put_object(Bucket="down", Key="team/deepfield.toml",
+                      Body=b'[embedding]\nbackend = "fake"\n')
+    client.close()
+    first = deepfield.open("s3://down/team", embedder=FakeEmbedder())
+    first.create_field("notes").add("Wok", "Carbon fibre woks heat unevenly.")
+    first.close()  # its working copy stays, as a stopped server's does
+    store = deepfield.open("s3://down/team", embedder=FakeEmbedder())
+    try:
+        server.stop()
+        with Served(create_app(store)) as served, httpx.Client(base_url=served.url) as http:
+            got = http.get("/notes/wok.md")
+            assert got.status_code == 200, got.text
+            assert "cannot reach the bucket" in got.headers["x-deepfield-warning"]
+            found = http.get("/notes/search", params={"q": "carbon woks", "mode": "bm25"})
+            assert found.json()["results"][0]["filename"] == "wok.md"
+            # A field this process never mirrored is still the bucket's error, not a 404.
+            assert http.get("/other/_/pages").status_code == 502
+    finally:
+        store.close()

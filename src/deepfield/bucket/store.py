@@ -166,9 +166,21 @@ class BucketStore(Store):
         cached = self._fields.get(name)
         if cached is not None:
             return cached  # type: ignore[return-value]
-        if "/" in name or name.startswith(".") or name not in self.field_names():
-            known = ", ".join(self.field_names()) or "none yet"
-            raise UnknownFieldError(f"no field {name!r} in store {self.url} (fields: {known})")
+        if "/" in name or name.startswith("."):
+            raise UnknownFieldError(f"no field {name!r} in store {self.url}")
+        try:
+            known = self.field_names()
+        except RemoteUnavailableError as exc:
+            # Reads answer from the working copy while the bucket is down (docs/SCALE.md):
+            # a field this process's copy mirrors is opened on it, with the warning. A server
+            # whose first request for the field came during the outage answered 502.
+            if not (self.root / ".state" / f"{name}.json").is_file():
+                raise
+            self.unreachable = stale_copy(exc)
+            known = [name]
+        if name not in known:
+            listed = ", ".join(known) or "none yet"
+            raise UnknownFieldError(f"no field {name!r} in store {self.url} (fields: {listed})")
         field = self.open_handle(name)
         self._fields[name] = field
         return field
