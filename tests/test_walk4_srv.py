@@ -308,6 +308,8 @@ def test_a_fresh_server_reads_a_mirrored_field_while_the_bucket_is_down(
     # "Reads answer from the working copy with a warning" held only for a field the server
     # had opened before the outage: a restarted server's first GET of a page, search or
     # _/pages was a 502, as opening the field listed the bucket.
+    import time
+
     import boto3
     import httpx
     from moto.server import ThreadedMotoServer
@@ -321,14 +323,15 @@ def test_a_fresh_server_reads_a_mirrored_field_while_the_bucket_is_down(
     host, port = server.get_host_and_port()
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{host}:{port}")
     client = boto3.client("s3")
-    client.create_bucket(Bucket="down")
-    client.put_object(Bucket="down", Key="team/deepfield.toml",
+    bucket = f"walk4-down-{time.monotonic_ns()}"  # moto's buckets are one per process
+    client.create_bucket(Bucket=bucket)
+    client.put_object(Bucket=bucket, Key="team/deepfield.toml",
                       Body=b'[embedding]\nbackend = "fake"\n')
     client.close()
-    first = deepfield.open("s3://down/team", embedder=FakeEmbedder())
+    first = deepfield.open(f"s3://{bucket}/team", embedder=FakeEmbedder())
     first.create_field("notes").add("Wok", "Carbon fibre woks heat unevenly.")
     first.close()  # its working copy stays, as a stopped server's does
-    store = deepfield.open("s3://down/team", embedder=FakeEmbedder())
+    store = deepfield.open(f"s3://{bucket}/team", embedder=FakeEmbedder())
     try:
         server.stop()
         with Served(create_app(store)) as served, httpx.Client(base_url=served.url) as http:
@@ -339,5 +342,25 @@ def test_a_fresh_server_reads_a_mirrored_field_while_the_bucket_is_down(
             assert found.json()["results"][0]["filename"] == "wok.md"
             # A field this process never mirrored is still the bucket's error, not a 404.
             assert http.get("/other/_/pages").status_code == 502
+            # The list of fields is the copy's too, and says so (it was a 502).
+            listed = http.get("/")
+            assert listed.status_code == 200, listed.text
+            assert [f["name"] for f in listed.json()["fields"]] == ["notes"]
+            assert "cannot reach the bucket" in listed.json()["warnings"][0]
+            reply = anyio.run(_list_fields, store)
+            assert [f["name"] for f in reply["fields"]] == ["notes"] and reply["warnings"]
     finally:
         store.close()
+
+
+async def _list_fields(store: deepfield.Store) -> dict[str, Any]:
+    from deepfield.server.mcp_server import create_mcp_server
+
+    server = create_mcp_server(store)
+    try:
+        async with Client(server) as mcp:
+            reply = await mcp.call_tool("list_fields", {})
+        assert not reply.is_error and reply.structured_content is not None, reply.content
+        return reply.structured_content
+    finally:
+        server.service.close()

@@ -152,6 +152,21 @@ class BucketStore(Store):
         _, folders = self.bucket.list("")
         return sorted(n for n in folders if not n.startswith((".", "_")) and is_valid_name(n))
 
+    def readable_field_names(self) -> list[str]:
+        """The fields to list for reading: the bucket's, or while it cannot be reached those
+        this process's working copy mirrors (reads answer from it, with the warning in
+        :attr:`unreachable`); RemoteUnavailableError when it mirrors none."""
+        try:
+            return self.field_names()
+        except RemoteUnavailableError as exc:
+            states = self.root / ".state"
+            names = sorted(p.stem for p in states.glob("*.json") if is_valid_name(p.stem)
+                           and (self.root / p.stem).is_dir()) if states.is_dir() else []
+            if not names:
+                raise
+            self.unreachable = stale_copy(exc)
+            return names
+
     def state(self, name: str) -> MirrorState:
         from .mirror import MirrorState
 

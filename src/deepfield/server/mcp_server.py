@@ -225,7 +225,8 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
             intro = svc.field(name).intro()
             fields.append({"name": name, "pages": count,
                            "intro": intro[:500] if intro else None})
-        return {"fields": fields}
+        warnings = svc.copy_warnings()  # a bucket that is down: this process's copy
+        return {"fields": fields, **({"warnings": warnings} if warnings else {})}
 
     @server.tool()
     @_tool_errors

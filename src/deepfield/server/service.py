@@ -126,7 +126,14 @@ class Service:
     # ------------------------------------------------------------------ fields
 
     def field_names(self) -> list[str]:
-        return [n for n in self.store.field_names() if is_valid_name(n)]
+        # A bucket store lists its working copy's fields while the bucket is down.
+        names = getattr(self.store, "readable_field_names", self.store.field_names)()
+        return [n for n in names if is_valid_name(n)]
+
+    def copy_warnings(self) -> list[str]:
+        """Why a listing of fields comes from this process's copy (a bucket that is down)."""
+        problem = getattr(self.store, "unreachable", None)
+        return [problem] if isinstance(problem, str) else []
 
     def slot(self, name: str) -> FieldSlot:
         """The writer and searchers of field ``name``; only spec names are served."""
