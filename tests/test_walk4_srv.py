@@ -364,3 +364,22 @@ async def _list_fields(store: deepfield.Store) -> dict[str, Any]:
         return reply.structured_content
     finally:
         server.service.close()
+
+
+def test_the_console_offers_no_edit_that_cannot_be_saved(keyword_store: deepfield.Store) -> None:
+    # A page kept under a non-spec name had an "edit" link, and every save was refused as
+    # "not a spec filename": the console says so instead, and keeps archiving it possible.
+    from starlette.testclient import TestClient
+
+    from deepfield.server import create_app
+
+    field = keyword_store.create_field("notes")
+    field.add("Woks", "Carbon steel woks heat fast.", name="woks")
+    (field.path / "My Notes.md").write_text("# Mine\n\nHand made.\n", encoding="utf-8")
+    client = TestClient(create_app(keyword_store), client=("127.0.0.1", 40000),
+                        base_url="http://127.0.0.1:8765")
+    own = client.get("/ui/f/notes/p/My%20Notes.md").text
+    assert 'id="edit"' not in own and 'id="not-savable"' in own
+    assert 'id="archive-form"' in own
+    spec = client.get("/ui/f/notes/p/woks.md").text
+    assert 'id="edit"' in spec and 'id="not-savable"' not in spec
