@@ -383,3 +383,20 @@ def test_the_console_offers_no_edit_that_cannot_be_saved(keyword_store: deepfiel
     assert 'id="archive-form"' in own
     spec = client.get("/ui/f/notes/p/woks.md").text
     assert 'id="edit"' in spec and 'id="not-savable"' not in spec
+
+
+def test_console_errors_point_at_console_views(keyword_store: deepfield.Store) -> None:
+    # The console's 404 pages said "list fields with `deepfield ls`": a command, where the
+    # console has a Fields page.
+    from starlette.testclient import TestClient
+
+    from deepfield.server import create_app
+
+    keyword_store.create_field("notes").add("Woks", "Carbon steel woks.", name="woks")
+    client = TestClient(create_app(keyword_store), client=("127.0.0.1", 40000),
+                        base_url="http://127.0.0.1:8765")
+    for path, hint in (("/ui/f/nope/", "the Fields page lists the fields"),
+                       ("/ui/f/notes/p/nope", "the field&#39;s Pages view lists its pages")):
+        answer = client.get(path)
+        assert answer.status_code == 404 and hint in answer.text, answer.text
+        assert "deepfield ls" not in answer.text
