@@ -127,10 +127,11 @@ def test_a_project_entry_is_shareable_where_the_agent_allows_it(
     if script.name == "deepfield":  # the venv's script, as installed (not `python -m`)
         assert entry["command"] == "deepfield"
     assert entry["args"] == ["mcp", "${workspaceFolder}/memory"]
-    # Claude Code has no such variable: the store stays absolute, and setup says so.
-    done = runner.invoke(app, ["--store", "memory", "setup", "claude-code", "--scope", "project"])
+    # Gemini has no such variable: the store stays absolute, and setup says so.
+    done = runner.invoke(app, ["--store", "memory", "setup", "gemini", "--scope", "project"])
     assert done.exit_code == 0 and "on this machine only" in done.stderr
-    entry = json.loads((project / ".mcp.json").read_text())["mcpServers"]["deepfield"]
+    entry = json.loads((project / ".gemini" / "settings.json").read_text())["mcpServers"][
+        "deepfield"]
     assert entry["args"] == ["mcp", str((project / "memory").resolve())]
     # The user scope keeps absolute paths: it is this machine's own file.
     done = runner.invoke(app, ["--store", "memory", "setup", "cursor"])

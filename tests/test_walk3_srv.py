@@ -120,7 +120,7 @@ def test_a_page_made_by_hand_under_a_non_spec_name_can_be_deleted(
     assert gone.status_code == 204, gone.text  # was 400 "not a spec filename"
     assert gone.headers["x-deepfield-archived-as"] == "archive/My Notes.md"
     assert not (folder / "My Notes.md").exists()
-    assert client.delete("/notes/My%20Notes.md").status_code == 400  # gone: as any bad name
+    assert client.delete("/notes/My%20Notes.md").status_code == 404  # gone: as any page
     assert client.put("/notes/My%20Notes.md", content=b"x").status_code == 400
 
 

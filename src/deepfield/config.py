@@ -45,6 +45,9 @@ class ServerConfig:
     lease_ttl_s: float = 15.0
     """A store in a bucket: seconds after which a silent indexer's lease may be taken over
     by another replica (deepfield.bucket.lease)."""
+    poll_s: float = 1.0
+    """A store in a bucket: seconds between a server's rounds of following the bucket
+    (deepfield.bucket.poller); raised for a store whose round takes longer."""
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,10 @@ def _server_config(path: Path, data: dict[str, Any]) -> ServerConfig:
     ttl = section.get("lease_ttl_s", 15.0)
     if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 1 <= ttl <= 3600:
         raise ConfigError(f"{path}: server.lease_ttl_s must be a number of seconds, 1-3600")
-    return ServerConfig(dict(users), private, backfill, float(ttl))
+    poll = section.get("poll_s", 1.0)
+    if isinstance(poll, bool) or not isinstance(poll, int | float) or not 0.1 <= poll <= 3600:
+        raise ConfigError(f"{path}: server.poll_s must be a number of seconds, 0.1-3600")
+    return ServerConfig(dict(users), private, backfill, float(ttl), float(poll))
 
 
 def _toml_value(value: Any) -> str:

@@ -23,7 +23,8 @@ from .field import BucketField
 from .store import BucketStore
 
 POLL_S = 1.0
-"""Seconds between rounds (a write is searchable on every replica within a few rounds)."""
+"""Seconds between rounds (a write is searchable on every replica within a few rounds); a
+store's ``[server] poll_s`` sets it for its servers."""
 FIELDS_EVERY_S = 10.0
 """How often the list of fields is read again."""
 CHECK_EVERY_S = 30.0
@@ -49,6 +50,8 @@ class BucketPoller:
         self.rounds = 0
         self.failures: dict[str, str] = {}
         """The last error of each field, logged once until the field works again."""
+        self.overrun = False
+        """Whether the last round took longer than the interval (said once per run of them)."""
 
     def start(self, *, ready: bool = True) -> BucketPoller:
         """Start the thread; ``ready``: after one round in this thread, so a server answers
@@ -67,7 +70,23 @@ class BucketPoller:
         while not self._stop.is_set():
             started = time.monotonic()
             self.round()
-            self._stop.wait(max(0.05, self.interval - (time.monotonic() - started)))
+            took = time.monotonic() - started
+            self._note_overrun(took)
+            self._stop.wait(max(0.05, self.interval - took))
+
+    def _note_overrun(self, took: float) -> None:
+        """Warn when a round takes longer than the interval: rounds then run back to back
+        (the bucket is listed and indexed without pause, and other replicas' writes arrive
+        later than the interval says). Once per run of such rounds, not each round."""
+        late = took > self.interval
+        if late and not self.overrun and not self._stop.is_set():
+            log.warning("bucket store %s: a poll round took %.2f s, longer than the %.2f s "
+                        "interval, so rounds run back to back; raise [server] poll_s in the "
+                        "store's deepfield.toml", self.store.url, took, self.interval)
+        elif self.overrun and not late:
+            log.info("bucket store %s: poll rounds fit the %.2f s interval again",
+                     self.store.url, self.interval)
+        self.overrun = late
 
     def round(self) -> None:
         """One pass over every field (also callable directly, e.g. by tests)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -152,6 +153,21 @@ class BucketStore(Store):
         _, folders = self.bucket.list("")
         return sorted(n for n in folders if not n.startswith((".", "_")) and is_valid_name(n))
 
+    def readable_field_names(self) -> list[str]:
+        """The fields to list for reading: the bucket's, or while it cannot be reached those
+        this process's working copy mirrors (reads answer from it, with the warning in
+        :attr:`unreachable`); RemoteUnavailableError when it mirrors none."""
+        try:
+            return self.field_names()
+        except RemoteUnavailableError as exc:
+            states = self.root / ".state"
+            names = sorted(p.stem for p in states.glob("*.json") if is_valid_name(p.stem)
+                           and (self.root / p.stem).is_dir()) if states.is_dir() else []
+            if not names:
+                raise
+            self.unreachable = stale_copy(exc)
+            return names
+
     def state(self, name: str) -> MirrorState:
         from .mirror import MirrorState
 
@@ -166,9 +182,21 @@ class BucketStore(Store):
         cached = self._fields.get(name)
         if cached is not None:
             return cached  # type: ignore[return-value]
-        if "/" in name or name.startswith(".") or name not in self.field_names():
-            known = ", ".join(self.field_names()) or "none yet"
-            raise UnknownFieldError(f"no field {name!r} in store {self.url} (fields: {known})")
+        if "/" in name or name.startswith("."):
+            raise UnknownFieldError(f"no field {name!r} in store {self.url}")
+        try:
+            known = self.field_names()
+        except RemoteUnavailableError as exc:
+            # Reads answer from the working copy while the bucket is down (docs/SCALE.md):
+            # a field this process's copy mirrors is opened on it, with the warning. A server
+            # whose first request for the field came during the outage answered 502.
+            if not (self.root / ".state" / f"{name}.json").is_file():
+                raise
+            self.unreachable = stale_copy(exc)
+            known = [name]
+        if name not in known:
+            listed = ", ".join(known) or "none yet"
+            raise UnknownFieldError(f"no field {name!r} in store {self.url} (fields: {listed})")
         field = self.open_handle(name)
         self._fields[name] = field
         return field
@@ -197,6 +225,28 @@ class BucketStore(Store):
             with contextlib.suppress(ObjectConflictError):  # an existing introduction stays
                 self.bucket.put(f"{name}/{INTRO_FILE}", page, create=True)
         return self.field(name)
+
+    def discard_empty_field(self, name: str) -> bool:
+        """Remove field ``name`` from the bucket when it holds nothing but derived state (a
+        call that created it failed; see Service.discard_if_empty); True when it went. Its
+        folder marker goes last, and only unchanged: a page another process writes meanwhile
+        keeps the field listed."""
+        check_field_name(name)
+        objects, _ = self.bucket.list(f"{name}/", deep=True)
+        if any(not item.name.startswith(".") for item in objects):
+            return False
+        with contextlib.suppress(ObjectConflictError):
+            for item in objects:  # the field's own index state, if any was written
+                self.bucket.delete(f"{name}/{item.name}", if_match=item.etag)
+            marker = self.bucket.get(f"{name}/")
+            if marker is not None:
+                self.bucket.delete(f"{name}/", if_match=marker.etag)
+        self.forget_field(name)
+        with self._guard:
+            self._states.pop(name, None)
+        shutil.rmtree(self.root / name, ignore_errors=True)
+        (self.root / ".state" / f"{name}.json").unlink(missing_ok=True)
+        return name not in self.field_names()
 
     def refresh_config(self) -> bool:
         """Copy the bucket's deepfield.toml over this process's copy when it changed (True):

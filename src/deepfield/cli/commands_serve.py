@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,28 @@ def _store_settings(ctx: click.Context, store: str | os.PathLike[str] | None) ->
     if env.store_url is None and not store_exists(env.store_path):
         raise StoreNotFoundError(f"no store at {env.store_path}")
     return env
+
+
+def project_store(store: str | None, environ: Mapping[str, str]) -> str | None:
+    """STORE for ``deepfield mcp``: a relative folder is taken inside ``$CLAUDE_PROJECT_DIR``
+    when that is set. Claude Code passes it to the servers of a project's ``.mcp.json``
+    (which setup fills with the relative store, so the file can be committed) but starts them
+    in the folder it was launched from, which may be a subfolder of the project. Where that
+    folder holds no such store, the nearest folder above it with a ``.mcp.json`` and the
+    store is taken (a session started in a subfolder may name the subfolder)."""
+    base = environ.get("CLAUDE_PROJECT_DIR", "")
+    if store is None or store.startswith("s3://") or not base or not Path(base).is_absolute():
+        return store
+    path = Path(store).expanduser()
+    if path.is_absolute():
+        return store
+    first = Path(base) / path
+    if store_exists(first):
+        return str(first)
+    for folder in Path(base).parents:
+        if (folder / ".mcp.json").is_file():  # the nearest: the file Claude Code read
+            return str(folder / path) if store_exists(folder / path) else str(first)
+    return str(first)
 
 
 def _bind(host: str, port: int, *, workers: int = 1) -> socket.socket:
@@ -247,7 +270,8 @@ def mcp_cmd(ctx: click.Context, store: str | None, transport: str, host: str, po
     build context, and every page as a memoryfield:// resource.
 
     With --transport http, users in [server.users] must log in with HTTP Basic; without
-    users the server only listens on loopback.
+    users the server only listens on loopback. A relative STORE is taken inside
+    $CLAUDE_PROJECT_DIR when that is set (Claude Code sets it for a project's servers).
     """
     import logging
 
@@ -267,7 +291,7 @@ def mcp_cmd(ctx: click.Context, store: str | None, transport: str, host: str, po
     tls = _tls(tls_cert, tls_key)
     # `--path mcp` means /mcp (the router asserted on a path without its leading slash).
     mcp_path = "/" + mcp_path.lstrip("/")
-    env = _store_settings(ctx, store)
+    env = _store_settings(ctx, project_store(store, os.environ))
     opened = env.store()
     users = opened.config.server.users
     if transport == "http" and not users and not (host == "localhost" or is_loopback(host)):

@@ -34,15 +34,21 @@ def server_command(store: Path | str, embedder: str | None = None) -> list[str]:
 
 WORKSPACE_FOLDER = {"cursor": "${workspaceFolder}", "vscode": "${workspaceFolder}"}
 """Agents whose project configuration expands a variable to the project's folder in a
-server's args (cursor.com/docs/mcp and VS Code's mcp.json: ``${workspaceFolder}``); the
-others are given absolute paths, which a project entry can only share as they are."""
+server's args (cursor.com/docs/mcp and VS Code's mcp.json: ``${workspaceFolder}``)."""
+
+PROJECT_DIR_ENV = {"claude-code"}
+"""Agents that pass the project's folder to the servers they start as $CLAUDE_PROJECT_DIR
+(anthropics/claude-code#58121): their project entry names a store inside the project by its
+relative path, which ``deepfield mcp`` takes inside that folder. The other agents are given
+absolute paths, which a project entry can only share as they are."""
 
 
 def shareable(agent: str, command: list[str], store: Path | str,
               project: Path) -> tuple[list[str], list[str]]:
     """A project-scope command teammates can use too, and what in it stays this machine's:
     ``deepfield`` from PATH when the PATH one is the script setup chose, and a store inside
-    the project as ``${workspaceFolder}/…`` where the agent expands that."""
+    the project as ``${workspaceFolder}/…`` where the agent expands that, or as its relative
+    path where the agent passes $CLAUDE_PROJECT_DIR."""
     shared, local = list(command), []
     found = shutil.which("deepfield")
     if found and Path(found).resolve() == Path(command[0]).resolve():
@@ -51,9 +57,12 @@ def shareable(agent: str, command: list[str], store: Path | str,
         local.append(command[0])
     if isinstance(store, Path):
         variable = WORKSPACE_FOLDER.get(agent)
-        if variable and store.is_relative_to(project):
-            inside = store.relative_to(project).as_posix()
+        inside = store.relative_to(project).as_posix() if store.is_relative_to(project) \
+            else None
+        if inside is not None and variable:
             shared[-1] = variable if inside == "." else f"{variable}/{inside}"
+        elif inside is not None and agent in PROJECT_DIR_ENV:
+            shared[-1] = inside
         else:
             local.append(str(store))
     return shared, local
@@ -88,7 +97,7 @@ def _report(plan: SetupPlan, dry_run: bool) -> None:
         click.echo(f"restart {plan.agent.title} to load the `{plan.server}` MCP server")
 
 
-def _keep_connected(ctx: click.Context, plan: SetupPlan, store: Path) -> None:
+def _keep_connected(ctx: click.Context, plan: SetupPlan, store: Path, project: Path) -> None:
     """Refuse to move an entry off the store it opens to the default ./memory that holds no
     store (running setup again for --instructions, without --store): the agent would lose
     its memory. A store named with --store or $DEEPFIELD_STORE may still be made later."""
@@ -98,8 +107,14 @@ def _keep_connected(ctx: click.Context, plan: SetupPlan, store: Path) -> None:
     current = entry_store(plan.previous)
     if current is None or current == str(store):
         return
-    if not current.startswith("s3://") and not store_exists(Path(current)):
-        return  # the entry's store is gone too: nothing to keep
+    # A relative store (Claude Code's project entry) is inside the project folder.
+    folder = project / Path(current).expanduser()
+    if folder == store:
+        return
+    if not current.startswith("s3://"):
+        if not store_exists(folder):
+            return  # the entry's store is gone too: nothing to keep
+        current = str(folder)
     raise AgentSetupError(
         f"{plan.agent.title}'s `{plan.server}` server opens the store {current}, and there is "
         f"no store at {store}",
@@ -171,8 +186,8 @@ def setup_cmd(ctx: click.Context, agent: str | None, scope: str | None, project_
         command, local = shareable(chosen.name, command, store, project)
         if local and not remove:
             warn(f"the project entry names {' and '.join(local)}, on this machine only: "
-                 "teammates need the same paths (put `deepfield` on PATH; Cursor and VS Code "
-                 "entries name a store inside the project relative to it)")
+                 "teammates need the same paths (put `deepfield` on PATH; Claude Code, Cursor "
+                 "and VS Code entries name a store inside the project relative to it)")
     if print_only:
         text = snippet(chosen, command, server_name)
         if as_json:
@@ -183,7 +198,7 @@ def setup_cmd(ctx: click.Context, agent: str | None, scope: str | None, project_
     plan = plan_setup(chosen, command, host=host, project=project, scope=scope,
                       server=server_name, remove=remove, with_instructions=with_instructions)
     if not remove and isinstance(store, Path) and not store_exists(store):
-        _keep_connected(ctx, plan, store)
+        _keep_connected(ctx, plan, store, project)
         warn(f"there is no store at {store} yet: create it with `deepfield init {store}`")
     if not dry_run:
         apply(plan)

@@ -220,7 +220,9 @@ async def list_fields(request: Request) -> Response:
     fields = [{"name": n, "url": f"/{n}/", "search": f"/{n}/search?q=",
                "zip": f"/{n}/memoryfield.zip", "listing": f"/{n}/listing.md"}
               for n in service.field_names() if n not in RESERVED_FIELD_NAMES]
-    return JSONResponse({"fields": fields, "openapi": "/openapi.json"})
+    warnings = service.copy_warnings()
+    return JSONResponse({"fields": fields, "openapi": "/openapi.json",
+                         **({"warnings": warnings} if warnings else {})})
 
 
 async def openapi(request: Request) -> Response:

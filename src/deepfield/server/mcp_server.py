@@ -14,9 +14,11 @@ from __future__ import annotations
 import base64
 import difflib
 import functools
+import json
 import re
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
+from urllib.parse import quote
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
@@ -158,8 +160,11 @@ class DeepfieldMCP(MCPServer[Any]):
                         description="The field's introduction" if special == INTRO_FILE
                         else "The field's catalogue of pages"))
             for doc in docs[:MAX_LISTED_PAGES]:
+                # Percent-encoded: a page kept under a non-spec name ("Q&A #2.md") was listed
+                # with a raw "#", which cut the URI short, so the page could not be read.
                 out.append(MCPResource(
-                    uri=f"{SCHEME}://{name}/{doc.filename}", name=f"{name}/{doc.filename}",
+                    uri=f"{SCHEME}://{name}/{quote(doc.filename)}",
+                    name=f"{name}/{doc.filename}",
                     title=doc.title, description=doc.summary, mime_type="text/markdown"))
         return out
 
@@ -220,7 +225,8 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
             intro = svc.field(name).intro()
             fields.append({"name": name, "pages": count,
                            "intro": intro[:500] if intro else None})
-        return {"fields": fields}
+        warnings = svc.copy_warnings()  # a bucket that is down: this process's copy
+        return {"fields": fields, **({"warnings": warnings} if warnings else {})}
 
     @server.tool()
     @_tool_errors
@@ -336,6 +342,10 @@ def create_mcp_server(store: Store, *, service: Service | None = None) -> Deepfi
         filename = f"{page}.md"
         try:
             fld = svc.field(field)
+        except DeepfieldError:
+            known = ", ".join(svc.field_names()) or "none yet"
+            raise ResourceNotFoundError(f"no field {field} (fields: {known})") from None
+        try:
             # A page kept under a non-spec name ("Kettle_Notes.md") is read, as search
             # lists it and the read tool reads it; a symbolic link still is not.
             path = svc.page_path(fld, filename, existing=True)
@@ -380,13 +390,22 @@ class BasicAuthMiddleware:
                 not self.auth.enabled and is_loopback(client[0] if client else None)):
             await self.app(scope, receive, send)  # no users (yet, or any more): loopback only
             return
-        challenge = self.auth.challenge()["WWW-Authenticate"].encode()
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"www-authenticate", challenge), (b"content-type", b"application/json")]})
-        await send({"type": "http.response.body",
-                    "body": (b'{"error": {"type": "Unauthorized", "message": "login needed", '
-                             b'"hint": "send HTTP Basic credentials of a user in '
-                             b'[server.users]"}}')})
+        # As the HTTP API says it (server/app.py): a store without users serves loopback only,
+        # which no login changes (it said "login needed"); a refused login is said so.
+        if not self.auth.enabled:
+            status, headers = 403, []
+            error = {"type": "Forbidden", "message": "this server has no users, so it only "
+                     "serves loopback clients", "hint": "add a user with `deepfield passwd "
+                     "USER` to serve other hosts"}
+        else:
+            status = 401
+            headers = [(b"www-authenticate", self.auth.challenge()["WWW-Authenticate"].encode())]
+            error = {"type": "Unauthorized",
+                     "message": "wrong user or password" if header else "login needed",
+                     "hint": "send HTTP Basic credentials of a user in [server.users]"}
+        await send({"type": "http.response.start", "status": status, "headers": [
+            *headers, (b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps({"error": error}).encode()})
 
 
 def basic_header(user: str, password: str) -> str:

@@ -312,7 +312,8 @@ def _write_target(request: Request) -> tuple[Service, str, str] | Response:
     service = _service(request)
     # A DELETE may name a page made by hand under a non-spec name ("My Notes.md"): GET
     # serves it and listing.md links it, so it can be archived too; PUT takes spec names only.
-    service.page_path(service.field(name), filename, existing=request.method == "DELETE")
+    deleting = request.method == "DELETE"
+    service.page_path(service.field(name), filename, existing=deleting, deleting=deleting)
     if filename == LISTING_FILE:
         return _generated(filename)
     return service, name, filename

@@ -8,6 +8,7 @@ what is added here is the spec's search fallback, the zip snapshot cache and the
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -34,6 +35,7 @@ from ..errors import (
     NothingToPackError,
     PageConflictError,
     PageNotFoundError,
+    RemoteUnavailableError,
     ReviewItemError,
     SectionNotFoundError,
     StoreNotFoundError,
@@ -103,7 +105,8 @@ class Service:
             from ..bucket.store import BucketStore
 
             assert isinstance(self.store, BucketStore)
-            self._poller = BucketPoller(self.store).start()
+            self._poller = BucketPoller(self.store,
+                                        interval=self.store.config.server.poll_s).start()
 
     def _open_slots(self) -> list[FieldSlot]:
         with self._guard:
@@ -123,7 +126,14 @@ class Service:
     # ------------------------------------------------------------------ fields
 
     def field_names(self) -> list[str]:
-        return [n for n in self.store.field_names() if is_valid_name(n)]
+        # A bucket store lists its working copy's fields while the bucket is down.
+        names = getattr(self.store, "readable_field_names", self.store.field_names)()
+        return [n for n in names if is_valid_name(n)]
+
+    def copy_warnings(self) -> list[str]:
+        """Why a listing of fields comes from this process's copy (a bucket that is down)."""
+        problem = getattr(self.store, "unreachable", None)
+        return [problem] if isinstance(problem, str) else []
 
     def slot(self, name: str) -> FieldSlot:
         """The writer and searchers of field ``name``; only spec names are served."""
@@ -148,12 +158,19 @@ class Service:
 
     def discard_if_empty(self, name: str) -> bool:
         """Remove field ``name`` when it holds no page, after a call that created it failed
-        (a `remember` whose model could not be reached left a new, empty field behind).
-        Only a local store's folder is removed; True when it was."""
+        (a `remember` whose model could not be reached left a new, empty field behind):
+        a local store's folder, a bucket's folder marker. True when it was removed."""
         from ..bucket.store import BucketStore
         from ..manage.watch import is_page_path
 
-        if isinstance(self.store, BucketStore):  # its folder marker stays: a later write fills it
+        if isinstance(self.store, BucketStore):
+            with self._guard:
+                slot = self._slots.pop(name, None)
+                if slot is not None:
+                    slot.close()
+                # Unreachable now: the marker stays (the call's own error is what to report).
+                with contextlib.suppress(RemoteUnavailableError):
+                    return self.store.discard_empty_field(name)
             return False
         folder = self.store.root / name
         with self._guard:
@@ -200,13 +217,19 @@ class Service:
 
     # ------------------------------------------------------------------ files
 
-    def page_path(self, field: Field, filename: str, *, existing: bool = False) -> Path:
+    def page_path(self, field: Field, filename: str, *, existing: bool = False,
+                  deleting: bool = False) -> Path:
         """The file of page ``filename`` inside the field, refusing anything that escapes it
         (``..``, absolute paths, symbolic links pointing out of the folder). ``existing``
         (reads): a page already in the folder is served even when its name breaks the spec's
         rules ("My Notes.md" made in an editor: indexed with a warning, so search lists it);
-        writes only ever take spec names."""
-        if "/" in filename or "\\" in filename or not filename.endswith(".md"):
+        writes only ever take spec names. ``deleting``: such a name that is not there (any
+        more) is PageNotFoundError, as for any missing page: a second DELETE of "My Notes.md"
+        after it was archived was a 400, as if the name had never been accepted."""
+        # A backslash separates folders only on Windows; elsewhere it is a character of a
+        # name ("Q1\\Q2.md" from a bucket), which scan indexes and search lists: it is read.
+        separators = {"/", os.sep, os.altsep or "/"}
+        if any(sep in filename for sep in separators) or not filename.endswith(".md"):
             raise InvalidNameError(f"{filename!r} is not a page filename")
         if not can_be_a_file_name(filename):  # a NUL, or longer than any file name
             if existing:
@@ -217,7 +240,12 @@ class Service:
             check_name(filename)
         except InvalidNameError:
             hidden = filename.startswith(".") or is_debris(filename)  # never indexed either
-            if not existing or hidden or not (field.path / filename).is_file():
+            if not existing or hidden:
+                raise
+            if not (field.path / filename).is_file():
+                if deleting:
+                    raise PageNotFoundError(
+                        f"no page {filename!r} in field {field.name}") from None
                 raise
         root = field.path.resolve()
         path = field.path / filename

@@ -12,7 +12,13 @@ from urllib.parse import parse_qs, quote
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from ...errors import DeepfieldError
+from ...errors import (
+    DeepfieldError,
+    PageNotFoundError,
+    ReviewItemError,
+    SectionNotFoundError,
+    UnknownFieldError,
+)
 from ..service import Service, error_status
 from .guard import CSRF_FIELD, Refused, check_origin, check_read, check_write, secure
 from .render import page, refusal_page
@@ -28,10 +34,21 @@ def service_of(request: Request) -> Service:
     return service
 
 
+CONSOLE_HINTS = {
+    UnknownFieldError.default_hint: "the Fields page lists the fields",
+    PageNotFoundError.default_hint: "the field's Pages view lists its pages, and Search "
+                                    "finds them",
+    SectionNotFoundError.default_hint: "the page's outline view lists its headings",
+    ReviewItemError.default_hint: "the field's Review view lists the open items",
+}
+"""The CLI's hints (``list fields with `deepfield ls```) said in the console's own views,
+as server/hints.py says them in routes for HTTP clients."""
+
+
 def error_page(request: Request, exc: DeepfieldError) -> Response:
     return page(request, "error.html", error_status(exc), title=type(exc).__name__,
-                message=exc.message, hint=exc.hint, login_prompt=False,
-                field=request.path_params.get("field"))
+                message=exc.message, hint=CONSOLE_HINTS.get(exc.hint or "", exc.hint),
+                login_prompt=False, field=request.path_params.get("field"))
 
 
 def view(handler: Handler) -> Handler:

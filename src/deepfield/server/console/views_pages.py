@@ -22,7 +22,7 @@ from ...field import Field
 from ...fsutil import read_no_follow
 from ...manage.activation import load_activation
 from ...manage.supersede import _graph
-from ...page import INTRO_FILE, LISTING_FILE, Page, derive_title
+from ...page import INTRO_FILE, LISTING_FILE, Page, derive_title, is_valid_name
 from ...read import PageView
 from ..routes_spec import _archive, _write, etag_of
 from ..service import error_status
@@ -146,7 +146,10 @@ async def page_view(request: Request) -> Response:
                 too_large=too_large, size=len(loaded.data), etag=loaded.etag,
                 warnings=loaded.warnings, graph=graph,
                 frontmatter=(parsed.frontmatter if parsed else None) or {},
-                editable=loaded.filename != LISTING_FILE)
+                editable=loaded.filename != LISTING_FILE,
+                # Writes take spec names only: a page kept under another name ("My Notes.md")
+                # offered an edit that every save refused.
+                savable=loaded.filename == INTRO_FILE or is_valid_name(loaded.filename[:-3]))
 
 
 @view
