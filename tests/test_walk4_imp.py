@@ -1,0 +1,51 @@
+"""Fourth walk through import and export: defects a demanding user found, each pinned by a
+test on a small realistic tree built in tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import deepfield
+from deepfield.importers.obsidian import import_obsidian
+from deepfield.page import Page
+
+from .test_importers import make_tree
+
+UUID = "3f0c9a52-8a4e-4d0b-9c55-2f1d7e9a4b61"
+
+
+def test_note_that_gains_its_own_uuid_updates_its_page(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """A note given a ``uuid:`` in the source after its first import was imported as a
+    second page (``a-2.md``), leaving ``a.md`` behind."""
+    vault = make_tree(tmp_path / "vault", {"a.md": "# A\n", "b.md": "# B\n"})
+    import_obsidian(store, vault, field="notes")
+    (vault / "a.md").write_text(f"---\nuuid: {UUID}\n---\n# A\n")
+    report = import_obsidian(store, vault, field="notes", into=True)
+    names = sorted(p.name for p in (store.root / "notes").glob("*.md"))
+    assert "a-2.md" not in names and "a.md" in names
+    assert report.updated == 1 and report.created == 0
+    page = Page.parse((store.root / "notes" / "a.md").read_text())
+    assert page.uuid == UUID
+    again = import_obsidian(store, vault, field="notes", into=True)
+    assert again.unchanged == 2 and again.created == 0 and not again.gone
+
+
+def test_note_whose_new_uuid_is_another_pages_says_so(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """The uuid a note gains belongs to another page: the note's page is left, with a
+    warning naming both, and no copy is made."""
+    vault = make_tree(tmp_path / "vault", {"a.md": "# A\n"})
+    import_obsidian(store, vault, field="notes")
+    other = store.field("notes").add("Other", "Other page.",
+                                     frontmatter={"uuid": UUID})
+    (vault / "a.md").write_text(f"---\nuuid: {UUID}\n---\n# A\n")
+    report = import_obsidian(store, vault, field="notes", into=True)
+    names = sorted(p.name for p in (store.root / "notes").glob("*.md"))
+    assert "a-2.md" not in names
+    assert report.created == 0
+    text = " ".join(report.warnings)
+    assert "a.md" in text and other.pages[0].filename in text and UUID in text
+
