@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import deepfield
+from deepfield.importers.export import export_field
 from deepfield.importers.obsidian import import_obsidian
 from deepfield.page import Page
 
@@ -49,3 +50,20 @@ def test_note_whose_new_uuid_is_another_pages_says_so(
     text = " ".join(report.warnings)
     assert "a.md" in text and other.pages[0].filename in text and UUID in text
 
+
+def test_export_original_paths_gives_an_imported_index_note_its_path(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """Imported ``--into`` a field with an introduction, a vault's own ``index.md`` note was
+    exported by ``--original-paths`` as ``index-2.md``."""
+    fld = store.create_field("notes")
+    (fld.path / "index.md").write_text("# Notes\n\nThe field's introduction.\n")
+    vault = make_tree(tmp_path / "vault", {"index.md": "# Home\n\nThe vault's home.\n",
+                                           "a.md": "# A\n\nSee [[index]].\n"})
+    import_obsidian(store, vault, field="notes", into=True)
+    out = tmp_path / "out"
+    report = export_field(store.field("notes"), out, original_paths=True, plain=True)
+    assert (out / "index.md").read_text() == "# Home\n\nThe vault's home.\n"
+    assert (out / "a.md").read_text() == "# A\n\nSee [[index]].\n"
+    assert "The field's introduction." in (out / "index-2.md").read_text()
+    assert report.intro and "index.md" in report.files
