@@ -67,3 +67,26 @@ def test_export_original_paths_gives_an_imported_index_note_its_path(
     assert (out / "a.md").read_text() == "# A\n\nSee [[index]].\n"
     assert "The field's introduction." in (out / "index-2.md").read_text()
     assert report.intro and "index.md" in report.files
+
+
+def test_link_to_a_heading_of_a_split_note_points_at_its_part(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """A note over 8 KB is split into parts; ``[[Huge#Section 300]]`` pointed at
+    ``huge.md#section-300`` though that heading is in a later part."""
+    huge = "# Huge\n\n" + "".join(
+        f"## Section {n}\n\nThe body of section {n} says something.\n\n" for n in range(1, 301))
+    vault = make_tree(tmp_path / "vault", {
+        "Huge.md": huge, "a.md": "# A\n\nSee [[Huge#Section 300]] and [[Huge#Section 1]].\n"})
+    report = import_obsidian(store, vault, field="notes")
+    parts = next(p["files"] for p in report.pages if p["source_path"] == "Huge.md")
+    assert len(parts) > 1
+    holder = next(name for name in parts
+                  if "## Section 300\n" in (store.root / "notes" / name).read_text())
+    text = (store.root / "notes" / "a.md").read_text()
+    assert f"({holder}#section-300)" in text and f"({parts[0]}#section-1)" in text
+    again = import_obsidian(store, vault, field="notes", into=True)
+    assert again.unchanged == 2 and not again.skipped
+    out = tmp_path / "out"
+    export_field(store.field("notes"), out, original_paths=True, plain=True)
+    assert (out / "a.md").read_text() == "# A\n\nSee [[Huge#Section 300]] and [[Huge#Section 1]].\n"

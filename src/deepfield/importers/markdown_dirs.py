@@ -40,6 +40,7 @@ from .manifest import (
     untouched,
 )
 from .own_uuid import take_own_uuid
+from .part_anchors import repoint_part_anchors
 from .sources import (
     Selection,
     SourceDoc,
@@ -318,6 +319,8 @@ def _import(
                                      "action": "skipped"})
         if progress:
             progress(1)
+    if fld is not None and not report.dry_run:
+        repoint_part_anchors(fld.path, uuids.values(), manifest)
     report.links_rewritten = stats.rewritten
     if fld is not None:
         # A note deleted or renamed in the source leaves its page behind (deepfield deletes
