@@ -3,7 +3,8 @@
 Links between imported notes are rewritten before pages are written (``links``), so
 ``[[Huge#Section 300]]`` becomes ``huge.md#section-300``. A note over 8 KB is then split into
 parts as it is written, and the section may land in a later part (``huge-2.md``): the link
-would open the first part, where the heading is not. Once every page is written, this
+would open the first part, where the heading is not (and the note's own ``[[#Section 300]]``,
+``#section-300``, names a heading of another part). Once every page is written, this
 re-points such links at the part holding the heading, in the files this import wrote.
 """
 
@@ -65,14 +66,22 @@ def repoint_part_anchors(folder: Path, uuids: Iterable[str], manifest: Manifest)
     how many links were re-pointed."""
     records = [manifest.pages[u] for u in uuids if u in manifest.pages]
     written = [list(rec.files) for rec in records if untouched(folder, rec)]
-    where = _part_anchors(folder, [files for files in written if len(files) > 1])
-    if not where:
+    splits = [files for files in written if len(files) > 1]
+    where = _part_anchors(folder, splits)
+    # ``[[#Section 300]]`` in the note itself became ``#section-300``: in a part without that
+    # heading it names another part's.
+    local: dict[str, dict[str, str]] = {}
+    for files in splits:
+        headings = {name: _headings(_read(folder / name)) for name in files}
+        for name in files:
+            local[name] = {anchor: f"{quote(other)}#{anchor}" for other in reversed(files)
+                           for anchor in headings[other] if anchor not in headings[name]}
+    if not where and not any(local.values()):
         return 0
-    pattern = re.compile("|".join(
-        rf"(?<=\]\(){re.escape(quote(first))}#{re.escape(anchor)}(?=[\s)])"
-        for first, anchor in where))
     targets = {f"{quote(first)}#{anchor}": f"{quote(part)}#{anchor}"
                for (first, anchor), part in where.items()}
+    pattern = re.compile(r"(?<=\]\()(?:" + "|".join(
+        [re.escape(t) for t in targets] + [r"#[^\s)]+"]) + r")(?=[\s)])")
     by_name = manifest.by_filename()
     count = 0
     for name in (n for files in written for n in files):
@@ -84,14 +93,7 @@ def repoint_part_anchors(folder: Path, uuids: Iterable[str], manifest: Manifest)
         page = Page.parse(text)
         if page.frontmatter_error or not text.endswith(page.body):
             continue
-        hits = 0
-
-        def swap(match: re.Match[str]) -> str:
-            nonlocal hits
-            hits += 1
-            return targets[match.group(0)]
-
-        body = outside_code(page.body, lambda prose: pattern.sub(swap, prose))
+        body, hits = _swap(page.body, pattern, local.get(name, {}), targets)
         if not hits:
             continue
         data = (text[:len(text) - len(page.body)] + body).encode("utf-8")  # (its block as is)
@@ -101,3 +103,21 @@ def repoint_part_anchors(folder: Path, uuids: Iterable[str], manifest: Manifest)
             by_name[name][1].files[name] = sha256_hex(data)
         count += hits
     return count
+
+
+def _swap(body: str, pattern: re.Pattern[str], here: dict[str, str],
+          targets: dict[str, str]) -> tuple[str, int]:
+    """``body`` with its links re-pointed (``here``: this part's own ``#anchor`` links;
+    ``targets``: links to a split note's first part), and how many were."""
+    hits = 0
+
+    def one(match: re.Match[str]) -> str:
+        nonlocal hits
+        href = match.group(0)
+        new = here.get(href[1:]) if href.startswith("#") else targets.get(href)
+        if new is None:
+            return href
+        hits += 1
+        return new
+
+    return outside_code(body, lambda prose: pattern.sub(one, prose)), hits
