@@ -92,3 +92,23 @@ def test_link_to_a_heading_of_a_split_note_points_at_its_part(
     out = tmp_path / "out"
     export_field(store.field("notes"), out, original_paths=True, plain=True)
     assert (out / "a.md").read_text() == vault.joinpath("a.md").read_text()
+
+
+def test_link_follows_a_heading_to_its_new_part_when_the_note_is_split_anew(
+    store: deepfield.Store, tmp_path: Path
+) -> None:
+    """The linked note grows and is split anew, its heading now in another part: the linking
+    page, itself unchanged, is re-pointed too."""
+    sections = "".join(f"## Section {n}\n\nThe body of section {n} says something.\n\n"
+                       for n in range(1, 301))
+    vault = make_tree(tmp_path / "vault", {"Huge.md": "# Huge\n\n" + sections,
+                                           "a.md": "# A\n\nSee [[Huge#Section 300]].\n"})
+    import_obsidian(store, vault, field="notes")
+    (vault / "Huge.md").write_text("# Huge\n\n" + "A long preface line.\n\n" * 400 + sections)
+    report = import_obsidian(store, vault, field="notes", into=True)
+    parts = next(p["files"] for p in report.pages if p["source_path"] == "Huge.md")
+    holder = next(name for name in parts
+                  if "## Section 300\n" in (store.root / "notes" / name).read_text())
+    assert f"({holder}#section-300)" in (store.root / "notes" / "a.md").read_text()
+    again = import_obsidian(store, vault, field="notes", into=True)
+    assert again.unchanged == 2 and not again.skipped

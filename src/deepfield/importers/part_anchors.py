@@ -2,18 +2,20 @@
 
 Links between imported notes are rewritten before pages are written (``links``), so
 ``[[Huge#Section 300]]`` becomes ``huge.md#section-300``. A note over 8 KB is then split into
-parts as it is written, and the section may land in a later part (``huge-2.md``): the link
+parts as it is written, and the section may land in a later part (``huge-part-4.md``): the link
 would open the first part, where the heading is not (and the note's own ``[[#Section 300]]``,
 ``#section-300``, names a heading of another part). Once every page is written, this
-re-points such links at the part holding the heading, in the files this import wrote.
+re-points such links at the part holding the heading, in this import's pages that are as it
+wrote them (so a link follows its heading when the note is split anew on a later import).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from ..fsutil import atomic_write, field_lock
 from ..page import Page
@@ -41,18 +43,6 @@ def _headings(body: str) -> list[str]:
     return found
 
 
-def _part_anchors(folder: Path, splits: Iterable[list[str]]) -> dict[tuple[str, str], str]:
-    """(first part's filename, anchor) -> the later part's filename holding that heading."""
-    where: dict[tuple[str, str], str] = {}
-    for files in splits:
-        first_anchors = set(_headings(_read(folder / files[0])))
-        for name in files[1:]:
-            for anchor in _headings(_read(folder / name)):
-                if anchor not in first_anchors:
-                    where.setdefault((files[0], anchor), name)
-    return where
-
-
 def _read(path: Path) -> str:
     try:
         return Page.parse(path.read_text("utf-8")).body
@@ -67,21 +57,33 @@ def repoint_part_anchors(folder: Path, uuids: Iterable[str], manifest: Manifest)
     records = [manifest.pages[u] for u in uuids if u in manifest.pages]
     written = [list(rec.files) for rec in records if untouched(folder, rec)]
     splits = [files for files in written if len(files) > 1]
-    where = _part_anchors(folder, splits)
-    # ``[[#Section 300]]`` in the note itself became ``#section-300``: in a part without that
-    # heading it names another part's.
-    local: dict[str, dict[str, str]] = {}
-    for files in splits:
-        headings = {name: _headings(_read(folder / name)) for name in files}
-        for name in files:
-            local[name] = {anchor: f"{quote(other)}#{anchor}" for other in reversed(files)
-                           for anchor in headings[other] if anchor not in headings[name]}
-    if not where and not any(local.values()):
+    if not splits:
         return 0
-    targets = {f"{quote(first)}#{anchor}": f"{quote(part)}#{anchor}"
-               for (first, anchor), part in where.items()}
-    pattern = re.compile(r"(?<=\]\()(?:" + "|".join(
-        [re.escape(t) for t in targets] + [r"#[^\s)]+"]) + r")(?=[\s)])")
+    headings = {name: _headings(_read(folder / name)) for files in splits for name in files}
+    # part filename (as linked) -> its note's first part; (first part, anchor) -> the
+    # earliest part with that heading. A link to a part without the heading is re-pointed:
+    # ``huge.md#section-300`` as the import wrote it, or ``huge-part-4.md#section-300`` from
+    # an earlier import, the note since re-split.
+    group: dict[str, str] = {}
+    holder: dict[tuple[str, str], str] = {}
+    for files in splits:
+        for name in files:
+            group[quote(name)] = files[0]
+            for anchor in headings[name]:
+                holder.setdefault((files[0], anchor), name)
+    pattern = re.compile(r"(?<=\]\()([^\s)#]*)#([^\s)]+)(?=[\s)])")
+
+    def target(here: str, href: str, anchor: str) -> str | None:
+        """Where ``href#anchor`` in file ``here`` should point, if not where it does."""
+        linked = href or quote(here)  # ``#anchor``: a heading of this very file
+        first = group.get(linked)
+        if first is None or anchor in headings.get(unquote(linked), ()):
+            return None
+        found = holder.get((first, anchor))
+        if found is None:
+            return None
+        return f"{quote(found)}#{anchor}"
+
     by_name = manifest.by_filename()
     count = 0
     for name in (n for files in written for n in files):
@@ -93,7 +95,7 @@ def repoint_part_anchors(folder: Path, uuids: Iterable[str], manifest: Manifest)
         page = Page.parse(text)
         if page.frontmatter_error or not text.endswith(page.body):
             continue
-        body, hits = _swap(page.body, pattern, local.get(name, {}), targets)
+        body, hits = _swap(page.body, pattern, partial(target, name))
         if not hits:
             continue
         data = (text[:len(text) - len(page.body)] + body).encode("utf-8")  # (its block as is)
@@ -105,18 +107,16 @@ def repoint_part_anchors(folder: Path, uuids: Iterable[str], manifest: Manifest)
     return count
 
 
-def _swap(body: str, pattern: re.Pattern[str], here: dict[str, str],
-          targets: dict[str, str]) -> tuple[str, int]:
-    """``body`` with its links re-pointed (``here``: this part's own ``#anchor`` links;
-    ``targets``: links to a split note's first part), and how many were."""
+def _swap(body: str, pattern: re.Pattern[str],
+          target: Callable[[str, str], str | None]) -> tuple[str, int]:
+    """``body`` with each link ``target`` re-points re-pointed, and how many were."""
     hits = 0
 
     def one(match: re.Match[str]) -> str:
         nonlocal hits
-        href = match.group(0)
-        new = here.get(href[1:]) if href.startswith("#") else targets.get(href)
+        new = target(match.group(1), match.group(2))
         if new is None:
-            return href
+            return match.group(0)
         hits += 1
         return new
 
