@@ -262,12 +262,13 @@ def export_field(
     # Where everything goes, first, so links between pages can follow them.
     places: dict[str, str] = {}
     taken: set[str] = set()
-    for name in names:
-        rel = name
-        if original_paths:
-            record = records.get(name, (None, None))[1]
-            rel = _original_path(texts[name].decode("utf-8", "replace"), record) or name
-        places[name] = _free(rel, taken, report, name)
+    originals = {name: _original_path(texts[name].decode("utf-8", "replace"),
+                                      records.get(name, (None, None))[1])
+                 for name in names} if original_paths else {}
+    # A page going back to its source path first: an imported note ``index.md`` gets that
+    # path back, and the field's own introduction (no source path) gives way.
+    for name in sorted(names, key=lambda n: originals.get(n) is None):
+        places[name] = _free(originals.get(name) or name, taken, report, name)
     for name in files:
         rel = name
         if original_paths and name in manifest.attachments:

@@ -39,6 +39,8 @@ from .manifest import (
     sha256_hex,
     untouched,
 )
+from .own_uuid import take_own_uuid
+from .part_anchors import repoint_part_anchors
 from .sources import (
     Selection,
     SourceDoc,
@@ -257,7 +259,11 @@ def _import(
     moved_pages, moved_files = manifest.moved(str(root))
     uuids = {doc.rel: _uuid_for(field_name, root, doc) for doc in docs}
     for doc in docs:
-        found = None if doc.page.uuid else moved_pages.get(doc.rel)  # (its own uuid: kept)
+        found = moved_pages.get(doc.rel)
+        if doc.page.uuid:
+            take_own_uuid(fld, doc, found, root, by_uuid, manifest, report.warnings,
+                          dry_run=report.dry_run)
+            continue
         if uuids[doc.rel] not in by_uuid and found in by_uuid and found != uuids[doc.rel]:
             # The folder was imported from another place that is gone: the same note.
             uuids[doc.rel], doc.moved = found, manifest.pages[found].root != str(root)
@@ -313,6 +319,8 @@ def _import(
                                      "action": "skipped"})
         if progress:
             progress(1)
+    if fld is not None and not report.dry_run:
+        repoint_part_anchors(fld.path, uuids.values(), manifest)
     report.links_rewritten = stats.rewritten
     if fld is not None:
         # A note deleted or renamed in the source leaves its page behind (deepfield deletes
@@ -406,8 +414,8 @@ def _write_one(
     result = fld.write(page, name=entry["filename"][:-3], review=review, split=adapter.split,
                        keep_previous=doc.moved)
     actions = {w.action for w in result.pages}
-    action = "created" if current is None else ("updated" if actions - {"unchanged"}
-                                                 else "unchanged")
+    action = "created" if current is None else (
+        "updated" if actions - {"unchanged"} or doc.uuid_taken else "unchanged")
     setattr(report, action, getattr(report, action) + 1)
     report.warnings.extend(result.warnings)
     files = result.filenames

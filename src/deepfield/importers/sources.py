@@ -90,6 +90,8 @@ class SourceDoc:
     page's text, so replacing it keeps a copy in archive/"""
     root: Path | None = None
     """the source folder ``rel`` is relative to"""
+    uuid_taken: bool = False
+    """its page took the uuid the note was given since the last import (an update)"""
     bare_end: bool = False
     """the file ended in its closing ``---`` with no line break (a page's block has one)"""
 
