@@ -8,6 +8,7 @@ fence; the tests count those, so a newly skipped block changes a number here and
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from dataclasses import dataclass
@@ -215,3 +216,34 @@ def test_the_option_check_catches_a_wrong_one() -> None:
     assert _check("deepfield --store memory domain add x --kind method") == []
     assert _check("deepfield search wok --colour red") == ["no option --colour"]
     assert _check("deepfield serach wok") == ["no command 'serach'"]
+
+
+# --- the Python names the docs give ----------------------------------------------------------
+
+NOT_PYTHON = {"deepfield.toml", "deepfield.embedders", "deepfield.llms"}
+"""Dotted names in the docs that are no module or attribute: the store's configuration file
+and the entry-point groups."""
+
+
+def _resolves(ref: str) -> bool:
+    parts = ref.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def test_every_documented_python_name_exists() -> None:
+    wrong = sorted({f"{doc.name}: {ref}" for doc in DOCS
+                    for ref in re.findall(r"`(deepfield(?:\.[A-Za-z_]\w*)+)",
+                                          doc.read_text(encoding="utf-8"))
+                    if ref not in NOT_PYTHON and not _resolves(ref)})
+    assert not wrong, "\n".join(wrong)
+    assert not _resolves("deepfield.search.NO_SUCH_NAME")
