@@ -247,3 +247,12 @@ def test_every_documented_python_name_exists() -> None:
                     if ref not in NOT_PYTHON and not _resolves(ref)})
     assert not wrong, "\n".join(wrong)
     assert not _resolves("deepfield.search.NO_SUCH_NAME")
+
+
+def test_every_environment_variable_read_is_documented() -> None:
+    docs = "\n".join(doc.read_text(encoding="utf-8") for doc in DOCS)
+    read = {name for path in (REPO / "src" / "deepfield").rglob("*.py")
+            for name in re.findall(r"[\"'](DEEPFIELD_[A-Z0-9_]*[A-Z0-9])[\"']",
+                                   path.read_text(encoding="utf-8"))}
+    assert "DEEPFIELD_STORE" in read
+    assert not sorted(name for name in read if name not in docs)
