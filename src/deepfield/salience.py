@@ -138,7 +138,13 @@ _NOT_TOPICS = frozenset(
      "looking", "great", "good", "awesome", "amazing", "thanks", "thank", "yeah", "sure", "love",
      "glad", "hope", "need", "last", "next", "lots", "well", "even", "still", "always", "never",
      "sounds", "wow", "cool", "nice", "noted", "okay", "right", "better", "best", "keep", "ship",
-     "let's", "i'm", "it's", "that's", "you're", "i've", "what's", "there's", "being", "doing"]
+     "let's", "i'm", "it's", "that's", "you're", "i've", "what's", "there's", "being", "doing",
+     # Contractions of four letters and more say nothing about what a session is about
+     # ("I'll order a damper" made "i'll" a topic term, and a query word for related pages).
+     "i'll", "you'll", "we'll", "they'll", "he'll", "she'll", "it'll", "that'll", "we're",
+     "they're", "we've", "you've", "they've", "i'd", "you'd", "we'd", "they'd", "he's", "she's",
+     "don't", "doesn't", "didn't", "can't", "won't", "isn't", "aren't", "wasn't", "weren't",
+     "haven't", "hasn't", "hadn't", "couldn't", "wouldn't", "shouldn't", "here's", "who's"]
 )
 
 

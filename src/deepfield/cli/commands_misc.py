@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,17 @@ from ..embed.base import available_embedders
 from ..importers.locomo import count_sessions, import_locomo
 from ..store import Store
 from ..store import init as init_store
-from .app import Settings, app, json_option, print_json, progress_bar, settings, store_exists, warn
+from .app import (
+    DEFAULT_STORE,
+    Settings,
+    app,
+    json_option,
+    print_json,
+    progress_bar,
+    settings,
+    store_exists,
+    warn,
+)
 from .demo import run_demo
 from .indexing import fast_option, index_after_write
 
@@ -56,7 +68,20 @@ def init_cmd(ctx: click.Context, directory: str | None, as_json: bool) -> None:
     else:
         verb = "using existing" if existed else "created"
         click.echo(f"{verb} store {where} (embedder: {store.config.embedding.backend})")
-        click.echo("next: `deepfield new FIELD`, then `deepfield add FIELD --title T TEXT`")
+        click.echo(next_steps(where, env.store_url))
+
+
+def next_steps(where: str, url: str | None) -> str:
+    """What to run after ``init``: with ``--store`` when a bare ``deepfield`` would open
+    another store (``init DIR`` or ``--store DIR`` away from $DEEPFIELD_STORE / ./memory),
+    so the suggested commands write into the store just created."""
+    default = os.environ.get("DEEPFIELD_STORE") or DEFAULT_STORE
+    if url is not None:
+        same = default.rstrip("/") == url.rstrip("/")
+    else:
+        same = Path(default).expanduser().resolve() == Path(where).resolve()
+    cmd = "deepfield" if same else f"deepfield --store {shlex.quote(where)}"
+    return f"next: `{cmd} new FIELD`, then `{cmd} add FIELD --title T TEXT`"
 
 
 @app.command("status")
