@@ -19,6 +19,7 @@ import click
 import pytest
 
 import deepfield
+from deepfield import store_openers
 from deepfield.cli import app
 from deepfield.config import EmbeddingConfig
 from deepfield.embed import base as embed_base
@@ -109,6 +110,8 @@ def docs_namespace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str,
     store.create_field("ops").add("Boiler", "Ana fixed the boiler on Monday.")
     # An example registers an embedder of its own: leave the registry as it was.
     monkeypatch.setattr(embed_base, "_registered", dict(embed_base._registered))
+    # ... and a store opener (``mine://``): leave that registry as it was too.
+    monkeypatch.setattr(store_openers, "_registered", dict(store_openers._registered))
     return {"store": store, "field": field, "raw_text": "Ana: the boiler is fixed.",
             "Path": Path, "__name__": "docs_example"}
 
@@ -136,9 +139,10 @@ def test_readme_python_runs(docs_namespace: dict[str, Any]) -> None:
 
 def test_api_python_blocks_run_in_order(docs_namespace: dict[str, Any]) -> None:
     ran, skipped = _run_blocks(REPO / "docs" / "API.md", docs_namespace)
-    # Skipped: open/init over an endpoint and a bucket, a signature, remote fields, Claude's
-    # client. Change these numbers only with a skip mark that says why.
-    assert (ran, skipped) == (7, 4)
+    # Ran includes the custom StoreOpener example. Skipped: open/init over an endpoint and a
+    # bucket, a signature, remote fields, Claude's client. Change these numbers only with a
+    # skip mark that says why.
+    assert (ran, skipped) == (8, 4)
 
 
 def test_skip_marks_are_counted(tmp_path: Path) -> None:

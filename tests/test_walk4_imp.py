@@ -40,8 +40,7 @@ def test_note_whose_new_uuid_is_another_pages_says_so(
     warning naming both, and no copy is made."""
     vault = make_tree(tmp_path / "vault", {"a.md": "# A\n"})
     import_obsidian(store, vault, field="notes")
-    other = store.field("notes").add("Other", "Other page.",
-                                     frontmatter={"uuid": UUID})
+    other = store.field("notes").write(f"---\ntitle: Other\nuuid: {UUID}\n---\nOther page.\n")
     (vault / "a.md").write_text(f"---\nuuid: {UUID}\n---\n# A\n")
     report = import_obsidian(store, vault, field="notes", into=True)
     names = sorted(p.name for p in (store.root / "notes").glob("*.md"))
