@@ -58,3 +58,36 @@ def test_an_upper_case_s3_store_is_the_bucket(
     config = client.get_object(Bucket=bucket, Key="team/deepfield.toml")["Body"].read()
     assert b"dave = " in config
     assert list(work.iterdir()) == []  # no folder "S3:" nor "S3-…"
+
+
+def test_a_folder_that_is_no_field_name_is_skipped_said_and_left_untouched(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A sub-folder "Bad Name" was listed as a field, and searching the store wrote an index
+    and listing.md into it."""
+    import deepfield
+
+    root = tmp_path / "m"
+    deepfield.init(root, "none").close()
+    (root / "notes").mkdir()
+    bad = root / "Bad Name"
+    bad.mkdir()
+    (bad / "mine.txt").write_text("user data\n")
+    skipped = ("skipped folder 'Bad Name': not a field name (lowercase letters, digits and "
+               "hyphens, a letter or digit at each end); rename it (e.g. to 'bad-name') to "
+               "use it as a field")
+    with deepfield.open(root, embedder=None) as store:
+        assert store.field_names() == ["notes"]
+        assert [f.name for f in store.fields()] == ["notes"]
+        assert store.skipped_folders() == [skipped]
+        assert store.search("x").warnings == [skipped]
+        assert store.search("x", fields="notes").warnings == []
+        with pytest.raises(deepfield.InvalidNameError, match=r"not a spec filename.*bad-name"):
+            store.field("Bad Name")
+        with pytest.raises(deepfield.InvalidNameError, match="not a spec filename"):
+            store.search("x", fields=["Bad Name"])
+    for args in (("ls",), ("search", "x"), ("status",)):
+        code, out, err = run_main(capsys, "--store", str(root), *args)
+        assert code == 0 and err == f"warning: {skipped}\n" and "Bad Name" not in out, args
+    code, _, err = run_main(capsys, "--store", str(root), "ls", "Bad Name")
+    assert code == 1 and err.startswith("error: field name 'Bad Name' is not a spec filename")
+    assert sorted(p.name for p in bad.iterdir()) == ["mine.txt"]

@@ -39,7 +39,7 @@ from .errors import (
 from .field import Field
 from .fsutil import atomic_write, storage_errors
 from .gitignore import write_gitignore
-from .page import INTRO_FILE, check_name, require_field_name, slugify
+from .page import INTRO_FILE, check_name, is_valid_name, require_field_name, slugify
 from .page_text import check_text, require_text
 from .search import SearchResponse, search_fields
 from .store_openers import normal_url, store_opener, url_scheme
@@ -65,6 +65,13 @@ def check_field_name(name: str) -> str:
             f"choose another name, e.g. `{stem}-notes`",
         )
     return stem
+
+
+def skipped_folder(name: str) -> str:
+    """The warning for a store's sub-folder ``name`` that is no field's name."""
+    to = f" (e.g. to {slugify(name)!r})" if slugify(name) else ""
+    return (f"skipped folder {name!r}: not a field name (lowercase letters, digits and "
+            f"hyphens, a letter or digit at each end); rename it{to} to use it as a field")
 
 
 def intro_page(name: str, intro: object) -> bytes | None:
@@ -93,11 +100,17 @@ class Store:
         return f"Store({str(self.root)!r})"
 
     def field_names(self) -> list[str]:
-        """Names of the fields (sub-folders that are not hidden and not deepfield's own)."""
-        return sorted(
-            p.name for p in self.root.iterdir()
-            if p.is_dir() and not p.name.startswith((".", "_"))
-        )
+        """Names of the fields: sub-folders named as the spec names fields, not hidden and
+        not deepfield's own (a folder "Bad Name" is none: :meth:`skipped_folders`)."""
+        return sorted(name for name in self._folders() if is_valid_name(name))
+
+    def skipped_folders(self) -> list[str]:
+        """A warning for each sub-folder not taken as a field because of its name (it was
+        listed, searched, and had an index and listing.md written into it)."""
+        return [skipped_folder(name) for name in self._folders() if not is_valid_name(name)]
+
+    def _folders(self) -> list[str]:
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and p.name[0] not in "._")
 
     def fields(self) -> list[Field]:
         return [self.field(name) for name in self.field_names()]
@@ -116,6 +129,9 @@ class Store:
             # a bare FileNotFoundError; it is now as unknown as a field never made.
             self.forget_field(name)
         folder = self.root / name
+        if not is_valid_name(name) and _is_folder(folder):  # "Bad Name" is no field
+            check_name(name, "field")  # its message and hint; "x.md" passes it, yet is none
+            raise InvalidNameError(f"field name {name!r} is not a spec name")
         if "/" in name or name.startswith(".") or not _is_folder(folder):
             known = ", ".join(self.field_names()) or "none yet"
             raise UnknownFieldError(f"no field {name!r} in store {self.root} (fields: {known})")
@@ -182,10 +198,12 @@ class Store:
         """Search several fields at once (``fields``: a name or a list; all of them by
         default); ``where`` keeps pages by kind, category and concept
         (:class:`deepfield.domains.Filters`)."""
-        chosen = self._chosen(fields)
-        return search_fields(chosen, query, k=k, mode=mode, unit=unit,
-                             include_superseded=include_superseded, activation=activation,
-                             where=where)
+        found = search_fields(self._chosen(fields), query, k=k, mode=mode, unit=unit,
+                              include_superseded=include_superseded, activation=activation,
+                              where=where)
+        if fields is None:  # every field: say which folders were not, and why
+            found.warnings.extend(self.skipped_folders())
+        return found
 
     def research(
         self,

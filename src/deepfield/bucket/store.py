@@ -33,7 +33,7 @@ from ..errors import (
 )
 from ..fsutil import atomic_write
 from ..page import INTRO_FILE, is_valid_name, require_field_name
-from ..store import Store, build_embedder, check_field_name, intro_page
+from ..store import Store, build_embedder, check_field_name, intro_page, skipped_folder
 from ..store_openers import StoreOpener
 from .lease import Lease
 from .objects import SCHEME, Bucket, ObjectConflictError
@@ -152,6 +152,14 @@ class BucketStore(Store):
     def field_names(self) -> list[str]:
         _, folders = self.bucket.list("")
         return sorted(n for n in folders if not n.startswith((".", "_")) and is_valid_name(n))
+
+    def skipped_folders(self) -> list[str]:
+        try:
+            _, folders = self.bucket.list("")
+        except RemoteUnavailableError:
+            return []  # said where the fields are listed
+        return [skipped_folder(n) for n in folders
+                if not n.startswith((".", "_")) and not is_valid_name(n)]
 
     def readable_field_names(self) -> list[str]:
         """The fields to list for reading: the bucket's, or while it cannot be reached those

@@ -172,12 +172,19 @@ class Settings:
         if names:
             # `-f notes -f notes` searches notes once (its hits were listed twice).
             return [self.field(name) for name in dict.fromkeys(names)]
+        self.say_skipped()
         fields = self.store().fields()
         if not fields:
             raise DeepfieldError(
                 f"the store {self.where()} has no fields yet",
                 "create one with `deepfield new NAME` or import data with `deepfield import`")
         return fields
+
+    def say_skipped(self) -> None:
+        """Warn of the store's folders that are not fields for their names ("Bad Name"):
+        every field was searched but those, and nothing said why."""
+        for warning in self.store().skipped_folders():
+            warn(warning)
 
     def _folder_field(self, folder: str) -> Field:
         """A folder outside the store taken as a field: only one that holds Markdown files,

@@ -110,6 +110,7 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
     store = env.store()
     embedding = env.embedding()
     rows = []
+    env.say_skipped()
     for fld in store.fields():
         for warning in fld.ensure_synced(embed=False).warnings:
             warn(f"{fld.name}/{warning}")

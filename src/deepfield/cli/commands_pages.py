@@ -60,6 +60,7 @@ def list_cmd(ctx: click.Context, field: str | None, archived: bool, as_json: boo
     if field is None:
         store = env.store()
         names = store.field_names()
+        env.say_skipped()
         if as_json:
             print_json({"store": env.where(), "fields": names})
         else:
