@@ -91,3 +91,37 @@ def test_a_folder_that_is_no_field_name_is_skipped_said_and_left_untouched(
     code, _, err = run_main(capsys, "--store", str(root), "ls", "Bad Name")
     assert code == 1 and err.startswith("error: field name 'Bad Name' is not a spec filename")
     assert sorted(p.name for p in bad.iterdir()) == ["mine.txt"]
+
+
+def test_frontmatter_is_written_as_plain_yaml(tmp_path: Path) -> None:
+    """A set in frontmatter= was written as `tags: !!set {a: null}`, which other Markdown
+    tools cannot read; a frozenset was refused and bytes became `!!binary`."""
+    import datetime
+
+    import yaml
+
+    import deepfield
+    from deepfield.page import Page
+
+    with deepfield.init(tmp_path / "m", "none") as store:
+        notes = store.create_field("notes")
+        notes.add("Tagged", "Body.\n", frontmatter={
+            "tags": {"wok", "iron"}, "pair": (1, 2), "nested": {"seen": frozenset({3, 1})},
+            "mixed": {1, "a"}, "day": datetime.date(2024, 5, 1)})
+        text = (notes.path / "tagged.md").read_text()
+        assert "!!" not in text
+        meta = yaml.safe_load(text.split("---\n")[1])
+        assert (meta["tags"], meta["pair"], meta["nested"]) == (
+            ["iron", "wok"], [1, 2], {"seen": [1, 3]})
+        assert sorted(map(str, meta["mixed"])) == ["1", "a"]
+        assert meta["day"] == datetime.date(2024, 5, 1)  # a YAML date, as before
+        notes.write(Page("Body.\n", {"title": "Written", "tags": frozenset({"b", "a"})}))
+        assert "tags:\n- a\n- b\n" in (notes.path / "written.md").read_text()
+        for value, what in ((b"raw", "a bytes"), (object(), "an object")):
+            with pytest.raises(deepfield.InvalidPageError,
+                               match=f"value of 'blob' is \\(or holds\\) {what}, which plain"):
+                notes.add("Refused", "Body.\n", frontmatter={"blob": [value]})
+        with pytest.raises(deepfield.InvalidPageError, match="value of 'blob'"):
+            notes.write(Page("Body.\n", {"title": "Refused", "blob": b"raw"}))
+        pages = sorted(p.name for p in notes.path.glob("*.md"))
+        assert pages == ["listing.md", "tagged.md", "written.md"]

@@ -78,7 +78,30 @@ def _check_size(value: Any) -> str | None:
         elif isinstance(item, list | tuple | set):
             stack.extend((v, depth + 1) for v in item)
     return None
-_YAML_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_SAFE_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _PlainDumper(_SAFE_DUMPER):  # type: ignore[misc,valid-type]
+    """PyYAML's safe dumper writing only plain YAML, which other Markdown tools read: a set
+    is a sorted list (it wrote ``!!set``) and bytes are refused (``!!binary``)."""
+
+
+def _represent_set(dumper: Any, value: set[Any] | frozenset[Any]) -> Any:
+    try:
+        items = sorted(value)
+    except TypeError:  # {1, "a"}: no order between them, but one all the same
+        items = sorted(value, key=repr)
+    return dumper.represent_list(items)
+
+
+def _refuse_bytes(_: Any, value: bytes) -> Any:
+    raise yaml.representer.RepresenterError("bytes are no plain YAML", value)
+
+
+_PlainDumper.add_representer(set, _represent_set)
+_PlainDumper.add_representer(frozenset, _represent_set)
+_PlainDumper.add_representer(bytes, _refuse_bytes)
+_YAML_DUMPER: Any = _PlainDumper
 _TOP_KEY = re.compile(r"""^(?:"[^"]*"|'[^']*'|[^\s#\-?:][^:]*?|-[^\s:][^:]*?)\s*:(?:[ \t]|\r?$)""")
 
 
@@ -271,8 +294,11 @@ def dump_entry(key: str, value: Any) -> str:
     except yaml.YAMLError as exc:  # RepresenterError: no YAML for that type
         kind = type(exc.args[1]).__name__ if len(exc.args) > 1 else "value"
         raise InvalidPageError(
-            f"the frontmatter value of {key!r} is a {kind}, which YAML cannot write",
-            "use text, numbers, true/false, dates, lists and mappings of them") from None
+            f"the frontmatter value of {key!r} is (or holds) "
+            f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}, which plain YAML "
+            "cannot hold", ("decode it to text; " if kind in ("bytes", "bytearray") else "")
+            + "use text, numbers, true/false, dates, lists (a set or tuple is written as a "
+            "list) and mappings of them") from None
 
 
 def _segments(raw: str) -> dict[str, tuple[str, str]] | None:
