@@ -81,7 +81,7 @@ def _check_size(value: Any) -> str | None:
 _SAFE_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-class _PlainDumper(_SAFE_DUMPER):  # type: ignore[misc,valid-type]
+class _PlainDumper(_SAFE_DUMPER):  # type: ignore[misc]
     """PyYAML's safe dumper writing only plain YAML, which other Markdown tools read: a set
     is a sorted list (it wrote ``!!set``) and bytes are refused (``!!binary``)."""
 
