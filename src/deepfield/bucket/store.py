@@ -21,7 +21,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ..config import CONFIG_FILE, EmbeddingConfig, StoreConfig, load_config, render_config
+from ..config import (
+    CONFIG_FILE,
+    EmbeddingConfig,
+    StoreConfig,
+    check_default_options,
+    load_config,
+    render_config,
+)
 from ..embed.base import Embedder
 from ..errors import (
     ConfigError,
@@ -319,6 +326,7 @@ def edit_bucket_config(url: str, edit: Callable[[str], str]) -> str:
 def init_bucket_store(url: str, embedding: EmbeddingConfig) -> tuple[BucketStore, bool]:
     """Start a store at ``url`` with ``embedding`` written into its deepfield.toml (an
     existing store is opened as it is); (the store, whether it was created)."""
+    check_default_options(embedding)  # before the bucket is reached: none takes no options
     bucket = Bucket(url)
     try:
         created = False

@@ -111,9 +111,13 @@ class Settings:
             opened = open_store(self.store_url, embedder=None)
             self._store, self.store_path = opened, opened.root
             opened.embedder = self.embedder()
+            for warning in opened.config.warnings:
+                warn(warning)
         if self._store is None:
             try:
                 self._store = open_store(self.store_path, embedder=self.embedder())
+                for warning in self._store.config.warnings:  # options none ignores, say
+                    warn(warning)
             except StoreNotFoundError as exc:
                 if not self.store_path.is_dir():
                     raise
