@@ -305,7 +305,8 @@ def test_init_takes_a_backend_name_and_refuses_what_it_cannot_write(tmp_path: Pa
     with deepfield.init(tmp_path / "a", "none") as made:
         assert made.config.embedding == EmbeddingConfig("none")
     cases: list[tuple[Any, str]] = [(EmbeddingConfig("none", ["x"]), "not list"),  # type: ignore[arg-type]
-                                    (EmbeddingConfig("none", {"a b": 1}), "cannot be written"),
+                                    (EmbeddingConfig("fake", {"a b": 1}), "cannot be written"),
+                                    (EmbeddingConfig("none", {"a": 1}), "takes no options"),
                                     (3, "not int")]
     for embedding, match in cases:
         with pytest.raises(ConfigError, match=match):
