@@ -33,10 +33,10 @@ from ..llm.config import LLMConfig
 from ..store import RESERVED_FIELD_NAMES, Store
 from ..writer import MAX_WRITE_BYTES
 from .auth import Auth, is_local_name, is_loopback
-from .hints import for_http
+from .hints import error_status, for_http
 from .openapi import openapi_document
 from .params import checked
-from .service import Service, error_status
+from .service import Service
 
 
 def error_response(status: int, kind: str, message: str, hint: str = "",

@@ -26,9 +26,10 @@ from ..field import Field
 from ..writer import MAX_WRITE_BYTES
 from .app import deny_read, deny_write, error_response, too_large_hint
 from .hints import restate_context
+from .pagefiles import read_view
 from .params import checked
 from .routes_spec import _check_body, _int_param
-from .service import Service, read_view
+from .service import Service
 
 CONTEXT_MIN_BUDGET = 100
 """deepfield.context.MIN_BUDGET (not imported: context building may be missing, _missing)."""
