@@ -4,6 +4,8 @@ agent's configuration as it was before setup."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from starlette.routing import Route
 from starlette.testclient import TestClient
@@ -87,3 +89,69 @@ def test_remember_too_large_says_a_text_not_a_page(client: TestClient) -> None:
     # same refusal, not a text over the size memorized.
     slack = client.post("/notes/_/remember", content=b"x" * (MAX_WRITE_BYTES + 1))
     assert slack.status_code == 413 and "page" not in slack.json()["error"]["hint"]
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    return folder
+
+
+def _setup(*args: str) -> None:
+    from click.testing import CliRunner
+
+    from deepfield.cli import app
+
+    done = CliRunner().invoke(app, ["--store", "memory", "setup", *args])
+    assert done.exit_code == 0, done.output
+
+
+def test_setup_remove_leaves_no_file_setup_created(project: Path) -> None:
+    # `setup cursor --scope project` then `--remove` left .cursor/mcp.json holding `{}` and a
+    # mcp.json.deepfield-backup-* beside it, where there had been nothing.
+    for agent, name in (("cursor", ".cursor/mcp.json"), ("claude-code", ".mcp.json"),
+                        ("codex", ".codex/config.toml")):
+        _setup(agent, "--scope", "project")
+        assert (project / name).is_file()
+        _setup(agent, "--scope", "project", "--remove")
+        assert not (project / name).exists(), agent
+    assert sorted(p.name for p in project.iterdir()) == []  # no .cursor/ either, no backups
+    # With its instruction file: both go, and the folders setup made for them.
+    _setup("cursor", "--scope", "project", "--instructions")
+    _setup("cursor", "--scope", "project", "--instructions", "--remove")
+    assert sorted(p.name for p in project.iterdir()) == []
+
+
+def test_setup_remove_keeps_files_that_hold_more_or_were_there(project: Path) -> None:
+    import json
+
+    # There before setup, holding only `{}`: kept as it was (with setup's backup of it).
+    (project / ".mcp.json").write_text("{}\n")
+    _setup("claude-code", "--scope", "project")
+    _setup("claude-code", "--scope", "project", "--remove")
+    assert (project / ".mcp.json").read_text() == "{}\n"
+    # Created by setup, then the user added a server of their own: only the entry goes.
+    _setup("cursor", "--scope", "project")
+    config = project / ".cursor/mcp.json"
+    data = json.loads(config.read_text())
+    data["mcpServers"]["other"] = {"command": "other"}
+    config.write_text(json.dumps(data))
+    _setup("cursor", "--scope", "project", "--remove")
+    assert json.loads(config.read_text()) == {"mcpServers": {"other": {"command": "other"}}}
+    # Created by setup, and a comment added to it (Cursor's file is JSONC): never deleted.
+    _setup("gemini", "--scope", "project")
+    settings = project / ".gemini/settings.json"
+    settings.write_text("// mine\n" + settings.read_text())
+    _setup("gemini", "--scope", "project", "--remove")
+    assert settings.read_text().startswith("// mine\n")
+    # A dry run records nothing: the file it would create is not taken for setup's.
+    _setup("vscode", "--scope", "project", "--dry-run")
+    (project / ".vscode").mkdir()
+    (project / ".vscode/mcp.json").write_text("{}")
+    _setup("vscode", "--scope", "project")
+    _setup("vscode", "--scope", "project", "--remove")
+    assert (project / ".vscode/mcp.json").read_text() == "{}"
