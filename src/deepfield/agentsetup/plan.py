@@ -8,7 +8,8 @@ change follows:
   as they were (see :mod:`.jsonc` and :mod:`.formats`);
 - a file that would not change is not written (running setup twice changes nothing);
 - an existing file is copied to ``<name>.deepfield-backup-<time>`` before it is replaced or
-  removed (the suffix keeps the copy out of folders an agent scans for ``*.json`` / ``*.md``);
+  removed (the suffix keeps the copy out of folders an agent scans for ``*.json`` / ``*.md``),
+  except a file setup created that ``--remove`` deletes (:mod:`.created`: no file, as before);
 - writes are atomic (temporary file + rename) and keep the file's permissions; a symbolic link
   (dotfiles) is followed, so the link stays and its target is updated;
 - a malformed file is refused with its line and column, a read-only file with a clear error,
