@@ -8,7 +8,8 @@ change follows:
   as they were (see :mod:`.jsonc` and :mod:`.formats`);
 - a file that would not change is not written (running setup twice changes nothing);
 - an existing file is copied to ``<name>.deepfield-backup-<time>`` before it is replaced or
-  removed (the suffix keeps the copy out of folders an agent scans for ``*.json`` / ``*.md``);
+  removed (the suffix keeps the copy out of folders an agent scans for ``*.json`` / ``*.md``),
+  except a file setup created that ``--remove`` deletes (:mod:`.created`: no file, as before);
 - writes are atomic (temporary file + rename) and keep the file's permissions; a symbolic link
   (dotfiles) is followed, so the link stays and its target is updated;
 - a malformed file is refused with its line and column, a read-only file with a clear error,
@@ -31,6 +32,7 @@ from typing import Any
 from ..errors import AgentSetupError
 from . import formats, instructions
 from .agents import PROJECT, USER, Agent, Host
+from .created import Created, missing_folders
 
 DEFAULT_SERVER_NAME = "deepfield"
 SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
@@ -48,6 +50,8 @@ class FileChange:
     before: str | None
     after: str | None
     backup: Path | None = None
+    made_by_setup: bool = False
+    """Setup created the file (created.py): deleted, it gets no backup of setup's own text."""
 
     @property
     def action(self) -> str:
@@ -80,6 +84,8 @@ class SetupPlan:
     changes: list[FileChange] = field(default_factory=list)
     previous: dict[str, Any] | None = None
     """The server's entry in the config before this change (None: there was none)."""
+    created: Created | None = None
+    """The record of the files setup created (apply keeps it up to date)."""
 
     @property
     def changed(self) -> bool:
@@ -147,13 +153,25 @@ def plan_setup(agent: Agent, command: list[str], *, host: Host, project: Path,
             None, {}, {agent.key: {}}) else rest
     else:
         after = edit_config(agent, path, before, server, entry, remove)
+    plan.created = made = Created.load(host)
+    if remove and after is not None and after != before and made.made(path) and \
+            _holds_nothing(after):
+        after = None  # setup created the file: --remove leaves no file, as before setup
     if before is not None:
         previous = formats.get(before, agent.format, [agent.key, server])
         plan.previous = previous if isinstance(previous, dict) else None
     plan.changes.append(FileChange(path, "config", before, after))
     if with_instructions:
         plan.changes.extend(_instruction_changes(agent, chosen, host, project, server, remove))
+    for change in plan.changes:
+        change.made_by_setup = remove and made.made(change.path)
     return plan
+
+
+def _holds_nothing(text: str) -> bool:
+    """The config text holds nothing at all: blank, or an empty object with not even a
+    comment (a file with anything else in it is never deleted)."""
+    return "".join(text.split()) in ("", "{}")
 
 
 OTHER_TRANSPORT = ("url", "httpUrl", "serverUrl")
@@ -332,10 +350,13 @@ def apply(plan: SetupPlan) -> SetupPlan:
     pending = [c for c in plan.changes if c.before != c.after]
     for change in pending:
         check_writable(change)
+    made = plan.created
     for change in pending:
         target = _target(change.path)
+        folders = missing_folders(target.parent) if change.before is None else []
         try:
-            if change.before is not None:
+            if change.before is not None and not (change.after is None and
+                                                  change.made_by_setup):
                 change.backup = backup_name(change.path)
                 shutil.copy2(target, change.backup)
             if change.after is None:
@@ -346,4 +367,14 @@ def apply(plan: SetupPlan) -> SetupPlan:
             raise AgentSetupError(f"cannot write {exc.filename or change.path}: permission "
                                   "denied", "check the file's and folder's permissions") \
                 from None
+        if made is None:
+            continue
+        if change.before is None:
+            made.add(change.path, folders)
+        elif plan.remove:  # taken out, or kept holding the user's things: theirs from now
+            made.forget(change.path)
+            if change.after is None:
+                made.remove_folders_of(change.path)
+    if made is not None and pending:
+        made.save()
     return plan

@@ -33,9 +33,10 @@ from ..llm.config import LLMConfig
 from ..store import RESERVED_FIELD_NAMES, Store
 from ..writer import MAX_WRITE_BYTES
 from .auth import Auth, is_local_name, is_loopback
-from .hints import for_http
+from .hints import error_status, for_http
 from .openapi import openapi_document
-from .service import Service, error_status
+from .params import checked
+from .service import Service
 
 
 def error_response(status: int, kind: str, message: str, hint: str = "",
@@ -132,9 +133,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         from .console.guard import Refused
         from .console.render import refusal_page
 
-        hint = _TOO_LARGE_HINT if exc.status_code == 413 else "start from the fields at /ui/"
+        hint = too_large_hint(request.url.path) if exc.status_code == 413 else \
+            "start from the fields at /ui/"
         return refusal_page(request, Refused(exc.status_code, str(exc.detail), hint, headers))
-    hint = _TOO_LARGE_HINT if exc.status_code == 413 else \
+    hint = too_large_hint(request.url.path) if exc.status_code == 413 else \
         "see /openapi.json for the routes and methods"
     return error_response(exc.status_code, phrase.replace(" ", ""), str(exc.detail), hint,
                           headers)
@@ -183,8 +185,13 @@ class BodyLimit:
         return f"the request body is larger than {self.limit} bytes"
 
 
-_TOO_LARGE = HTTPStatus(413).phrase.replace(" ", "")
-_TOO_LARGE_HINT = f"a page is at most {MAX_WRITE_BYTES >> 20} MiB; send a smaller body"
+def too_large_hint(path: str) -> str:
+    """The 413's hint: what the body at ``path`` is, and how large it may be. POST
+    ``/FIELD/_/remember`` takes a session's text (its pages are cut from it), not a page."""
+    if path.rstrip("/").endswith("/_/remember"):
+        return (f"a text to memorize is at most {MAX_WRITE_BYTES >> 20} MiB; send a long "
+                "session in parts, one POST each")
+    return f"a page is at most {MAX_WRITE_BYTES >> 20} MiB; send a smaller body"
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
@@ -248,8 +255,8 @@ def create_app(
     if auth is None:  # read again when deepfield.toml changes (`deepfield passwd`)
         auth = Auth.for_store(store.root)
     routes: list[BaseRoute] = [
-        Route("/", list_fields, methods=["GET"]),
-        Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/", checked("/", list_fields), methods=["GET"]),
+        Route("/openapi.json", checked("/openapi.json", openapi), methods=["GET"]),
         *(extra_routes or []),
         *console_routes(),  # /ui/: before the spec's /{field}/ routes
         *deepfield_routes(),

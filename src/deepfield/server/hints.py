@@ -10,7 +10,23 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import PageNotFoundError, SectionNotFoundError, UnknownFieldError
+from ..errors import (
+    ConfigError,
+    DeepfieldError,
+    EmbeddingError,
+    FieldExistsError,
+    IndexStateError,
+    LLMError,
+    NothingToPackError,
+    PageConflictError,
+    PageNotFoundError,
+    ReviewItemError,
+    SectionNotFoundError,
+    StoreNotFoundError,
+    SupersessionCycleError,
+    TransportError,
+    UnknownFieldError,
+)
 
 HTTP_HINTS = {
     UnknownFieldError.default_hint: "GET / lists the fields; a PUT of a page does not "
@@ -53,3 +69,21 @@ def restate_context(out: dict[str, Any],
         if isinstance(left.get("reason"), str):
             left["reason"] = say(left["reason"])
     return out
+
+
+def error_status(exc: DeepfieldError) -> int:
+    """The HTTP status for a library error: the request's fault is 4xx (400 unless it names
+    something missing, 404, or conflicting, 409), a model or remote behind us 502/503, the
+    server's own state (configuration, index) 500."""
+    if isinstance(exc, UnknownFieldError | PageNotFoundError | SectionNotFoundError
+                  | ReviewItemError | NothingToPackError):
+        return 404
+    if isinstance(exc, PageConflictError | FieldExistsError | SupersessionCycleError):
+        return 409
+    if isinstance(exc, EmbeddingError):
+        return 503
+    if isinstance(exc, LLMError | TransportError):
+        return 502
+    if isinstance(exc, ConfigError | IndexStateError | StoreNotFoundError):
+        return 500
+    return 400

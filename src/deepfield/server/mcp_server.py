@@ -41,7 +41,8 @@ from ..writer import page_to_write
 from . import mcp_args as arg
 from .auth import Auth, is_loopback
 from .hints import restate_context
-from .service import Service, read_view
+from .pagefiles import read_view
+from .service import Service
 
 P = ParamSpec("P")
 R = TypeVar("R")

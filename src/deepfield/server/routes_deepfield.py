@@ -23,10 +23,13 @@ from starlette.routing import BaseRoute, Route
 
 from ..errors import DeepfieldError
 from ..field import Field
-from .app import deny_read, deny_write, error_response
+from ..writer import MAX_WRITE_BYTES
+from .app import deny_read, deny_write, error_response, too_large_hint
 from .hints import restate_context
+from .pagefiles import read_view
+from .params import checked
 from .routes_spec import _check_body, _int_param
-from .service import Service, read_view
+from .service import Service
 
 CONTEXT_MIN_BUDGET = 100
 """deepfield.context.MIN_BUDGET (not imported: context building may be missing, _missing)."""
@@ -122,6 +125,10 @@ async def remember(request: Request) -> Response:
     if (bad := _check_body(body, "the text to memorize (notes, a transcript, a document) "
                                  "as UTF-8")) is not None:
         return bad
+    if len(body) > MAX_WRITE_BYTES:  # within the body limit's slack, as PUT refuses it
+        return error_response(413, "RequestEntityTooLarge",
+                              f"the text is {len(body):,} bytes; a text to memorize is at "
+                              f"most {MAX_WRITE_BYTES:,}", too_large_hint(request.url.path))
     text = body.decode("utf-8")
     fmt = request.query_params.get("format") or None
     try:
@@ -146,9 +153,11 @@ def routes() -> list[BaseRoute]:
         # Not API routes (nothing is there): left out of /openapi.json.
         Route("/{field}/_", no_page, methods=["GET", "HEAD"], include_in_schema=False),
         Route("/{field}/_/", no_page, methods=["GET", "HEAD"], include_in_schema=False),
-        Route("/{field}/_/pages", pages, methods=["GET"]),
-        Route("/{field}/_/read/{page}", read, methods=["GET"]),
-        Route("/{field}/_/context", context, methods=["GET"]),
-        Route("/{field}/_/research", research, methods=["GET"]),
-        Route("/{field}/_/remember", remember, methods=["POST"]),
+        *(Route(path, checked(path, endpoint), methods=methods) for path, endpoint, methods in (
+            ("/{field}/_/pages", pages, ["GET"]),
+            ("/{field}/_/read/{page}", read, ["GET"]),
+            ("/{field}/_/context", context, ["GET"]),
+            ("/{field}/_/research", research, ["GET"]),
+            ("/{field}/_/remember", remember, ["POST"]),
+        )),
     ]

@@ -37,6 +37,7 @@ from ..page import INTRO_FILE, LISTING_FILE
 from ..search import MODES, UNITS
 from ..writer import MAX_WRITE_BYTES
 from .app import deny_read, deny_write, error_response
+from .params import checked
 from .service import Service
 
 MARKDOWN = "text/markdown; charset=utf-8"
@@ -384,9 +385,9 @@ async def page(request: Request) -> Response:
 
 
 def routes() -> list[BaseRoute]:
-    return [
-        Route("/{field}/", get_intro, methods=["GET"]),
-        Route("/{field}/memoryfield.zip", get_zip, methods=["GET"]),
-        Route("/{field}/search", search, methods=["GET"]),
-        Route("/{field}/{filename}", page, methods=["GET", "PUT", "DELETE"]),
-    ]
+    return [Route(path, checked(path, endpoint), methods=methods) for path, endpoint, methods in (
+        ("/{field}/", get_intro, ["GET"]),
+        ("/{field}/memoryfield.zip", get_zip, ["GET"]),
+        ("/{field}/search", search, ["GET"]),
+        ("/{field}/{filename}", page, ["GET", "PUT", "DELETE"]),
+    )]

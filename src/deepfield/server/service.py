@@ -3,69 +3,39 @@
 A :class:`~deepfield.Field` holds one SQLite connection that serves one caller at a time, so
 each field gets a writer used under its lock and a pool of searchers (pool.py); blocking calls
 run in worker threads, never on the event loop. The library calls are the same as the CLI's;
-what is added here is the spec's search fallback, the zip snapshot cache and the path checks.
+what is added here is the spec's search fallback and the zip snapshot cache (the path checks
+and the zip itself are pagefiles.py's).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import (
-    ConfigError,
-    DeepfieldError,
-    EmbeddingError,
-    FieldExistsError,
-    IndexStateError,
-    InvalidNameError,
-    LLMError,
-    NothingToPackError,
-    PageConflictError,
-    PageNotFoundError,
-    RemoteUnavailableError,
-    ReviewItemError,
-    SectionNotFoundError,
-    StoreNotFoundError,
-    SupersessionCycleError,
-    TransportError,
-    UnknownFieldError,
-)
+from ..errors import InvalidNameError, RemoteUnavailableError
 from ..field import Field
 from ..llm.config import LLMConfig, Role, build_llm, load_llm_config
 from ..manage.activation import activation_cached
-from ..page import can_be_a_file_name, check_name, is_debris, is_valid_name
-from ..portable.archive import pack_folder, pack_members
+from ..page import is_valid_name
 from ..read import PageView
 from ..search import search_fields
 from ..store import Store
 from .backfill import Backfiller, backfill_embedder
 from .fallback import substring_matches
+from .pagefiles import Snapshot, page_path, snapshot_of
 from .pool import Activity, FieldSlot, SharedEmbedder
 from .watching import FolderWatcher
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A ``.memoryfield.zip`` of a field as it was when ``key`` was taken."""
-
-    key: str
-    data: bytes
-    sha256: str
 
 
 class Service:
@@ -217,41 +187,7 @@ class Service:
 
     # ------------------------------------------------------------------ files
 
-    def page_path(self, field: Field, filename: str, *, existing: bool = False,
-                  deleting: bool = False) -> Path:
-        """The file of page ``filename`` inside the field, refusing anything that escapes it
-        (``..``, absolute paths, symbolic links pointing out of the folder). ``existing``
-        (reads): a page already in the folder is served even when its name breaks the spec's
-        rules ("My Notes.md" made in an editor: indexed with a warning, so search lists it);
-        writes only ever take spec names. ``deleting``: such a name that is not there (any
-        more) is PageNotFoundError, as for any missing page: a second DELETE of "My Notes.md"
-        after it was archived was a 400, as if the name had never been accepted."""
-        # A backslash separates folders only on Windows; elsewhere it is a character of a
-        # name ("Q1\\Q2.md" from a bucket), which scan indexes and search lists: it is read.
-        separators = {"/", os.sep, os.altsep or "/"}
-        if any(sep in filename for sep in separators) or not filename.endswith(".md"):
-            raise InvalidNameError(f"{filename!r} is not a page filename")
-        if not can_be_a_file_name(filename):  # a NUL, or longer than any file name
-            if existing:
-                raise PageNotFoundError(f"no page {filename[:60]!r}… in field {field.name}")
-            raise InvalidNameError(f"{filename[:60]!r}… is not a page filename (a NUL "
-                                   "character, or over 255 bytes)")
-        try:
-            check_name(filename)
-        except InvalidNameError:
-            hidden = filename.startswith(".") or is_debris(filename)  # never indexed either
-            if not existing or hidden:
-                raise
-            if not (field.path / filename).is_file():
-                if deleting:
-                    raise PageNotFoundError(
-                        f"no page {filename!r} in field {field.name}") from None
-                raise
-        root = field.path.resolve()
-        path = field.path / filename
-        if path.is_symlink() or path.resolve().parent != root:
-            raise PageNotFoundError(f"no page {filename!r} in field {field.name}")
-        return path
+    page_path = staticmethod(page_path)
 
     def read(self, name: str, ref: str, *, view: str, section: str | None = None,
              depth: int = 2, sentences: int = 1) -> PageView:
@@ -423,69 +359,7 @@ class Service:
         """The field as a ``.memoryfield.zip`` (rebuilt only when a file changed)."""
 
         def run(field: Field) -> Snapshot:
-            field.ensure_synced(embed=False)  # listing.md current before it is packed
-            members = zip_members(field.path)
-            stats = [(n, p.stat()) for n, p in members]
-            key = hashlib.sha256(repr([(n, s.st_mtime_ns, s.st_size) for n, s in stats])
-                                 .encode()).hexdigest()
-            cached = self._zips.get(field.name)
-            if cached is not None and cached.key == key:
-                return cached
-            data = pack_zip(field.path)
-            snap = Snapshot(key, data, hashlib.sha256(data).hexdigest())
-            self._zips[field.name] = snap
+            snap = self._zips[field.name] = snapshot_of(field, self._zips.get(field.name))
             return snap
 
         return self.locked(name, run)
-
-
-READ_VIEWS = ("outline", "full", "section")
-
-
-def read_view(asked: str | None, section: str | None, key: str) -> str:
-    """The view a read asks for (HTTP's ``view``, MCP's ``mode``: ``key`` names it in the
-    messages): left out, ``section`` given means that section, else the outline (a section
-    alone used to be ignored, the outline answered as if it had been read); a view the
-    section contradicts, or ``section`` without one, is refused."""
-    view = asked or ("section" if section else "outline")
-    if view not in READ_VIEWS:
-        raise DeepfieldError(f"unknown {key} {view!r}", "use outline, full or section")
-    if view == "section" and not section:
-        raise DeepfieldError(f"{key}=section needs section=HEADING",
-                             f"add section, a heading or 'Parent > Child'; {key}=outline "
-                             "lists the headings")
-    if section and view != "section":
-        raise DeepfieldError(f"section reads one section, but {key}={view} was asked for",
-                             f"send {key}=section (or leave {key} out), or leave section out")
-    return view
-
-
-def zip_members(folder: Path) -> list[tuple[str, Path]]:
-    """(name in the zip, file) of everything a memoryfield zip of ``folder`` holds."""
-    return pack_members(folder)[0]
-
-
-def pack_zip(folder: Path) -> bytes:
-    """The zip's bytes, through ``deepfield pack``'s own writer (the same bytes as the
-    command, so the same sha256). Its sha256 is the ETag."""
-    with tempfile.TemporaryDirectory(prefix="deepfield-zip-") as tmp:
-        out = Path(tmp) / "field.memoryfield.zip"
-        return pack_folder(folder, out, force=True).path.read_bytes()
-
-
-def error_status(exc: DeepfieldError) -> int:
-    """The HTTP status for a library error: the request's fault is 4xx (400 unless it names
-    something missing, 404, or conflicting, 409), a model or remote behind us 502/503, the
-    server's own state (configuration, index) 500."""
-    if isinstance(exc, UnknownFieldError | PageNotFoundError | SectionNotFoundError
-                  | ReviewItemError | NothingToPackError):
-        return 404
-    if isinstance(exc, PageConflictError | FieldExistsError | SupersessionCycleError):
-        return 409
-    if isinstance(exc, EmbeddingError):
-        return 503
-    if isinstance(exc, LLMError | TransportError):
-        return 502
-    if isinstance(exc, ConfigError | IndexStateError | StoreNotFoundError):
-        return 500
-    return 400

@@ -19,7 +19,8 @@ from ...errors import (
     SectionNotFoundError,
     UnknownFieldError,
 )
-from ..service import Service, error_status
+from ..hints import error_status
+from ..service import Service
 from .guard import CSRF_FIELD, Refused, check_origin, check_read, check_write, secure
 from .render import page, refusal_page
 

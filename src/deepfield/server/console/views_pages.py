@@ -24,8 +24,8 @@ from ...manage.activation import load_activation
 from ...manage.supersede import _graph
 from ...page import INTRO_FILE, LISTING_FILE, Page, derive_title, is_valid_name
 from ...read import PageView
+from ..hints import error_status
 from ..routes_spec import _archive, _write, etag_of
-from ..service import error_status
 from .common import Form, action, field_url, int_arg, one, redirect, service_of, view
 from .render import MAX_RENDER_BYTES, chain_graph, markdown_html, page
 
