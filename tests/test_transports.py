@@ -33,6 +33,7 @@ from deepfield.errors import (
     UnknownTransportError,
 )
 from deepfield.page import iso_from_timestamp
+from deepfield.portable.transports.base import normal_scheme
 
 from .test_portable_archive import run_main
 
@@ -444,6 +445,27 @@ def test_s3_prefix_mirror_uses_list_objects_timestamps(
     report = again.refresh_report
     assert report is not None and (report.fetched, report.removed, report.unchanged) == (1, 1, 1)
     assert mirror_pages(again)["wec-season.md"] == "# Le Mans\n"
+
+
+def test_an_upper_case_scheme_names_the_same_remote_field(
+    s3: Any, store: deepfield.Store, tmp_path: Path
+) -> None:
+    """`-f S3://bucket/x` failed with 'Invalid bucket name "S3:"': URL schemes are
+    case-insensitive, and the upper-case spelling shares the lower-case one's mirror."""
+    client, bucket = s3
+    for name, text in PAGES.items():
+        client.put_object(Bucket=bucket, Key=f"shared/kitchen/{name}", Body=text.encode())
+    cache = tmp_path / "cache"
+    lower = portable.open_remote(f"s3://{bucket}/shared/kitchen", embedder=store.embedder,
+                                 cache=cache)
+    upper = portable.open_remote(f"S3://{bucket}/shared/kitchen", embedder=store.embedder,
+                                 cache=cache)
+    assert upper.name == "kitchen" and mirror_pages(upper) == PAGES
+    assert upper.path == lower.path
+    report = upper.refresh_report
+    assert report is not None and report.fetched == 0
+    assert normal_scheme("GIT+HTTPS://Host/Repo.git#Main") == \
+        "git+https://Host/Repo.git#Main"
 
 
 def test_s3_errors_are_clear(

@@ -48,7 +48,7 @@ from ..page import (
     iso_from_timestamp,
 )
 from .transports import RemoteFile, Transport, create_transport, find_transport
-from .transports.base import MissingRemoteFileError
+from .transports.base import MissingRemoteFileError, normal_scheme
 from .zipsafe import DEFAULT_LIMITS, normalize_pin
 
 STATE_FILE = "state.json"
@@ -290,7 +290,7 @@ def open_remote(
                              "name a zip, a folder, an http(s):// URL, s3://bucket/prefix or "
                              "git+URL")
     source, fragment_pin = split_pin(source)
-    source = _absolute(source)
+    source = _absolute(normal_scheme(source))
     pin = pin or fragment_pin
     if pin is not None:  # once, here: every use below (the offline fallback too) sees HEX
         pin = normalize_pin(pin)

@@ -13,6 +13,7 @@ embedder registry: ``register_transport(name, matches, factory)``.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -137,8 +138,18 @@ def find_transport(source: str) -> tuple[str, TransportFactory] | None:
     return None
 
 
+_SCHEME = re.compile(r"^(git\+)?([A-Za-z][A-Za-z0-9+.-]*)://", re.IGNORECASE)
+
+
+def normal_scheme(source: str) -> str:
+    """``source`` with its URL scheme in lower case (``S3://b/p`` is ``s3://b/p``, as URL
+    schemes are case-insensitive); the rest, a bucket's prefix or a path, is left as given."""
+    return _SCHEME.sub(lambda m: m.group(0).lower(), source, count=1)
+
+
 def create_transport(source: str, workdir: Path, pin: str | None = None) -> Transport:
     """The transport for ``source``, or UnknownTransportError."""
+    source = normal_scheme(source)
     found = find_transport(source)
     if found is None:
         raise UnknownTransportError(f"no transport can read {source!r}")
