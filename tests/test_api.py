@@ -17,7 +17,7 @@ def test_all_is_complete_and_sorted() -> None:
                "freshness", "fsutil", "fusion", "gitignore", "hits", "httpjson", "importers",
                "index",
                "line_rank", "listing", "llm", "manage", "markdown", "memo", "memorize", "page",
-               "page_text",
+               "page_names", "page_text",
                "portable", "qa", "read", "read_parts", "registry", "relative_dates", "research",
                "same_page",
                "salience",
