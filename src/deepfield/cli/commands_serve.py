@@ -168,10 +168,10 @@ def worker_app() -> Any:
     """The app of one ``deepfield serve --workers N`` process (settings from the environment
     the parent set: DEEPFIELD_STORE, DEEPFIELD_EMBEDDER, DEEPFIELD_EMBED_*)."""
     from ..server import create_app
-    from .app import _env_options
+    from .settings import env_options
 
     env = Settings.of(os.environ["DEEPFIELD_STORE"], os.environ.get("DEEPFIELD_EMBEDDER"),
-                      _env_options())
+                      env_options())
     env._said_ignored = True  # the parent warned about ignored DEEPFIELD_EMBED_* already
     return create_app(env.store(), llm_config=_llm_config(env.store_path))
 
