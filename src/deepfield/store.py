@@ -110,6 +110,7 @@ class Store:
         return [skipped_folder(name) for name in self._folders() if not is_valid_name(name)]
 
     def _folders(self) -> list[str]:
+        """The sub-folders that may be fields, by name (a bucket store lists its own)."""
         return sorted(p.name for p in self.root.iterdir() if p.is_dir() and p.name[0] not in "._")
 
     def fields(self) -> list[Field]:

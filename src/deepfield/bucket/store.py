@@ -40,7 +40,7 @@ from ..errors import (
 )
 from ..fsutil import atomic_write
 from ..page import INTRO_FILE, is_valid_name, require_field_name
-from ..store import Store, build_embedder, check_field_name, intro_page, skipped_folder
+from ..store import Store, build_embedder, check_field_name, intro_page
 from ..store_openers import StoreOpener
 from .lease import Lease
 from .objects import SCHEME, Bucket, ObjectConflictError
@@ -156,17 +156,16 @@ class BucketStore(Store):
 
     # ------------------------------------------------------------------ fields
 
-    def field_names(self) -> list[str]:
+    def _folders(self) -> list[str]:
+        """The bucket's top-level folders (Store splits them into fields and skipped ones)."""
         _, folders = self.bucket.list("")
-        return sorted(n for n in folders if not n.startswith((".", "_")) and is_valid_name(n))
+        return sorted(n for n in folders if not n.startswith((".", "_")))
 
     def skipped_folders(self) -> list[str]:
         try:
-            _, folders = self.bucket.list("")
+            return super().skipped_folders()
         except RemoteUnavailableError:
             return []  # said where the fields are listed
-        return [skipped_folder(n) for n in folders
-                if not n.startswith((".", "_")) and not is_valid_name(n)]
 
     def readable_field_names(self) -> list[str]:
         """The fields to list for reading: the bucket's, or while it cannot be reached those
