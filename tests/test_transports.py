@@ -33,7 +33,7 @@ from deepfield.errors import (
     UnknownTransportError,
 )
 from deepfield.page import iso_from_timestamp
-from deepfield.portable.transports.base import normal_scheme
+from deepfield.store_openers import normal_url
 
 from .test_portable_archive import run_main
 
@@ -464,7 +464,7 @@ def test_an_upper_case_scheme_names_the_same_remote_field(
     assert upper.path == lower.path
     report = upper.refresh_report
     assert report is not None and report.fetched == 0
-    assert normal_scheme("GIT+HTTPS://Host/Repo.git#Main") == \
+    assert normal_url("GIT+HTTPS://Host/Repo.git#Main") == \
         "git+https://Host/Repo.git#Main"
 
 

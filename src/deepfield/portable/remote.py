@@ -47,8 +47,9 @@ from ..page import (
     is_valid_name,
     iso_from_timestamp,
 )
+from ..store_openers import normal_url
 from .transports import RemoteFile, Transport, create_transport, find_transport
-from .transports.base import MissingRemoteFileError, normal_scheme
+from .transports.base import MissingRemoteFileError
 from .zipsafe import DEFAULT_LIMITS, normalize_pin
 
 STATE_FILE = "state.json"
@@ -290,7 +291,7 @@ def open_remote(
                              "name a zip, a folder, an http(s):// URL, s3://bucket/prefix or "
                              "git+URL")
     source, fragment_pin = split_pin(source)
-    source = _absolute(normal_scheme(source))
+    source = _absolute(normal_url(source))
     pin = pin or fragment_pin
     if pin is not None:  # once, here: every use below (the offline fallback too) sees HEX
         pin = normalize_pin(pin)

@@ -13,7 +13,6 @@ embedder registry: ``register_transport(name, matches, factory)``.
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ...errors import RemoteUnavailableError, TransportError, UnknownTransportError
+from ...store_openers import normal_url
 
 MAX_FILE_BYTES = 16 << 20
 """Largest single file a transport hands over (pages are ~8 KB; this bounds a hostile server)."""
@@ -138,18 +138,9 @@ def find_transport(source: str) -> tuple[str, TransportFactory] | None:
     return None
 
 
-_SCHEME = re.compile(r"^(git\+)?([A-Za-z][A-Za-z0-9+.-]*)://", re.IGNORECASE)
-
-
-def normal_scheme(source: str) -> str:
-    """``source`` with its URL scheme in lower case (``S3://b/p`` is ``s3://b/p``, as URL
-    schemes are case-insensitive); the rest, a bucket's prefix or a path, is left as given."""
-    return _SCHEME.sub(lambda m: m.group(0).lower(), source, count=1)
-
-
 def create_transport(source: str, workdir: Path, pin: str | None = None) -> Transport:
     """The transport for ``source``, or UnknownTransportError."""
-    source = normal_scheme(source)
+    source = normal_url(source)  # S3://b/p is s3://b/p: schemes are case-insensitive
     found = find_transport(source)
     if found is None:
         raise UnknownTransportError(f"no transport can read {source!r}")
