@@ -16,10 +16,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..fsutil import atomic_write
 from .agents import Host
 
 RECORD_NAME = "setup-created.json"
@@ -96,13 +96,7 @@ class Created:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             text = json.dumps({"files": sorted(self.files), "folders": sorted(self.folders)},
                               indent=1) + "\n"
-            fd, temp = tempfile.mkstemp(prefix=".setup-created.", dir=self.path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(text)
-                os.replace(temp, self.path)
-            finally:
-                Path(temp).unlink(missing_ok=True)
+            atomic_write(self.path, text.encode("utf-8"))
 
 
 def missing_folders(folder: Path) -> list[Path]:
