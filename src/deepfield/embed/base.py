@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from ..config import KEYWORD_ONLY
 from ..errors import ConfigError, DeepfieldError, EmbeddingServiceError, UnknownEmbedderError
 from ..registry import check_registration
 from .meter import EncodeMeter
@@ -34,8 +35,9 @@ Kind = Literal["document", "query"]
 LatentTerms = tuple[Any, Any]
 """A text's sparse latent terms: (feature ids below 65,536, their positive weights)."""
 ENTRY_POINT_GROUP = "deepfield.embedders"
-NO_EMBEDDER = "none"
-"""Backend name meaning keyword-only (BM25) search: no vectors at all."""
+NO_EMBEDDER = KEYWORD_ONLY
+"""Backend name meaning keyword-only (BM25) search: no vectors at all (config.py names it too,
+for the options check that runs before any backend is built)."""
 
 
 class Embedder(ABC):
